@@ -1,0 +1,1 @@
+"""Classical controllers: the demo's baselines and scripted operators for HIL RL."""

@@ -1,0 +1,57 @@
+"""Packaging glue: maps the top-level folders onto the ``sim2real`` namespace and
+installs the ROS 2 share files. Dependencies and tool settings live in
+pyproject.toml; colcon's ament_python build needs this file (colcon-core #208).
+"""
+
+from __future__ import annotations
+
+import os
+from glob import glob
+
+from setuptools import setup
+
+PACKAGE = "sim2real"
+# Import name -> folder. Nothing installs a generic top-level name such as `sim`.
+ROOTS = {
+    "sim2real": "sim2real",
+    "sim2real.sim": "sim",
+    "sim2real.policies": "policies",
+    "sim2real.ros_nodes": "ros_nodes",
+    "sim2real.hardware": "hardware",
+}
+
+
+def find_packages_mapped() -> list[str]:
+    packages = []
+    for name, folder in ROOTS.items():
+        for root, _dirs, files in os.walk(folder):
+            if "__init__.py" in files and "__pycache__" not in root:
+                rel = os.path.relpath(root, folder)
+                packages.append(name if rel == "." else f"{name}.{rel.replace(os.sep, '.')}")
+    return sorted(packages)
+
+
+def share(pattern: str) -> list[str]:
+    return sorted(f for f in glob(pattern, recursive=True) if os.path.isfile(f))
+
+
+data_files = [
+    ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+    ("share/" + PACKAGE, ["package.xml"]),
+]
+for folder in ("launch", "config"):
+    files = share(f"{folder}/*")
+    if files:
+        data_files.append((f"share/{PACKAGE}/{folder}", files))
+
+setup(
+    packages=find_packages_mapped(),
+    package_dir=ROOTS,
+    package_data={
+        "sim2real.sim": ["**/*.xml", "**/*.png", "**/*.obj", "**/*.stl", "**/*.yaml"],
+        "sim2real.policies": ["**/*.yaml", "**/*.json", "**/*.onnx"],
+    },
+    include_package_data=True,
+    data_files=data_files,
+    zip_safe=False,
+)

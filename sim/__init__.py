@@ -1,0 +1,32 @@
+"""sim2real.sim: MuJoCo physics, robots, tasks, randomization and batched stepping.
+
+This layer imports nothing above it (no policies, no ROS).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+
+from sim2real.sim import arm, drone, quadruped
+from sim2real.sim.core.registry import REGISTRY, gym_id, make, make_vec
+
+# The explicit registry: one line per robot package; each package lists its tasks.
+ROBOTS = {"arm": arm, "quadruped": quadruped, "drone": drone}
+
+
+def _register_all() -> None:
+    from sim2real.sim.core.env import SimEnv
+
+    for package in ROBOTS.values():
+        for task_cls in package.TASKS:
+            REGISTRY.register(task_cls)
+            env_id = gym_id(task_cls)
+            if env_id not in gym.registry:
+                gym.register(id=env_id, entry_point=functools.partial(SimEnv, task_cls), disable_env_checker=True)
+
+
+_register_all()
+
+__all__ = ["REGISTRY", "ROBOTS", "make", "make_vec"]

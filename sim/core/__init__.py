@@ -1,0 +1,1 @@
+"""Core of the simulation layer: the task contract, engine, envs, registry."""

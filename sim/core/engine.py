@@ -1,0 +1,309 @@
+"""The engine: steps ``B`` environments of one task, control step by control step.
+
+With one environment it calls ``mj_step(model, data, nstep)`` directly; with
+several it hands the whole batch to a persistent ``mujoco.rollout.Rollout``
+thread pool, so physics runs in C on every core and Python only runs once per
+control step (or once per inner-controller period, vectorised over the batch).
+Each environment has its own copy of the model so domain randomization can
+differ per environment; ``rollout`` accepts one model per batch row.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+from sim2real.sim.core.errors import ActionError, ConfigError
+from sim2real.sim.core.randomization import DomainRandomization
+from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
+
+_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+_CONTROL_SPEC = mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_MOCAP_POS | mujoco.mjtState.mjSTATE_MOCAP_QUAT
+
+
+def state_slices(model: mujoco.MjModel, spec: int = int(_FULL)) -> dict[int, slice]:
+    """Offsets of each state component inside an ``mj_getState`` vector of ``spec``."""
+    out: dict[int, slice] = {}
+    offset = 0
+    for bit in range(int(mujoco.mjtState.mjNSTATE)):
+        flag = 1 << bit
+        if spec & flag:
+            size = mujoco.mj_stateSize(model, flag)
+            out[flag] = slice(offset, offset + size)
+            offset += size
+    return out
+
+
+@dataclass
+class StepOutput:
+    """Everything one control step produced for the batch."""
+
+    obs: np.ndarray
+    result: StepResult
+    truncated: np.ndarray
+    privileged: np.ndarray
+    diverged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+
+class Engine:
+    """Batch stepping, resets, randomization, latency, noise and pushes for a task.
+
+    Args:
+        task: The task instance (its ``num_envs`` sets the batch size).
+        dr: Domain randomization to apply at every reset.
+        seed: Seed of every random draw the engine and task make.
+        nthread: Rollout worker threads (default: all cores); ignored for one env.
+        backend: ``"auto"`` (``mj_step`` for one env, ``rollout`` for more),
+            ``"step"`` or ``"rollout"``.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        dr: DomainRandomization | None = None,
+        seed: int | None = None,
+        nthread: int | None = None,
+        backend: str = "auto",
+    ) -> None:
+        self.task = task
+        self.dr = dr if dr is not None else task.dr_class.none()
+        self.dr.validate()
+        self.num_envs = task.num_envs
+        if self.num_envs < 1:
+            raise ConfigError("num_envs", f"must be >= 1, got {self.num_envs}")
+        if backend not in ("auto", "step", "rollout"):
+            raise ConfigError("backend", f"must be auto, step or rollout, got {backend!r}")
+        self.backend = ("step" if self.num_envs == 1 else "rollout") if backend == "auto" else backend
+        if self.backend == "step" and self.num_envs != 1:
+            raise ConfigError("backend", "the 'step' backend runs exactly one environment")
+
+        self.nominal = task.build_model()
+        self.nominal.opt.timestep = task.physics_dt
+        self.decimation = _whole_ratio(task.control_dt, task.physics_dt, "control_dt")
+        self.inner_steps = 1
+        if task.inner_dt is not None:
+            self.inner_steps = _whole_ratio(task.inner_dt, task.physics_dt, "inner_dt")
+            if self.decimation % self.inner_steps:
+                raise ConfigError("inner_dt", "control_dt must be a whole multiple of inner_dt")
+
+        m = self.nominal
+        # Every env gets its own copy: randomization writes into it, always from the nominal values.
+        self.models = [_copy_model(m) for _ in range(self.num_envs)]
+        self.nq, self.nv, self.na, self.nu, self.nmocap = m.nq, m.nv, m.na, m.nu, m.nmocap
+        self.obs_size = sum(n for _, n in task.observation_layout())
+        self.act_size = sum(n for _, n in task.action_layout())
+        self.priv_size = sum(n for _, n in task.privileged_layout())
+        self.episode_steps = max(1, int(round(task.episode_seconds / task.control_dt)))
+
+        B = self.num_envs
+        slices = state_slices(m)
+        self.nstate = mujoco.mj_stateSize(m, _FULL)
+        if self.backend == "step":
+            self.data = mujoco.MjData(self.models[0])
+            self._scratch = self.data
+            d = self.data
+            self._phys = PhysicsBatch(
+                qpos=d.qpos[None], qvel=d.qvel[None], act=d.act[None], sensordata=d.sensordata[None],
+                mocap_pos=d.mocap_pos[None], mocap_quat=d.mocap_quat[None], time=np.zeros(1),
+            )
+        else:
+            self._scratch = mujoco.MjData(m)
+            self.state = np.zeros((B, self.nstate))
+            self.sensordata = np.zeros((B, m.nsensordata))
+            self.mocap_pos = np.zeros((B, self.nmocap, 3))
+            self.mocap_quat = np.zeros((B, self.nmocap, 4))
+            n = nthread or os.cpu_count() or 1
+            self._pool = mj_rollout.Rollout(nthread=n)
+            self._datas = [mujoco.MjData(m) for _ in range(n)]
+            self._controls = np.zeros((B, 1, self.nu + 7 * self.nmocap))
+            self._out_state = np.zeros((B, self.inner_steps if task.inner_dt else self.decimation, self.nstate))
+            self._out_sens = np.zeros((B, self._out_state.shape[1], m.nsensordata))
+            s = self.state
+            self._phys = PhysicsBatch(
+                qpos=s[:, slices[2]], qvel=s[:, slices[4]], act=s[:, slices[8]], sensordata=self.sensordata,
+                mocap_pos=self.mocap_pos, mocap_quat=self.mocap_quat, time=s[:, 0],
+            )
+
+        # Per-env bookkeeping.
+        self.rng = np.random.default_rng(seed)
+        self.step_count = np.zeros(B, dtype=np.int64)
+        self.latency = np.zeros(B, dtype=np.int64)
+        max_latency = int(self.dr.latency_steps[1]) if self.dr.enabled else 0
+        self._action_hist = np.zeros((max_latency + 1, B, self.act_size))
+        self.last_action = np.zeros((B, self.act_size))
+        self._noise = task.observation_noise() * self.dr.obs_noise_scale if self.dr.enabled else None
+        if self._noise is not None and not np.any(self._noise):
+            self._noise = None
+        self._push_every = (
+            int(round(self.dr.push_interval_s / task.control_dt))
+            if self.dr.enabled and self.dr.push_interval_s > 0 and task.push_dofs is not None
+            else 0
+        )
+        self.dr_sampled: list[dict[str, Any]] = [{} for _ in range(B)]
+
+    # -- views -----------------------------------------------------------------
+    @property
+    def phys(self) -> PhysicsBatch:
+        if self.backend == "step":
+            self._phys.time[0] = self.data.time
+        return self._phys
+
+    # -- reset -----------------------------------------------------------------
+    def seed(self, seed: int | None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, env_ids: np.ndarray | list[int] | None = None) -> None:
+        """Re-randomize and reset the given environments (default: all)."""
+        ids = range(self.num_envs) if env_ids is None else env_ids
+        for i in ids:
+            self._reset_one(int(i))
+
+    def _reset_one(self, i: int) -> None:
+        model = self.models[i]
+        self.dr_sampled[i] = self.dr.apply(model, self.nominal, self.rng)
+        d = self._scratch
+        mujoco.mj_resetData(model, d)
+        self.task.reset_env(i, model, d, self.rng)
+        mujoco.mj_forward(model, d)
+        if self.backend == "rollout":
+            mujoco.mj_getState(model, d, self.state[i], _FULL)
+            self.sensordata[i] = d.sensordata
+            self.mocap_pos[i] = d.mocap_pos
+            self.mocap_quat[i] = d.mocap_quat
+        self.step_count[i] = 0
+        self.latency[i] = self.dr.sample_latency(self.rng)
+        self._action_hist[:, i] = 0.0
+        self.last_action[i] = 0.0
+
+    # -- stepping --------------------------------------------------------------
+    def validate_action(self, action: Any) -> np.ndarray:
+        """Check shape and finiteness; return ``[B, A]`` float64 clipped to [-1, 1]."""
+        a = np.asarray(action, dtype=np.float64)
+        expected = (self.num_envs, self.act_size)
+        if a.shape == (self.act_size,) and self.num_envs == 1:
+            a = a[None]
+        if a.shape != expected:
+            raise ActionError(
+                f"action has shape {np.shape(action)}, expected {expected if self.num_envs > 1 else (self.act_size,)} "
+                f"for {self.task.robot}/{self.task.name} in action mode {self.task.action_mode!r} "
+                f"(layout: {self.task.action_layout()})"
+            )
+        if not np.all(np.isfinite(a)):
+            bad = np.argwhere(~np.isfinite(a))[0]
+            raise ActionError(f"action contains a non-finite value {a[tuple(bad)]} at index {tuple(int(x) for x in bad)}")
+        return np.clip(a, -1.0, 1.0)
+
+    def step(self, action: Any) -> StepOutput:
+        a = self.validate_action(action)
+        B = self.num_envs
+        # Latency: the actuators see the action from `latency` control steps ago.
+        self._action_hist = np.roll(self._action_hist, 1, axis=0)
+        self._action_hist[0] = a
+        applied = self._action_hist[self.latency, np.arange(B)] if self._action_hist.shape[0] > 1 else a
+
+        phys = self.phys
+        setpoint = self.task.action_to_ctrl(applied, phys)
+        if self.task.inner_dt is None:
+            self._physics(setpoint, self.decimation)
+        else:
+            for _ in range(self.decimation // self.inner_steps):
+                self._physics(self.task.inner_control(setpoint, self.phys), self.inner_steps)
+        self.step_count += 1
+
+        diverged = self._check_divergence()
+        if self._push_every:
+            self._push()
+        phys = self.phys
+        result = self.task.evaluate(phys, applied)
+        if diverged.any():
+            result.terminated = result.terminated | diverged
+            result.reward = np.where(diverged, 0.0, result.reward)
+        self.task.after_step(phys, self.rng)
+        self.last_action = a
+        return StepOutput(
+            obs=self.observe(),
+            result=result,
+            truncated=(self.step_count >= self.episode_steps) & ~result.terminated,
+            privileged=self.task.privileged(phys),
+            diverged=diverged,
+        )
+
+    def observe(self) -> np.ndarray:
+        obs = self.task.observe(self.phys)
+        if self._noise is not None:
+            obs = obs + self.rng.normal(size=obs.shape) * self._noise
+        return obs
+
+    def _physics(self, ctrl: np.ndarray, nstep: int) -> None:
+        if self.backend == "step":
+            self.data.ctrl[:] = ctrl[0]
+            mujoco.mj_step(self.models[0], self.data, nstep)
+            return
+        c = self._controls
+        c[:, 0, : self.nu] = ctrl
+        if self.nmocap:
+            c[:, 0, self.nu : self.nu + 3 * self.nmocap] = self.mocap_pos.reshape(self.num_envs, -1)
+            c[:, 0, self.nu + 3 * self.nmocap :] = self.mocap_quat.reshape(self.num_envs, -1)
+        out_s = self._out_state[:, :nstep]
+        out_d = self._out_sens[:, :nstep]
+        self._pool.rollout(
+            self.models, self._datas, self.state, c, control_spec=int(_CONTROL_SPEC), nstep=nstep,
+            skip_checks=True, state=out_s, sensordata=out_d,
+        )
+        self.state[:] = out_s[:, -1]
+        self.sensordata[:] = out_d[:, -1]
+
+    def _check_divergence(self) -> np.ndarray:
+        """MuJoCo resets a diverged simulation itself; we also catch NaN/inf state
+        and end those episodes rather than feed garbage to a learner."""
+        p = self.phys
+        bad = ~(np.isfinite(p.qpos).all(axis=1) & np.isfinite(p.qvel).all(axis=1))
+        if self.backend == "step":
+            warn = self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
+            if warn:
+                bad[:] = True
+                self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number = 0
+        return bad
+
+    def _push(self) -> None:
+        due = (self.step_count % self._push_every) == 0
+        if not due.any():
+            return
+        lo, hi = self.task.push_dofs  # type: ignore[misc]
+        ids = np.flatnonzero(due)
+        mag = self.dr.push_velocity.sample(self.rng, len(ids))
+        direction = self.rng.normal(size=(len(ids), hi - lo))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True) + 1e-9
+        self.phys.qvel[ids, lo:hi] += mag[:, None] * direction
+
+    # -- rendering -------------------------------------------------------------
+    def load_env_into(self, i: int, data: mujoco.MjData) -> mujoco.MjModel:
+        """Copy env ``i``'s state into ``data`` (forward-computed); returns its model."""
+        model = self.models[i]
+        if self.backend == "step":
+            if data is not self.data:
+                mujoco.mj_copyData(data, model, self.data)
+        else:
+            mujoco.mj_setState(model, data, self.state[i], _FULL)
+            data.mocap_pos[:] = self.mocap_pos[i]
+            data.mocap_quat[:] = self.mocap_quat[i]
+        mujoco.mj_forward(model, data)
+        return model
+
+
+def _whole_ratio(a: float, b: float, name: str) -> int:
+    n = int(round(a / b))
+    if n < 1 or abs(n * b - a) > 1e-9:
+        raise ConfigError(name, f"{a} s must be a whole multiple of physics_dt {b} s")
+    return n
+
+
+def _copy_model(m: mujoco.MjModel) -> mujoco.MjModel:
+    import copy
+
+    return copy.copy(m)

@@ -1,0 +1,29 @@
+"""Choose a headless OpenGL backend before MuJoCo is imported (no mujoco import here)."""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+
+SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSMesa)"
+
+
+def choose_gl_backend() -> str | None:
+    """Set ``MUJOCO_GL`` to ``egl`` or ``osmesa`` when unset and no display exists.
+
+    Returns the backend chosen (or already set), ``None`` when none was found.
+    """
+    current = os.environ.get("MUJOCO_GL")
+    if current:
+        return current
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None  # a desktop session: let MuJoCo use GLFW
+    for backend, lib in (("egl", "EGL"), ("osmesa", "OSMesa")):
+        if ctypes.util.find_library(lib):
+            os.environ["MUJOCO_GL"] = backend
+            if backend == "osmesa":
+                os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
+            else:
+                os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+            return backend
+    return None

@@ -1,0 +1,10 @@
+"""Test-wide set-up. Importing sim2real first picks the headless GL backend
+before any test module imports mujoco (MuJoCo reads MUJOCO_GL at import)."""
+
+import os
+
+import sim2real  # noqa: F401  (side effect: MUJOCO_GL)
+
+# DDS traffic stays on this machine in every test that touches ROS 2.
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.setdefault("ROS_DOMAIN_ID", str(10 + os.getpid() % 200))
