@@ -65,11 +65,11 @@ class SimEnv(gym.Env):
         self._needs_reset = True
 
     @property
-    def model(self):  # noqa: ANN201 - mujoco.MjModel
+    def model(self):
         return self.engine.models[0]
 
     @property
-    def data(self):  # noqa: ANN201 - mujoco.MjData
+    def data(self):
         return self.engine.data
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -81,8 +81,11 @@ class SimEnv(gym.Env):
             self._sync_heightfields()
         self._needs_reset = False
         obs = self.engine.observe()[0].astype(np.float32)
-        return obs, {"dr": self.engine.dr_sampled[0], "task": self.task.task_state(0),
-                     "privileged": self.task.privileged(self.engine.phys)[0]}
+        return obs, {
+            "dr": self.engine.dr_sampled[0],
+            "task": self.task.task_state(0),
+            "privileged": self.task.privileged(self.engine.phys)[0],
+        }
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self._needs_reset:

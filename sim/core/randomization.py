@@ -89,7 +89,9 @@ class DomainRandomization:
         self.push_velocity.validate("push_velocity", lower_bound=0.0)
         lo, hi = self.latency_steps
         if int(lo) != lo or int(hi) != hi or lo < 0 or hi < lo or hi > 20:
-            raise ConfigError("latency_steps", f"must be whole control steps with 0 <= low <= high <= 20, got {self.latency_steps}")
+            raise ConfigError(
+                "latency_steps", f"must be whole control steps with 0 <= low <= high <= 20, got {self.latency_steps}"
+            )
         if not np.isfinite(self.obs_noise_scale) or self.obs_noise_scale < 0:
             raise ConfigError("obs_noise_scale", f"must be finite and >= 0, got {self.obs_noise_scale}")
         if not np.isfinite(self.push_interval_s) or self.push_interval_s < 0:
@@ -189,7 +191,9 @@ class DomainRandomization:
 
         strength = self.motor_strength.sample(rng, model.nu)
         gains = self.pd_gain_scale.sample(rng, model.nu)
-        is_position = (nominal.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE) & (nominal.actuator_biasprm[:, 1] != 0)
+        is_position = (nominal.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE) & (
+            nominal.actuator_biasprm[:, 1] != 0
+        )
         # A servo's force kp*(ctrl - q) - kv*qdot scales with both its gains and the motor's
         # strength; its force limit scales with strength only. A plain motor's gain is its strength.
         pd = np.where(is_position, gains, 1.0)

@@ -76,26 +76,31 @@ class Registry:
             sizes[mode] = sum(n for _, n in task.action_layout())
             obs = sum(n for _, n in task.observation_layout())
         return TaskInfo(
-            id=gym_id(task_cls), robot=task_cls.robot, name=task_cls.name, action_modes=task_cls.action_modes,
-            control_hz=round(1.0 / task_cls.control_dt, 3), physics_hz=round(1.0 / task_cls.physics_dt, 3),
-            obs_size=obs, action_sizes=sizes,
+            id=gym_id(task_cls),
+            robot=task_cls.robot,
+            name=task_cls.name,
+            action_modes=task_cls.action_modes,
+            control_hz=round(1.0 / task_cls.control_dt, 3),
+            physics_hz=round(1.0 / task_cls.physics_dt, 3),
+            obs_size=obs,
+            action_sizes=sizes,
         )
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self):
         return iter(self._tasks[k] for k in self.ids())
 
 
 REGISTRY = Registry()
 
 
-def make(name: str, **kwargs: Any):  # noqa: ANN201 - SimEnv
+def make(name: str, **kwargs: Any):
     """Create one environment: ``make("ArmReach", dr="train", render_mode="rgb_array")``."""
     from sim2real.sim.core.env import SimEnv
 
     return SimEnv(REGISTRY.get(name), **kwargs)
 
 
-def make_vec(name: str, num_envs: int, **kwargs: Any):  # noqa: ANN201 - BatchedVecEnv
+def make_vec(name: str, num_envs: int, **kwargs: Any):
     """Create a batched SB3 ``VecEnv`` of ``num_envs`` environments."""
     from sim2real.sim.core.vec_env import BatchedVecEnv
 

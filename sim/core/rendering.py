@@ -19,7 +19,7 @@ __all__ = ["SYSTEM_PACKAGES", "OffscreenRenderer", "choose_gl_backend"]
 class OffscreenRenderer:
     """A ``mujoco.Renderer`` with a clear error when no GL backend works."""
 
-    def __init__(self, model, width: int = 480, height: int = 360) -> None:  # noqa: ANN001
+    def __init__(self, model, width: int = 480, height: int = 360) -> None:
         import mujoco
 
         from sim2real.sim.core.errors import RenderingUnavailableError
@@ -34,7 +34,7 @@ class OffscreenRenderer:
             try:
                 from mujoco.rendering.classic import gl_context
 
-                if gl_context._MUJOCO_GL != os.environ.get("MUJOCO_GL", "").lower():
+                if os.environ.get("MUJOCO_GL", "").lower() != gl_context._MUJOCO_GL:
                     hint = (
                         f" mujoco was imported before MUJOCO_GL was set (it saw {gl_context._MUJOCO_GL!r}): import "
                         "sim2real before mujoco, or export MUJOCO_GL=egl (or osmesa) before starting Python."
@@ -48,7 +48,7 @@ class OffscreenRenderer:
             ) from exc
         self.width, self.height = width, height
 
-    def render(self, model, data, camera: str | int | None = None) -> np.ndarray:  # noqa: ANN001
+    def render(self, model, data, camera: str | int | None = None) -> np.ndarray:
         """An ``[H, W, 3]`` uint8 frame of ``data`` (``model`` may be any copy of
         the renderer's model with the same sizes, e.g. a randomized one)."""
         r = self._renderer
@@ -56,7 +56,7 @@ class OffscreenRenderer:
         r.update_scene(data, camera=camera if camera is not None else -1)
         return r.render().copy()
 
-    def upload_heightfield(self, model, hfield_id: int) -> None:  # noqa: ANN001
+    def upload_heightfield(self, model, hfield_id: int) -> None:
         import mujoco
 
         mujoco.mjr_uploadHField(model, self._renderer._mjr_context, hfield_id)

@@ -52,8 +52,13 @@ class BatchedVecEnv(VecEnv):
         import gymnasium as gym
 
         self.task = task_cls(num_envs=num_envs, action_mode=action_mode, **task_options)
-        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread,
-                             backend="rollout" if num_envs > 1 else "step")
+        self.engine = Engine(
+            self.task,
+            resolve_dr(task_cls, dr),
+            seed=seed,
+            nthread=nthread,
+            backend="rollout" if num_envs > 1 else "step",
+        )
         obs_space = gym.spaces.Box(-np.inf, np.inf, (self.engine.obs_size,), np.float32)
         act_space = gym.spaces.Box(-1.0, 1.0, (self.engine.act_size,), np.float32)
         self.render_mode = "rgb_array"  # before VecEnv.__init__, which reads it
@@ -65,7 +70,6 @@ class BatchedVecEnv(VecEnv):
         self._actions: np.ndarray | None = None
         self._episode_return = np.zeros(num_envs)
         self._episode_len = np.zeros(num_envs, dtype=np.int64)
-        self.engine.reset()
 
     # -- VecEnv API ------------------------------------------------------------
     def reset(self) -> np.ndarray:
@@ -76,7 +80,9 @@ class BatchedVecEnv(VecEnv):
         self.engine.reset()
         self._episode_return[:] = 0.0
         self._episode_len[:] = 0
-        self.reset_infos = [{"dr": self.engine.dr_sampled[i], "task": self.task.task_state(i)} for i in range(self.num_envs)]
+        self.reset_infos = [
+            {"dr": self.engine.dr_sampled[i], "task": self.task.task_state(i)} for i in range(self.num_envs)
+        ]
         return self.engine.observe().astype(np.float32)
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -92,7 +98,10 @@ class BatchedVecEnv(VecEnv):
         metrics = r.metrics
         infos: list[dict[str, Any]] = []
         for i in range(self.num_envs):
-            info: dict[str, Any] = {"success": bool(r.success[i]), "metrics": {k: float(v[i]) for k, v in metrics.items()}}
+            info: dict[str, Any] = {
+                "success": bool(r.success[i]),
+                "metrics": {k: float(v[i]) for k, v in metrics.items()},
+            }
             if done[i]:
                 info["terminal_observation"] = obs[i].copy()
                 info["TimeLimit.truncated"] = bool(out.truncated[i])

@@ -43,8 +43,15 @@ class PuckDR(DomainRandomization):
     def train(cls) -> PuckDR:
         from sim2real.sim.core.randomization import Range
 
-        return cls(friction=Range(0.5, 1.5), mass_scale=Range(0.8, 1.2), motor_strength=Range(0.8, 1.2),
-                   latency_steps=(0, 1), obs_noise_scale=1.0, push_velocity=Range(0.1, 0.2), push_interval_s=0.5)
+        return cls(
+            friction=Range(0.5, 1.5),
+            mass_scale=Range(0.8, 1.2),
+            motor_strength=Range(0.8, 1.2),
+            latency_steps=(0, 1),
+            obs_noise_scale=1.0,
+            push_velocity=Range(0.1, 0.2),
+            push_interval_s=0.5,
+        )
 
 
 class PuckTask(Task):
@@ -77,7 +84,7 @@ class PuckTask(Task):
     def observation_noise(self) -> np.ndarray:
         return np.full(6, 0.01)
 
-    def reset_env(self, env_id, model, data, rng) -> None:  # noqa: ANN001
+    def reset_env(self, env_id, model, data, rng) -> None:
         data.qpos[:] = rng.uniform(-0.1, 0.1, 2)
         self.target[env_id] = rng.uniform(-0.3, 0.3, 2)
         data.mocap_pos[0, :2] = self.target[env_id]
@@ -93,8 +100,12 @@ class PuckTask(Task):
 
     def evaluate(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
         dist = np.linalg.norm(phys.qpos - self.target, axis=1)
-        return StepResult(reward=-dist, terminated=np.abs(phys.qpos).max(axis=1) > 1.5, success=dist < 0.02,
-                          metrics={"distance": dist})
+        return StepResult(
+            reward=-dist,
+            terminated=np.abs(phys.qpos).max(axis=1) > 1.5,
+            success=dist < 0.02,
+            metrics={"distance": dist},
+        )
 
     def task_state(self, env_id: int) -> dict:
         return {"target": self.target[env_id].tolist()}

@@ -1,0 +1,5 @@
+import sys
+
+from sim2real.cli import main
+
+sys.exit(main())

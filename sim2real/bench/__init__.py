@@ -1,0 +1,1 @@
+"""Benchmarks behind `sim2real bench ...` (figures are ratios against references measured in the same run)."""

@@ -1,0 +1,170 @@
+"""Simulation throughput: our single and batched envs against the raw physics
+limit of the same model (``mujoco.rollout`` on all cores, long open-loop
+rollouts, no task logic) and against Gymnasium's ``Ant-v5`` as the peer.
+
+All figures come from one run on one machine; compare them as ratios.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+# The representative task per robot (the first task each robot's RL baseline trains).
+BENCH_TASKS = {"arm": "ArmReach", "quadruped": "QuadrupedVelocity", "drone": "DroneHover"}
+
+
+@dataclass
+class RobotFigures:
+    task: str
+    decimation: int
+    num_envs: int
+    single_env_steps_per_s: float
+    single_physics_steps_per_s: float
+    batched_env_steps_per_s: float
+    raw_limit_env_steps_per_s: float
+    batched_vs_raw: float
+    single_vs_ant_per_physics_step: float | None = None
+
+
+def _timed(fn: Callable[[], int], seconds: float) -> float:
+    """Calls ``fn`` (which returns how many steps it did) until ``seconds`` pass; steps/s."""
+    fn()  # warm-up: first call pays allocation and thread start-up
+    steps, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        steps += fn()
+    return steps / elapsed
+
+
+def single_env_rate(task: str, seconds: float, seed: int = 0) -> float:
+    from sim2real.sim import make
+
+    env = make(task, dr="train", seed=seed)
+    env.reset(seed=seed)
+    actions = np.random.default_rng(seed).uniform(-1, 1, (256, env.action_space.shape[0]))
+
+    def chunk() -> int:
+        for a in actions:
+            _, _, term, trunc, _ = env.step(a)
+            if term or trunc:
+                env.reset()
+        return len(actions)
+
+    return _timed(chunk, seconds)
+
+
+def batched_env_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> float:
+    from sim2real.sim import make_vec
+
+    env = make_vec(task, num_envs, dr="train", seed=seed)
+    env.reset()
+    actions = np.random.default_rng(seed).uniform(-1, 1, (16, num_envs, env.action_space.shape[0]))
+
+    def chunk() -> int:
+        for a in actions:
+            env.step(a)
+        return len(actions) * num_envs
+
+    return _timed(chunk, seconds)
+
+
+def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> tuple[float, int]:
+    """Control steps/s that pure ``mujoco.rollout`` reaches for the same model,
+    decimation and batch size, from the task's own initial states."""
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.engine import Engine
+
+    cls = REGISTRY.get(task)
+    engine = Engine(cls(num_envs=num_envs), seed=seed, backend="rollout")
+    engine.reset()
+    model = engine.nominal
+    nthread = os.cpu_count() or 1
+    datas = [mujoco.MjData(model) for _ in range(nthread)]
+    controls_per_call = 25
+    nstep = engine.decimation * controls_per_call
+    rng = np.random.default_rng(seed)
+    lo, hi = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
+    limited = model.actuator_ctrllimited.astype(bool)
+    ctrl = np.where(limited, rng.uniform(lo, hi, (num_envs, nstep, model.nu)), 0.0)
+    state0 = engine.state.copy()
+    pool = mj_rollout.Rollout(nthread=nthread)
+    out_state = np.zeros((num_envs, nstep, engine.nstate))
+    out_sens = np.zeros((num_envs, nstep, model.nsensordata))
+    models = [model] * num_envs
+
+    def chunk() -> int:
+        pool.rollout(models, datas, state0, ctrl, nstep=nstep, state=out_state, sensordata=out_sens)
+        return num_envs * controls_per_call
+
+    return _timed(chunk, seconds), engine.decimation
+
+
+def ant_rate(seconds: float, seed: int = 0) -> tuple[float, int]:
+    """Gymnasium Ant-v5 env steps/s (and its frame skip) with random actions."""
+    import gymnasium as gym
+
+    env = gym.make("Ant-v5")
+    env.reset(seed=seed)
+    actions = np.random.default_rng(seed).uniform(-1, 1, (256, env.action_space.shape[0]))
+
+    def chunk() -> int:
+        for a in actions:
+            _, _, term, trunc, _ = env.step(a)
+            if term or trunc:
+                env.reset()
+        return len(actions)
+
+    return _timed(chunk, seconds), env.unwrapped.frame_skip
+
+
+def run_sim_bench(
+    seconds: float = 3.0,
+    num_envs: int = 64,
+    robots: list[str] | None = None,
+    progress: Callable[[str], None] = lambda s: None,
+) -> dict:
+    """Measure every robot and the peer; returns the JSON-ready report."""
+    figures: dict[str, dict] = {}
+    progress("Gymnasium Ant-v5 (peer)")
+    ant_steps, ant_skip = ant_rate(seconds)
+    ant_physics = ant_steps * ant_skip
+    for robot in robots or list(BENCH_TASKS):
+        task = BENCH_TASKS[robot]
+        progress(f"{robot}: raw rollout limit")
+        raw, decimation = raw_limit_rate(task, num_envs, seconds)
+        progress(f"{robot}: single env")
+        single = single_env_rate(task, seconds)
+        progress(f"{robot}: batched env x{num_envs}")
+        batched = batched_env_rate(task, num_envs, seconds)
+        f = RobotFigures(
+            task=task,
+            decimation=decimation,
+            num_envs=num_envs,
+            single_env_steps_per_s=round(single, 1),
+            single_physics_steps_per_s=round(single * decimation, 1),
+            batched_env_steps_per_s=round(batched, 1),
+            raw_limit_env_steps_per_s=round(raw, 1),
+            batched_vs_raw=round(batched / raw, 3),
+            single_vs_ant_per_physics_step=round(single * decimation / ant_physics, 3),
+        )
+        figures[robot] = asdict(f)
+    return {
+        "benchmark": "sim",
+        "cpu_count": os.cpu_count(),
+        "mujoco": mujoco.__version__,
+        "seconds_per_measurement": seconds,
+        "peer": {
+            "env": "Ant-v5",
+            "env_steps_per_s": round(ant_steps, 1),
+            "frame_skip": ant_skip,
+            "physics_steps_per_s": round(ant_physics, 1),
+        },
+        "robots": figures,
+        "targets": {"quadruped_batched_vs_raw": 0.6, "quadruped_single_vs_ant_per_physics_step": 2.0},
+    }

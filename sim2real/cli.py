@@ -1,0 +1,63 @@
+"""The ``sim2real`` command line. Each subcommand lives in ``sim2real/commands/``
+and is registered by one line in :data:`COMMANDS`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+import sim2real
+
+# name -> module with `add_arguments(parser)`, `run(args) -> int` and a docstring.
+COMMANDS = {
+    "list": "sim2real.commands.list_tasks",
+    "render": "sim2real.commands.render",
+    "bench": "sim2real.commands.bench",
+    "demo": "sim2real.commands.demo",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sim2real",
+        description="Robot control policies from MuJoCo simulation to ROS 2 robots.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `sim2real COMMAND --help` for the options of each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"sim2real {sim2real.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        doc = (module.__doc__ or "").strip()
+        p = sub.add_parser(
+            name,
+            help=doc.splitlines()[0] if doc else None,
+            description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    from sim2real.sim.core.errors import Sim2RealError
+
+    try:
+        return int(args._module.run(args) or 0)
+    except Sim2RealError as exc:
+        print(f"sim2real {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"sim2real {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

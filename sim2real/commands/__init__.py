@@ -1,0 +1,1 @@
+"""Subcommands of the sim2real CLI (one module each)."""

@@ -1,0 +1,1 @@
+"""The demo: classical controllers on every robot, and its report."""
