@@ -43,6 +43,11 @@ for folder in ("launch", "config"):
     files = share(f"{folder}/*")
     if files:
         data_files.append((f"share/{PACKAGE}/{folder}", files))
+# Robot models also go to share/sim2real/models/<robot>/ for ROS tools (e.g. a URDF/MJCF viewer).
+models: dict[str, list[str]] = {}
+for path in share("sim/**/*.xml"):
+    models.setdefault(os.path.dirname(os.path.relpath(path, "sim")), []).append(path)
+data_files += [(f"share/{PACKAGE}/models/{folder}", files) for folder, files in sorted(models.items())]
 
 setup(
     packages=find_packages_mapped(),

@@ -75,8 +75,11 @@ def batched_env_rate(task: str, num_envs: int, seconds: float, seed: int = 0) ->
 
 
 def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> tuple[float, int]:
-    """Control steps/s that pure ``mujoco.rollout`` reaches for the same model,
-    decimation and batch size, from the task's own initial states."""
+    """Control steps/s that bare ``mujoco.rollout`` reaches for the same model,
+    decimation and batch size: one rollout call of ``decimation`` physics steps
+    per control step, the final state fed back as the next initial state (a
+    closed loop with no task logic, no observation, no reward), from the task's
+    own initial states and with random controls inside the actuator ranges."""
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.engine import Engine
 
@@ -86,21 +89,26 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
     model = engine.nominal
     nthread = os.cpu_count() or 1
     datas = [mujoco.MjData(model) for _ in range(nthread)]
-    controls_per_call = 25
-    nstep = engine.decimation * controls_per_call
+    nstep = engine.decimation
     rng = np.random.default_rng(seed)
     lo, hi = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
     limited = model.actuator_ctrllimited.astype(bool)
     ctrl = np.where(limited, rng.uniform(lo, hi, (num_envs, nstep, model.nu)), 0.0)
-    state0 = engine.state.copy()
+    state = engine.state.copy()
+    start_state = state.copy()
     pool = mj_rollout.Rollout(nthread=nthread)
     out_state = np.zeros((num_envs, nstep, engine.nstate))
     out_sens = np.zeros((num_envs, nstep, model.nsensordata))
-    models = [model] * num_envs
+    models = engine.models  # one model copy per env, as the env has (randomization needs them)
+    calls_per_chunk = 20
 
     def chunk() -> int:
-        pool.rollout(models, datas, state0, ctrl, nstep=nstep, state=out_state, sensordata=out_sens)
-        return num_envs * controls_per_call
+        state[:] = start_state  # restart from the initial states so the robots stay in a realistic regime
+        for _ in range(calls_per_chunk):
+            pool.rollout(models, datas, state, ctrl, nstep=nstep, state=out_state, sensordata=out_sens,
+                         skip_checks=True)
+            state[:] = out_state[:, -1]
+        return num_envs * calls_per_chunk
 
     return _timed(chunk, seconds), engine.decimation
 
