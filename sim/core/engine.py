@@ -46,7 +46,7 @@ class StepOutput:
     obs: np.ndarray
     result: StepResult
     truncated: np.ndarray
-    privileged: np.ndarray
+    privileged: np.ndarray | None
     diverged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
 
@@ -115,6 +115,7 @@ class Engine:
                 mocap_pos=d.mocap_pos[None],
                 mocap_quat=d.mocap_quat[None],
                 time=np.zeros(1),
+                last_action=np.zeros((1, self.act_size)),
             )
         else:
             self._scratch = mujoco.MjData(m)
@@ -139,6 +140,7 @@ class Engine:
                 mocap_pos=self.mocap_pos,
                 mocap_quat=self.mocap_quat,
                 time=s[:, 0],
+                last_action=np.zeros((B, self.act_size)),
             )
 
         # Per-env bookkeeping.
@@ -149,7 +151,6 @@ class Engine:
         self._action_hist = np.zeros((max_latency + 1, B, self.act_size))
         self._hist_head = 0
         self._env_index = np.arange(B)
-        self.last_action = np.zeros((B, self.act_size))
         self._noise = task.observation_noise() * self.dr.obs_noise_scale if self.dr.enabled else None
         if self._noise is not None and not np.any(self._noise):
             self._noise = None
@@ -159,6 +160,9 @@ class Engine:
             else 0
         )
         self.dr_sampled: list[dict[str, Any]] = [{} for _ in range(B)]
+        self.want_privileged = True
+        """Compute the privileged state every step (for ``info``); batched envs
+        turn it off and compute it on request."""
 
     # -- views -----------------------------------------------------------------
     @property
@@ -192,7 +196,7 @@ class Engine:
         self.step_count[i] = 0
         self.latency[i] = self.dr.sample_latency(self.rng)
         self._action_hist[:, i] = 0.0
-        self.last_action[i] = 0.0
+        self._phys.last_action[i] = 0.0
 
     # -- stepping --------------------------------------------------------------
     def validate_action(self, action: Any) -> np.ndarray:
@@ -234,22 +238,22 @@ class Engine:
             for _ in range(self.decimation // self.inner_steps):
                 self._physics(self.task.inner_control(setpoint, self.phys), self.inner_steps)
         self.step_count += 1
+        self._phys.last_action[:] = a
 
         diverged = self._check_divergence()
         if self._push_every:
             self._push()
         phys = self.phys
-        result = self.task.evaluate(phys, applied)
+        result = self.task.evaluate(phys, a)
         if diverged.any():
             result.terminated = result.terminated | diverged
             result.reward = np.where(diverged, 0.0, result.reward)
         self.task.after_step(phys, self.rng)
-        self.last_action = a
         return StepOutput(
             obs=self.observe(),
             result=result,
             truncated=(self.step_count >= self.episode_steps) & ~result.terminated,
-            privileged=self.task.privileged(phys),
+            privileged=self.task.privileged(phys) if self.want_privileged else None,
             diverged=diverged,
         )
 

@@ -29,8 +29,9 @@ def resolve_dr(task_cls: type[Task], dr: str | DomainRandomization | dict | None
 class SimEnv(gym.Env):
     """One robot, one task, Gymnasium API.
 
-    ``info`` on every step holds ``success`` (bool), the task ``metrics`` and the
-    ``privileged`` state vector for asymmetric critics; on reset and at the end
+    ``info`` on every step holds ``success`` (bool), the task ``metrics`` and
+    (unless ``privileged_info=False``) the ``privileged`` state vector for
+    asymmetric critics; on reset and at the end
     of an episode it also holds ``dr`` (the sampled randomization) and ``task``
     (the sampled targets/commands). ``is_success`` is set at episode end.
     """
@@ -47,10 +48,12 @@ class SimEnv(gym.Env):
         width: int = 480,
         height: int = 360,
         seed: int | None = None,
+        privileged_info: bool = True,
         **task_options: Any,
     ) -> None:
         self.task = task_cls(num_envs=1, action_mode=action_mode, **task_options)
         self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, backend="step")
+        self.engine.want_privileged = privileged_info
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (self.engine.obs_size,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (self.engine.act_size,), np.float32)
         if render_mode not in (None, "rgb_array"):
@@ -98,8 +101,9 @@ class SimEnv(gym.Env):
         info: dict[str, Any] = {
             "success": bool(r.success[0]),
             "metrics": {k: float(v[0]) for k, v in r.metrics.items()},
-            "privileged": out.privileged[0],
         }
+        if out.privileged is not None:
+            info["privileged"] = out.privileged[0]
         if out.diverged[0]:
             info["physics_diverged"] = True
         if terminated or truncated:

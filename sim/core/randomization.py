@@ -220,6 +220,8 @@ _RANDOMIZED_FIELDS = (
     "actuator_gainprm",
     "actuator_biasprm",
     "actuator_forcerange",
+    "actuator_gear",
+    "actuator_dynprm",
     "dof_damping",
     "dof_frictionloss",
     "dof_armature",
@@ -235,6 +237,7 @@ def restore_nominal(model: mujoco.MjModel, nominal: mujoco.MjModel) -> None:
         if name == "opt":
             model.opt.wind[:] = nominal.opt.wind
             model.opt.density = nominal.opt.density
+            model.opt.viscosity = nominal.opt.viscosity
             model.opt.gravity[:] = nominal.opt.gravity
             continue
         getattr(model, name)[...] = getattr(nominal, name)

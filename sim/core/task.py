@@ -53,6 +53,10 @@ class PhysicsBatch:
     """Mocap body orientations (w, x, y, z), ``[B, nmocap, 4]``."""
     time: np.ndarray
     """Simulation time of each environment in seconds, ``[B]``."""
+    last_action: np.ndarray
+    """The action the policy sent at the latest control step, clipped to [-1, 1]
+    but *before* the randomized actuation latency, ``[B, A]`` (zeros after reset).
+    Observations and action-rate penalties use this, not the delayed action."""
 
     @property
     def batch_size(self) -> int:
@@ -96,9 +100,10 @@ class Task(abc.ABC):
     """MuJoCo timestep in seconds (written into the model)."""
     control_dt: ClassVar[float]
     """Policy period in seconds; must be a whole multiple of ``physics_dt``."""
-    inner_dt: ClassVar[float | None] = None
+    inner_dt: float | None = None
     """Period of an inner controller (e.g. the drone's body-rate loop) run by
-    :meth:`inner_control`; ``None`` when the actuators need no inner loop."""
+    :meth:`inner_control`; ``None`` when the actuators need no inner loop. May be
+    set per instance in ``__init__`` when only some action modes need it."""
     episode_seconds: ClassVar[float] = 10.0
     """Episode length; reaching it truncates (never terminates) the episode."""
     render_camera: ClassVar[str | None] = None
@@ -172,7 +177,9 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def evaluate(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
-        """Reward, termination, success and metrics after a control step."""
+        """Reward, termination, success and metrics after a control step.
+        ``action`` is the policy's action (as in ``phys.last_action``); the
+        actuators may have received an older one under latency."""
 
     def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
         """Update task variables after a control step (resample commands, advance

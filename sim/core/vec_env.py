@@ -59,6 +59,7 @@ class BatchedVecEnv(VecEnv):
             nthread=nthread,
             backend="rollout" if num_envs > 1 else "step",
         )
+        self.engine.want_privileged = False  # on request only: see privileged()
         obs_space = gym.spaces.Box(-np.inf, np.inf, (self.engine.obs_size,), np.float32)
         act_space = gym.spaces.Box(-1.0, 1.0, (self.engine.act_size,), np.float32)
         self.render_mode = "rgb_array"  # before VecEnv.__init__, which reads it

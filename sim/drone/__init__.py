@@ -1,0 +1,12 @@
+"""The drone robot: a Crazyflie-2.x-scale quadrotor, its tasks and randomization."""
+
+from sim2real.sim.core.task import Task
+from sim2real.sim.drone.gates import Gates
+from sim2real.sim.drone.hover import Hover
+from sim2real.sim.drone.waypoints import Waypoints
+
+TASKS: list[type[Task]] = [
+    Hover,
+    Waypoints,
+    Gates,
+]

@@ -1,0 +1,97 @@
+"""The ctbr inner loop (mixer, body-rate PID) and the cascaded PID baseline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim2real.policies.classical.drone import HOVER_LAYOUT, CascadedPID
+from sim2real.sim import make, make_vec
+from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.rate_control import mix
+
+wrench = st.tuples(
+    st.floats(0.0, C.MAX_COLLECTIVE_THRUST),
+    st.floats(-6e-3, 6e-3),
+    st.floats(-6e-3, 6e-3),
+    st.floats(-2e-3, 2e-3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wrench)
+def test_mixer_is_exact_when_feasible_and_always_within_rotor_limits(w: tuple[float, float, float, float]) -> None:
+    thrust = mix(np.array([w[0]]), np.array([w[1:]]))[0]
+    assert thrust.min() >= 0.0 and thrust.max() <= C.MAX_THRUST
+    exact = C.MIXER @ np.array(w)
+    if exact.min() >= 0.0 and exact.max() <= C.MAX_THRUST:
+        np.testing.assert_allclose(C.ALLOCATION @ thrust, w, atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(wrench)
+def test_mixer_gives_up_yaw_and_thrust_before_roll_and_pitch(w: tuple[float, float, float, float]) -> None:
+    """Whenever the roll/pitch torques alone fit the rotors' range, they are met exactly."""
+    roll_pitch_only = C.MIXER[:, 1:3] @ np.array(w[1:3])
+    if roll_pitch_only.max() - roll_pitch_only.min() > C.MAX_THRUST:
+        return
+    thrust = mix(np.array([w[0]]), np.array([w[1:]]))[0]
+    np.testing.assert_allclose((C.ALLOCATION @ thrust)[1:3], w[1:3], atol=1e-12)
+
+
+def test_body_rate_loop_tracks_rate_steps() -> None:
+    env = make("DroneHover", start="air", seed=0)
+    env.reset()
+    hover = 2.0 * C.HOVER_THRUST / C.MAX_COLLECTIVE_THRUST - 1.0
+    rates_block = slice(15, 18)
+    for axis, command in ((0, 2.0), (1, -2.0), (2, 1.0)):
+        env.reset()
+        action = np.array([hover, 0.0, 0.0, 0.0])
+        action[1 + axis] = command / C.MAX_BODY_RATE[axis]
+        trace = np.array([env.step(action)[0][rates_block][axis] for _ in range(10)])
+        rise = 3 if axis < 2 else 6  # control steps (20 ms) to 80 % of the command; yaw has ~20x less authority
+        assert trace[rise] == pytest.approx(command, rel=0.2), trace
+        assert np.abs(trace[rise:] - command).max() < 0.25 * abs(command), trace
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cascaded_pid_takes_off_and_hovers_within_5cm(seed: int) -> None:
+    env = make("DroneHover", seed=seed)
+    pid = CascadedPID(1, env.task.observation_layout())
+    obs, _ = env.reset()
+    errors = []
+    truncated = terminated = False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = env.step(pid.act(obs))
+        errors.append(info["metrics"]["position_error"])
+    assert not terminated
+    last_5s = np.array(errors[-int(5.0 / C.CONTROL_DT):])
+    assert last_5s.max() < 0.05
+    assert info["is_success"]
+
+
+def test_cascaded_pid_hovers_a_randomized_batch() -> None:
+    """The training randomization (wind, gusts, latency, noise, mass and motor
+    spread) through the batched rollout backend: the PID still holds 10 cm."""
+    num_envs = 6
+    venv = make_vec("DroneHover", num_envs, dr="train", seed=0)
+    pid = CascadedPID(num_envs, venv.task.observation_layout())
+    obs = venv.reset()
+    successes = []
+    for _ in range(venv.engine.episode_steps):
+        obs, _, _, infos = venv.step(pid.act(obs))
+        successes += [info["is_success"] for info in infos if "is_success" in info]
+    assert len(successes) == num_envs
+    assert np.mean(successes) >= 5 / 6
+
+
+def test_cascaded_pid_rejects_observations_it_cannot_read() -> None:
+    with pytest.raises(ValueError, match="pos_error"):
+        CascadedPID(1, [("lin_vel", 3)])
+    pid = CascadedPID(2, HOVER_LAYOUT)
+    with pytest.raises(ValueError, match="shape"):
+        pid.act(np.zeros((3, 22)))
+    assert pid.act(np.zeros((2, 22))).shape == (2, 4)
+    assert CascadedPID(1).act(np.zeros(22)).shape == (4,)
