@@ -15,6 +15,10 @@ COMMANDS = {
     "render": "sim2real.commands.render",
     "bench": "sim2real.commands.bench",
     "demo": "sim2real.commands.demo",
+    "train": "sim2real.commands.train",
+    "eval": "sim2real.commands.eval",
+    "export": "sim2real.commands.export",
+    "plot": "sim2real.commands.plot",
 }
 
 

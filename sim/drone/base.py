@@ -101,7 +101,6 @@ class DroneTask(Task):
             self.inner_dt = None  # the engine then holds the rotor commands over the control period
         B = num_envs
         self.target = np.zeros((B, 3))
-        self.last_action = np.zeros((B, 4))
         self.prev_action = np.zeros((B, 4))
         self.time_in_tolerance = np.zeros(B)
         self.prev_vel = np.zeros((B, 3))
@@ -176,7 +175,6 @@ class DroneTask(Task):
             data.act[:] = HOVER_COMMAND
         self.time_in_tolerance[env_id] = 0.0
         self.prev_vel[env_id] = 0.0
-        self.last_action[env_id] = 0.0
         self.prev_action[env_id] = 0.0
         self.rate_controller.reset(env_id)
 
@@ -194,8 +192,9 @@ class DroneTask(Task):
 
     # -- control -------------------------------------------------------------------------
     def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
-        self.prev_action = self.last_action
-        self.last_action = np.array(action, dtype=np.float64)
+        # The engine updates phys.last_action after the physics, so here it still holds the
+        # policy's previous action: keep it for the action-rate penalty.
+        self.prev_action = phys.last_action.copy()
         if self.action_mode == "rotor_thrust":
             return 0.5 * (action + 1.0)
         collective = 0.5 * (action[:, 0] + 1.0) * C.MAX_COLLECTIVE_THRUST
@@ -210,7 +209,7 @@ class DroneTask(Task):
     def observe(self, phys: PhysicsBatch) -> np.ndarray:
         B = phys.batch_size
         rot = quat_to_mat(phys.qpos[:, 3:7]).reshape(B, 9)
-        common = [self.target - phys.qpos[:, :3], phys.qvel[:, :3], rot, phys.qvel[:, 3:6], self.last_action]
+        common = [self.target - phys.qpos[:, :3], phys.qvel[:, :3], rot, phys.qvel[:, 3:6], phys.last_action]
         return np.concatenate([*common, *self.task_observation(phys)], axis=1)
 
     def task_observation(self, phys: PhysicsBatch) -> list[np.ndarray]:
@@ -248,7 +247,7 @@ class DroneTask(Task):
     def smoothness_penalty(self, phys: PhysicsBatch) -> np.ndarray:
         """Small costs on body rates and action changes that keep learned flight smooth."""
         rates = np.sum(phys.qvel[:, 3:6] ** 2, axis=1)
-        return 0.01 * rates + 0.05 * np.sum((self.last_action - self.prev_action) ** 2, axis=1)
+        return 0.01 * rates + 0.05 * np.sum((phys.last_action - self.prev_action) ** 2, axis=1)
 
     def task_state(self, env_id: int) -> dict[str, Any]:
         return {"target": np.round(self.target[env_id], 4).tolist()}
