@@ -231,6 +231,7 @@ class Engine:
             applied = a
 
         phys = self.phys
+        time_before = phys.time.copy()
         setpoint = self.task.action_to_ctrl(applied, phys)
         if self.task.inner_dt is None:
             self._physics(setpoint, self.decimation)
@@ -240,7 +241,7 @@ class Engine:
         self.step_count += 1
         self._phys.last_action[:] = a
 
-        diverged = self._check_divergence()
+        diverged = self._check_divergence(time_before)
         if self._push_every:
             self._push()
         phys = self.phys
@@ -289,11 +290,13 @@ class Engine:
         self.state[:] = out_s[:, -1]
         self.sensordata[:] = out_d[:, -1]
 
-    def _check_divergence(self) -> np.ndarray:
-        """MuJoCo resets a diverged simulation itself; we also catch NaN/inf state
-        and end those episodes rather than feed garbage to a learner."""
+    def _check_divergence(self, time_before: np.ndarray) -> np.ndarray:
+        """End episodes whose physics diverged rather than feed garbage to a learner:
+        non-finite state, or MuJoCo's own reset after a bad acceleration (inside
+        ``rollout`` that reset is silent; it shows as time not having advanced)."""
         p = self.phys
         bad = ~np.isfinite(p.qpos.sum(axis=1) + p.qvel.sum(axis=1))
+        bad |= p.time < time_before + 0.5 * self.task.control_dt
         if self.backend == "step":
             warn = self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
             if warn:

@@ -189,8 +189,9 @@ class DomainRandomization:
         model.body_ipos[root] = nominal.body_ipos[root] + shift
         sampled["com_shift"] = shift.round(4).tolist()
 
-        strength = self.motor_strength.sample(rng, model.nu)
-        gains = self.pd_gain_scale.sample(rng, model.nu)
+        # nactuator, not nu: in MuJoCo 4 a multi-input actuator makes them differ.
+        strength = self.motor_strength.sample(rng, model.nactuator)
+        gains = self.pd_gain_scale.sample(rng, model.nactuator)
         is_position = (nominal.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE) & (
             nominal.actuator_biasprm[:, 1] != 0
         )
@@ -221,6 +222,8 @@ _RANDOMIZED_FIELDS = (
     "actuator_biasprm",
     "actuator_forcerange",
     "actuator_gear",
+    "body_gravcomp",
+    "qpos_spring",
     "actuator_dynprm",
     "dof_damping",
     "dof_frictionloss",

@@ -81,8 +81,10 @@ class BatchedVecEnv(VecEnv):
         self.engine.reset()
         self._episode_return[:] = 0.0
         self._episode_len[:] = 0
+        privileged = self.task.privileged(self.engine.phys)
         self.reset_infos = [
-            {"dr": self.engine.dr_sampled[i], "task": self.task.task_state(i)} for i in range(self.num_envs)
+            {"dr": self.engine.dr_sampled[i], "task": self.task.task_state(i), "privileged": privileged[i]}
+            for i in range(self.num_envs)
         ]
         return self.engine.observe().astype(np.float32)
 

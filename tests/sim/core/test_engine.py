@@ -175,3 +175,18 @@ def test_rendering_gives_frames_of_the_requested_size() -> None:
     vec = BatchedVecEnv(PuckTask, 2, seed=0, width=64, height=48)
     vec.reset()
     assert vec.render_env(1).shape == (48, 64, 3)
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_physics_blow_up_ends_the_episode(num_envs: int) -> None:
+    """A velocity so large MuJoCo resets the simulation itself (silently, inside
+    rollout) must end that env's episode, for both backends."""
+    engine = Engine(PuckTask(num_envs=num_envs), seed=0)
+    engine.reset()
+    engine.step(np.zeros((num_envs, 2)))
+    engine.phys.qvel[0, 0] = 1e12  # damping force 5e11 N on a 0.5 kg puck: qacc far beyond mjMAXVAL
+    if engine.backend == "step":
+        engine.data.qvel[0] = 1e12
+    out = engine.step(np.zeros((num_envs, 2)))
+    assert out.diverged[0] and out.result.terminated[0]
+    assert not out.diverged[1:].any()

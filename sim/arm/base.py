@@ -1,0 +1,241 @@
+"""Shared machinery of every arm task: model building, action modes, observations, resets.
+
+A task subclasses :class:`ArmTask`, adds its objects in :meth:`ArmTask.add_scene`, places
+them in :meth:`ArmTask.reset_task`, and implements its observation blocks and
+:meth:`ArmTask.evaluate_task`; the base class adds the robot's observation blocks, the
+action modes, the setpoint bookkeeping at resets and the joint-overspeed fault.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import mujoco
+import numpy as np
+
+from sim2real.sim.arm import constants as C
+from sim2real.sim.arm.control import ACTION_LAYOUTS, ActionMapper
+from sim2real.sim.arm.model import ACTION_MODES, CARTESIAN_MODES, load_arm_spec
+from sim2real.sim.arm.randomize import ArmRandomization
+from sim2real.sim.arm.rotations import quat_to_rot6d
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
+
+
+def add_net_contact_sensor(spec: mujoco.MjSpec, name: str, body1: str, body2: str | None = None) -> None:
+    """Contact sensor ``[count, net force xyz (world frame)]`` on ``body1``'s contacts
+    (with ``body2`` only, when given)."""
+    sensor = spec.add_sensor(
+        name=name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=body1
+    )
+    if body2 is not None:
+        sensor.reftype = mujoco.mjtObj.mjOBJ_BODY
+        sensor.refname = body2
+    # intprm: data fields bitmask (found=1 | force=2), reduction (3 = netforce), slots.
+    sensor.intprm[:3] = [3, 3, 1]
+
+
+class ArmTask(Task):
+    """Base of the arm tasks (7-DoF arm, parallel gripper, table)."""
+
+    robot: ClassVar[str] = "arm"
+    action_modes: ClassVar[tuple[str, ...]] = ACTION_MODES
+    physics_dt: ClassVar[float] = C.PHYSICS_DT
+    control_dt: ClassVar[float] = C.CONTROL_DT
+    render_camera: ClassVar[str | None] = "front"
+    dr_class: ClassVar[type[ArmRandomization]] = ArmRandomization
+    uses_gripper: ClassVar[bool] = True
+    """False when the task keeps the gripper closed on a tool (no gripper action then)."""
+    fixed_gripper_width: ClassVar[float] = 0.0
+    """Width command (m) when the task has no gripper action."""
+    init_joint_noise: ClassVar[float] = 0.05
+    """Uniform noise (rad) on the initial joint angles."""
+    workspace_low: ClassVar[np.ndarray] = C.WORKSPACE_LOW
+    workspace_high: ClassVar[np.ndarray] = C.WORKSPACE_HIGH
+    """Box the Cartesian setpoint of the controlled site is clipped into (world frame)."""
+
+    task_options: ClassVar[tuple[str, ...]] = ()
+    """Names of the keyword options the task accepts (others raise ``ConfigError``)."""
+
+    def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.task_options))
+        if unknown:
+            raise ConfigError(unknown[0], f"unknown option for arm/{self.name}; accepted: {list(self.task_options)}")
+        super().__init__(num_envs, action_mode, **options)
+        self.mapper = ActionMapper(
+            self.action_mode,
+            num_envs,
+            self.uses_gripper,
+            self.fixed_gripper_width,
+            self.workspace_low,
+            self.workspace_high,
+        )
+        self.action_size = sum(n for _, n in self.action_layout())
+        self.model: mujoco.MjModel | None = None
+
+    # -- model ---------------------------------------------------------------
+    def add_scene(self, spec: mujoco.MjSpec) -> None:
+        """Add the task's objects, markers and sensors to the arm spec."""
+
+    def on_model(self, model: mujoco.MjModel) -> None:
+        """Cache ids/addresses of task objects in the compiled model."""
+
+    def build_model(self) -> mujoco.MjModel:
+        spec = load_arm_spec(self.action_mode)
+        self.add_scene(spec)
+        model = spec.compile()
+        self.model = model
+        self._sensor = {
+            model.sensor(i).name: slice(model.sensor_adr[i], model.sensor_adr[i] + model.sensor_dim[i])
+            for i in range(model.nsensor)
+        }
+        self._ee_site = model.site("ee").id
+        self.on_model(model)
+        return model
+
+    def sensor(self, phys: PhysicsBatch, name: str) -> np.ndarray:
+        """Sensor ``name`` for the batch, ``[B, dim]``."""
+        return phys.sensordata[:, self._sensor[name]]
+
+    # -- spaces --------------------------------------------------------------
+    def action_layout(self) -> list[tuple[str, int]]:
+        layout = list(ACTION_LAYOUTS[self.action_mode])
+        return [*layout, ("gripper", 1)] if self.uses_gripper else layout
+
+    def task_observation_layout(self) -> list[tuple[str, int]]:
+        """Task blocks, placed between the robot state and the last action."""
+        return []
+
+    def observation_layout(self) -> list[tuple[str, int]]:
+        setpoint = [("setpoint_offset", self.mapper.setpoint_size)] if self.mapper.setpoint_size else []
+        return [
+            ("joint_pos", 7),
+            ("joint_vel", 7),
+            ("ee_pos", 3),
+            ("ee_rot6d", 6),
+            ("gripper_width", 1),
+            *setpoint,
+            *self.task_observation_layout(),
+            ("last_action", self.action_size),
+        ]
+
+    def task_observation_noise(self) -> dict[str, float]:
+        """Noise std at scale 1 per task block name (default 0)."""
+        return {}
+
+    def observation_noise(self) -> np.ndarray:
+        std = {
+            "joint_pos": 0.002,
+            "joint_vel": 0.03,
+            "ee_pos": 0.002,
+            "ee_rot6d": 0.005,
+            "gripper_width": 0.001,
+            "setpoint_offset": 0.002,
+        }
+        std.update(self.task_observation_noise())
+        return np.concatenate([np.full(n, std.get(name, 0.0)) for name, n in self.observation_layout()])
+
+    def task_privileged_layout(self) -> list[tuple[str, int]]:
+        return []
+
+    def privileged_layout(self) -> list[tuple[str, int]]:
+        return [("wrist_force", 3), ("wrist_torque", 3), ("finger_touch", 2), *self.task_privileged_layout()]
+
+    # -- robot state ---------------------------------------------------------
+    def ee_pos(self, phys: PhysicsBatch) -> np.ndarray:
+        """Controlled site (fingertip centre, or the task's tool tip) position, ``[B, 3]``."""
+        return self.sensor(phys, "ee_pos")
+
+    def ee_quat(self, phys: PhysicsBatch) -> np.ndarray:
+        return self.sensor(phys, "ee_quat")
+
+    def gripper_width(self, phys: PhysicsBatch) -> np.ndarray:
+        return phys.qpos[:, 7:9].sum(axis=1, keepdims=True)
+
+    # -- control -------------------------------------------------------------
+    def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        # `action` is what the actuators receive (after latency); the observation reports
+        # the policy's own last action (phys.last_action), as a real robot's policy knows it.
+        return self.mapper(action, phys.qpos[:, :7], self.ee_pos(phys), self.ee_quat(phys))
+
+    # -- observations ----------------------------------------------------------
+    def task_observe(self, phys: PhysicsBatch) -> np.ndarray:
+        return np.zeros((phys.batch_size, 0))
+
+    def observe(self, phys: PhysicsBatch) -> np.ndarray:
+        ee_pos, ee_quat, q = self.ee_pos(phys), self.ee_quat(phys), phys.qpos[:, :7]
+        return np.concatenate(
+            [
+                q,
+                phys.qvel[:, :7],
+                ee_pos,
+                quat_to_rot6d(ee_quat),
+                self.gripper_width(phys),
+                self.mapper.setpoint_offset(q, ee_pos, ee_quat),
+                self.task_observe(phys),
+                phys.last_action,
+            ],
+            axis=1,
+        )
+
+    def task_privileged(self, phys: PhysicsBatch) -> np.ndarray:
+        return np.zeros((phys.batch_size, 0))
+
+    def privileged(self, phys: PhysicsBatch) -> np.ndarray:
+        touch = np.concatenate([self.sensor(phys, "touch_left"), self.sensor(phys, "touch_right")], axis=1)
+        return np.concatenate(
+            [self.sensor(phys, "wrist_force"), self.sensor(phys, "wrist_torque"), touch, self.task_privileged(phys)],
+            axis=1,
+        )
+
+    # -- evaluation ------------------------------------------------------------
+    @abc.abstractmethod
+    def evaluate_task(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
+        """Task reward, termination, success and metrics."""
+
+    def evaluate(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
+        result = self.evaluate_task(phys, action)
+        # The real arm stops itself (a "reflex") when a joint overspeeds; so does the sim,
+        # as a failed episode. Only reachable in joint_torque mode with large torques.
+        speed_ratio = np.max(np.abs(phys.qvel[:, :7]) / C.VELOCITY_LIMIT, axis=1)
+        fault = speed_ratio > C.FAULT_SPEED_RATIO
+        result.terminated = result.terminated | fault
+        result.success = result.success & ~fault
+        result.reward = result.reward - C.FAULT_PENALTY * fault
+        result.metrics["joint_speed_ratio"] = speed_ratio
+        return result
+
+    # -- resets ----------------------------------------------------------------
+    @abc.abstractmethod
+    def reset_task(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        """Write the env's initial arm/object state (use :meth:`place_arm`) and sample its
+        task variables."""
+
+    def reset_env(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        self.reset_task(env_id, model, data, rng)
+        mujoco.mj_kinematics(model, data)
+        q = data.qpos[:7].copy()
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, data.site_xmat[self._ee_site])
+        self.mapper.reset(env_id, q, data.site_xpos[self._ee_site].copy(), quat)
+        data.ctrl[:] = self.mapper.hold_ctrl(env_id, float(data.qpos[7:9].sum()))
+        if self.action_mode in CARTESIAN_MODES:
+            # Null-space springs hold the start posture (as Franka's Cartesian impedance
+            # example holds its initial q), so they exert no force at the start pose.
+            model.qpos_spring[:7] = q
+
+    def place_arm(
+        self,
+        data: mujoco.MjData,
+        rng: np.random.Generator,
+        qpos: np.ndarray | None = None,
+        finger: float = 0.02,
+        noise: bool = True,
+    ) -> None:
+        """Arm at ``qpos`` (default HOME_QPOS) plus uniform joint noise, each finger at ``finger``."""
+        q = C.HOME_QPOS if qpos is None else qpos
+        if noise:
+            q = q + rng.uniform(-self.init_joint_noise, self.init_joint_noise, 7)
+        data.qpos[:7] = np.clip(q, C.JOINT_LOWER, C.JOINT_UPPER)
+        data.qpos[7:9] = finger
