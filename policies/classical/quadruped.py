@@ -1,0 +1,165 @@
+"""Classical quadruped controllers that speak the tasks' observation/action interface.
+
+* :class:`StandController` - a PD stand: holds the default pose, standing up
+  smoothly from wherever the joints are at reset (e.g. a crouch).
+* :class:`TrotGait` - an open-loop trot generator, a reference motion and a
+  sanity check for the servo model (not a tracking controller).
+
+Both read joint positions from the observation block named ``joint_pos``
+(relative to the default pose) and return actions in [-1, 1], mapped by the task
+to ``q_target = q_default + action_scale * action``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sim2real.sim.quadruped import constants as c
+from sim2real.sim.quadruped.constants import static_knee_offset
+
+
+def _block(layout: Sequence[tuple[str, int]], name: str) -> slice:
+    start = 0
+    for block, size in layout:
+        if block == name:
+            return slice(start, start + size)
+        start += size
+    raise ValueError(f"observation layout has no {name!r} block: {[b for b, _ in layout]}")
+
+
+class StandController:
+    """PD stand with smooth stand-up.
+
+    The servos are PD loops inside the simulator; this controller only moves their
+    targets. At the first :meth:`act` after :meth:`reset` it records the joint
+    positions and blends the desired pose to the default one over
+    ``stand_up_seconds`` with a smoothstep (zero velocity at both ends). Once
+    standing, the plain command would be the default pose, i.e. zero action; under
+    the robot's weight the Kp-35 servos then sag about 0.3 rad and 6 cm, so by
+    default the controller adds the static knee torque as a feed-forward target
+    offset (:func:`~sim2real.sim.quadruped.constants.static_knee_offset`) and a proportional outer loop on the joint
+    error (``outer_gain``). No integral term: with four feet on the ground the
+    default joint angles are not exactly reachable after a foot slips, and an
+    integrator would wind up against friction.
+
+    Args:
+        observation_layout: The task's ``observation_layout()``.
+        num_envs: Batch size of the observations passed to :meth:`act`.
+        action_scale: The task's ``action_scale`` (rad per unit action).
+        control_dt: The task's control period (s).
+        stand_up_seconds: Duration of the blend from the initial pose.
+        gravity_compensation: Add the static knee offsets.
+        outer_gain: Proportional gain on the joint error (0: plain servo targets).
+    """
+
+    def __init__(
+        self,
+        observation_layout: Sequence[tuple[str, int]],
+        num_envs: int = 1,
+        action_scale: float = c.ACTION_SCALE,
+        control_dt: float = c.CONTROL_DT,
+        stand_up_seconds: float = 1.0,
+        gravity_compensation: bool = True,
+        outer_gain: float = 0.5,
+    ) -> None:
+        if action_scale <= 0 or control_dt <= 0 or stand_up_seconds <= 0 or outer_gain < 0:
+            raise ValueError("action_scale, control_dt, stand_up_seconds must be positive and outer_gain >= 0")
+        self.joint_pos = _block(observation_layout, "joint_pos")
+        self.num_envs = num_envs
+        self.action_scale = action_scale
+        self.dt = control_dt
+        self.stand_up_seconds = stand_up_seconds
+        self.offset = static_knee_offset() if gravity_compensation else np.zeros(c.NUM_JOINTS)
+        self.outer_gain = outer_gain
+        self.start = np.zeros((num_envs, c.NUM_JOINTS))
+        self.elapsed = np.zeros(num_envs)
+        self._fresh = np.ones(num_envs, dtype=bool)
+
+    def reset(self, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
+        """Start over (stand up again from the next observed pose) for ``env_ids`` (default all)."""
+        ids = slice(None) if env_ids is None else np.asarray(env_ids)
+        self._fresh[ids] = True
+        self.elapsed[ids] = 0.0
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Actions ``[B, 12]`` for observations ``[B, O]``."""
+        obs = np.atleast_2d(obs)
+        if obs.shape[0] != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} observations, got {obs.shape[0]}")
+        q = obs[:, self.joint_pos]  # relative to the default pose
+        self.start[self._fresh] = q[self._fresh]
+        self._fresh[:] = False
+        s = np.clip(self.elapsed / self.stand_up_seconds, 0.0, 1.0)[:, None]
+        blend = s * s * (3.0 - 2.0 * s)
+        desired = self.start * (1.0 - blend)
+        # The load (and so the needed offset) grows as the legs take the weight.
+        command = desired + blend * self.offset + self.outer_gain * (desired - q)
+        self.elapsed += self.dt
+        return np.clip(command / self.action_scale, -1.0, 1.0)
+
+
+def leg_ik(x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Thigh and calf angles placing the foot at ``(x, z)`` from the thigh joint in
+    the leg's sagittal plane (x forward, z up), knee pointing backwards.
+
+    With equal thigh and calf lengths ``l`` the hip-foot distance is
+    ``2 l cos(knee_bend / 2)`` and the thigh sits half the bend behind the foot ray.
+    """
+    length = c.THIGH_LENGTH
+    d = np.clip(np.hypot(x, z), 1e-3, 2 * length - 1e-6)
+    bend = 2.0 * np.arccos(d / (2 * length))
+    ray = np.arctan2(-x, -z)  # angle of the hip-foot ray from straight down, positive backwards
+    return ray + bend / 2, -bend
+
+
+class TrotGait:
+    """Open-loop trot: diagonal leg pairs (FR+RL, FL+RR) swing in antiphase.
+
+    Each foot follows a fixed loop in its leg plane, computed with :func:`leg_ik`:
+    in stance it slides back by ``speed / (2 * frequency)`` at the default stance
+    height, in swing it returns on an arc ``step_height`` high. The static knee
+    offset of :class:`StandController` keeps the stance height. A reference motion
+    with no feedback; it walks roughly straight on flat ground.
+    """
+
+    PHASE = np.array([0.0, 0.5, 0.5, 0.0])  # cycle fraction of FR, FL, RR, RL
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        speed: float = 0.4,
+        frequency_hz: float = 2.5,
+        step_height: float = 0.07,
+        action_scale: float = c.ACTION_SCALE,
+        control_dt: float = c.CONTROL_DT,
+    ) -> None:
+        if frequency_hz <= 0 or not 0 <= step_height <= 0.12:
+            raise ValueError("frequency_hz must be positive and step_height in [0, 0.12] m")
+        self.num_envs = num_envs
+        self.speed = speed
+        self.frequency = frequency_hz
+        self.step_height = step_height
+        self.action_scale = action_scale
+        self.dt = control_dt
+        self.time = np.zeros(num_envs)
+        self.offset = static_knee_offset()
+        self.stance_height = 2 * c.THIGH_LENGTH * np.cos(c.DEFAULT_POSE[1])
+
+    def reset(self, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
+        self.time[slice(None) if env_ids is None else np.asarray(env_ids)] = 0.0
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Actions ``[B, 12]``; the observation is only used for its batch size."""
+        obs = np.atleast_2d(obs)
+        cycle = (self.frequency * self.time[:, None] + self.PHASE[None]) % 1.0  # [B, 4]
+        stride = self.speed / (2 * self.frequency)
+        in_swing = cycle < 0.5
+        s = np.where(in_swing, cycle / 0.5, (cycle - 0.5) / 0.5)  # progress within the half cycle
+        x = np.where(in_swing, -stride / 2 * np.cos(np.pi * s), stride / 2 - stride * s)
+        z = -self.stance_height + np.where(in_swing, self.step_height * np.sin(np.pi * s), 0.0)
+        thigh, calf = leg_ik(x, z)
+        q = np.stack([np.zeros_like(thigh), thigh, calf], axis=2).reshape(-1, 12)
+        self.time += self.dt
+        return np.clip((q - c.DEFAULT_POSE + self.offset) / self.action_scale, -1.0, 1.0)

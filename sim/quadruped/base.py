@@ -1,0 +1,342 @@
+"""What every quadruped task shares: the model, the servo mapping, proprioception,
+locomotion penalties and fall detection.
+
+The policy drives 12 position servos that run inside MuJoCo at physics rate:
+``q_target = q_default + action_scale * action``. Everything on the control path
+reads ``qpos``/``qvel``/``sensordata`` only, so the same code serves one env
+(``mj_step``) and a batch (``mujoco.rollout``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import mujoco
+import numpy as np
+
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.quadruped import constants as c
+from sim2real.sim.quadruped import frames, rewards
+from sim2real.sim.quadruped.randomize import QuadrupedRandomization
+from sim2real.sim.quadruped.scene import add_flat_floor, add_lighting, robot_spec
+
+CONTACT_THRESHOLD = 1.0
+"""Touch-sensor force (N) above which a foot or the trunk counts as in contact."""
+MAX_TILT_COS = 0.5
+"""A trunk tilted more than 60 degrees (gravity z in body frame above -0.5) has fallen."""
+
+_SQUARED_TERM_STARTS = np.array([0, 1, 3, 5, 17, 29])  # see QuadrupedTask.locomotion_terms
+
+OBSERVATION_NOISE: dict[str, float] = {
+    # legged_gym's noise scales at noise_level 1, in SI units
+    "base_lin_vel": 0.1,
+    "base_ang_vel": 0.2,
+    "projected_gravity": 0.05,
+    "joint_pos": 0.01,
+    "joint_vel": 1.5,
+}
+
+
+@dataclass
+class BaseState:
+    """Floating-base state of the batch, derived from ``qpos``/``qvel``."""
+
+    pos: np.ndarray  # [B, 3] world position of the trunk origin
+    quat: np.ndarray  # [B, 4]
+    lin_vel: np.ndarray  # [B, 3] body frame
+    ang_vel: np.ndarray  # [B, 3] body frame
+    gravity: np.ndarray  # [B, 3] unit gravity in the body frame
+    yaw: np.ndarray  # [B]
+    joint_pos: np.ndarray  # [B, 12]
+    joint_vel: np.ndarray  # [B, 12]
+
+
+class QuadrupedTask(Task):
+    """Base of the quadruped tasks (not registered itself).
+
+    Options:
+        action_scale: Radians of servo target per unit action (default 0.5).
+        reward_weights: Overrides of :attr:`REWARD_WEIGHTS` entries (per second).
+        init_joint_noise: Half-width (rad) of the uniform noise on the initial pose.
+        init_velocity_noise: Half-width (m/s, rad/s) of the initial base velocity noise.
+    """
+
+    robot: ClassVar[str] = "quadruped"
+    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos",)
+    physics_dt: ClassVar[float] = c.PHYSICS_DT
+    control_dt: ClassVar[float] = c.CONTROL_DT
+    episode_seconds: ClassVar[float] = 20.0
+    render_camera: ClassVar[str | None] = "tracking"
+    dr_class: ClassVar[type[QuadrupedRandomization]] = QuadrupedRandomization
+    push_dofs: ClassVar[tuple[int, int] | None] = (0, 2)
+
+    REWARD_WEIGHTS: ClassVar[dict[str, float]] = dict(rewards.LOCOMOTION_WEIGHTS)
+    TRUNK_CONTACT_ENDS_EPISODE: ClassVar[bool] = True
+    """Flat and rough ground: a trunk touching anything has fallen. Confined spaces
+    override it (brushing a ceiling is allowed and penalised instead)."""
+
+    def __init__(
+        self,
+        num_envs: int,
+        action_mode: str | None = None,
+        action_scale: float = c.ACTION_SCALE,
+        reward_weights: dict[str, float] | None = None,
+        init_joint_noise: float = 0.1,
+        init_velocity_noise: float = 0.2,
+        **options: Any,
+    ) -> None:
+        super().__init__(num_envs, action_mode, **options)
+        for name, value, high in (
+            ("action_scale", action_scale, 2.0),
+            ("init_joint_noise", init_joint_noise, 1.0),
+            ("init_velocity_noise", init_velocity_noise, 5.0),
+        ):
+            if not np.isfinite(value) or not 0.0 <= value <= high or (name == "action_scale" and value == 0):
+                raise ConfigError(name, f"must be in {'(0' if name == 'action_scale' else '[0'}, {high}], got {value}")
+        self.action_scale = float(action_scale)
+        self.init_joint_noise = float(init_joint_noise)
+        self.init_velocity_noise = float(init_velocity_noise)
+        self.weights = dict(self.REWARD_WEIGHTS)
+        for key, value in (reward_weights or {}).items():
+            if key not in self.weights:
+                raise ConfigError(f"reward_weights.{key}", f"unknown term; known: {sorted(self.weights)}")
+            try:
+                weight = float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"reward_weights.{key}", f"must be a number, got {value!r}") from None
+            if not np.isfinite(weight):
+                raise ConfigError(f"reward_weights.{key}", f"must be finite, got {value}")
+            self.weights[key] = weight
+
+        B = num_envs
+        self.last_action = np.zeros((B, c.NUM_JOINTS))
+        self.prev_joint_vel = np.zeros((B, c.NUM_JOINTS))
+        self.air = rewards.AirTimeTracker(B)
+        self.dynamics = np.zeros((B, 17))  # friction, payload, com shift (3), motor strength (12)
+        self._state_cache: tuple[bytes, BaseState] | None = None
+        self._weighted: tuple[list[str], np.ndarray] | None = None
+        self.last_terms: dict[str, np.ndarray] = {}
+        """Unweighted reward terms of the latest step, for inspection and tuning."""
+
+    # -- model -------------------------------------------------------------------------
+    def build_model(self) -> mujoco.MjModel:
+        spec = robot_spec()
+        add_lighting(spec)
+        self.build_world(spec)
+        model = spec.compile()
+        self._index(model)
+        return model
+
+    def build_world(self, spec: mujoco.MjSpec) -> None:
+        """Add the task's world (ground, terrain, obstacles, extra sensors)."""
+        add_flat_floor(spec)
+
+    def _index(self, model: mujoco.MjModel) -> None:
+        self.sensor_slices = {
+            model.sensor(i).name: slice(model.sensor_adr[i], model.sensor_adr[i] + model.sensor_dim[i])
+            for i in range(model.nsensor)
+        }
+        qadr = [model.jnt_qposadr[model.joint(n).id] for n in c.JOINT_NAMES]
+        if qadr != list(range(7, 19)) or model.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:
+            raise RuntimeError("quadruped model: expected a free joint followed by the 12 leg joints in order")
+        # Sensor groups read every step, as one index array each.
+        self.touch_idx = self._sensor_index([f"{leg}_touch" for leg in c.LEGS])
+        self.torque_idx = self._sensor_index([f"{n}_torque" for n in c.ACTUATOR_NAMES])
+        self.foot_pos_idx = self._sensor_index([f"{leg}_pos" for leg in c.LEGS])
+        self.foot_vel_idx = self._sensor_index([f"{leg}_linvel" for leg in c.LEGS])
+        self.ctrl_low = model.actuator_ctrlrange[:, 0].copy()
+        self.ctrl_high = model.actuator_ctrlrange[:, 1].copy()
+        self.joint_low, self.joint_high = self.ctrl_low, self.ctrl_high  # ctrlrange inherits the joint range
+        # Soft limits (the central 90 %) of joint positions and speeds, for the limit penalties.
+        mid, half = 0.5 * (self.joint_low + self.joint_high), 0.45 * (self.joint_high - self.joint_low)
+        self.soft_low, self.soft_high = mid - half, mid + half
+        self.soft_velocity = 0.9 * c.velocity_limits()
+        self.trunk_id = model.body(c.TRUNK_BODY).id
+        self.foot_geom_ids = np.array([model.geom(n).id for n in c.FOOT_GEOMS])
+        self._nominal_trunk_mass = float(model.body_mass[self.trunk_id])
+        self._nominal_com = model.body_ipos[self.trunk_id].copy()
+        self._nominal_forcerange = model.actuator_forcerange[:, 1].copy()
+
+    def _sensor_index(self, names: list[str]) -> np.ndarray | slice:
+        idx = np.concatenate([np.arange(self.sensor_slices[n].start, self.sensor_slices[n].stop) for n in names])
+        contiguous = np.all(np.diff(idx) == 1)
+        return slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx
+
+    def sensor(self, phys: PhysicsBatch, name: str) -> np.ndarray:
+        """One named sensor's readings, ``[B, dim]``."""
+        return phys.sensordata[:, self.sensor_slices[name]]
+
+    def action_layout(self) -> list[tuple[str, int]]:
+        return [("joint_pos_target", c.NUM_JOINTS)]
+
+    def observation_noise(self) -> np.ndarray:
+        return np.concatenate([np.full(n, OBSERVATION_NOISE.get(name, 0.0)) for name, n in self.observation_layout()])
+
+    # -- episode -----------------------------------------------------------------------
+    def reset_env(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        self._state_cache = None
+        self.reset_task(env_id, model, data, rng)
+        position, heading = self.spawn(env_id, rng)
+        data.qpos[0:3] = position
+        data.qpos[3:7] = frames.yaw_quat(heading)
+        joints = c.DEFAULT_POSE + rng.uniform(-self.init_joint_noise, self.init_joint_noise, c.NUM_JOINTS)
+        data.qpos[7:19] = np.clip(joints, self.joint_low, self.joint_high)
+        data.qvel[0:6] = rng.uniform(-self.init_velocity_noise, self.init_velocity_noise, 6)
+        data.ctrl[:] = data.qpos[7:19]
+        self.last_action[env_id] = 0.0
+        self.prev_joint_vel[env_id] = 0.0
+        self.air.reset(env_id)
+        # The randomized model of this env: what the critic may know about it.
+        self.dynamics[env_id, 0] = model.geom_friction[self.foot_geom_ids[0], 0]
+        self.dynamics[env_id, 1] = model.body_mass[self.trunk_id] - self._nominal_trunk_mass
+        self.dynamics[env_id, 2:5] = model.body_ipos[self.trunk_id] - self._nominal_com
+        self.dynamics[env_id, 5:17] = model.actuator_forcerange[:, 1] / self._nominal_forcerange
+
+    def reset_task(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        """Sample the task variables of one env (commands, terrain, layout)."""
+
+    def spawn(self, env_id: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        """Initial trunk position and heading; default: origin, random heading."""
+        return np.array([0.0, 0.0, c.STANDING_HEIGHT + 0.01]), float(rng.uniform(-np.pi, np.pi))
+
+    def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        # minimum/maximum: np.clip's argument handling costs more than the arithmetic here
+        return np.minimum(np.maximum(c.DEFAULT_POSE + self.action_scale * action, self.ctrl_low), self.ctrl_high)
+
+    # -- state ------------------------------------------------------------------------
+    def base_state(self, phys: PhysicsBatch) -> BaseState:
+        """Derived once per control step and shared by evaluate/observe/privileged:
+        only physics steps (which advance ``time``) and resets change the state."""
+        key = phys.time.tobytes()
+        if self._state_cache is not None and self._state_cache[0] == key:
+            return self._state_cache[1]
+        quat = phys.qpos[:, 3:7]
+        rot = frames.rotation_matrices(quat)
+        state = BaseState(
+            pos=phys.qpos[:, 0:3],
+            quat=quat,
+            lin_vel=np.matmul(phys.qvel[:, None, 0:3], rot)[:, 0],  # R^T v
+            ang_vel=phys.qvel[:, 3:6],  # a free joint's angular velocity is already in the body frame
+            gravity=-rot[:, 2, :],  # R^T (0, 0, -1)
+            yaw=np.arctan2(rot[:, 1, 0], rot[:, 0, 0]),
+            joint_pos=phys.qpos[:, 7:19],
+            joint_vel=phys.qvel[:, 6:18],
+        )
+        self._state_cache = (key, state)
+        return state
+
+    def proprioception(self, st: BaseState) -> dict[str, np.ndarray]:
+        """The proprioceptive observation blocks by layout name."""
+        return {
+            "base_lin_vel": st.lin_vel,
+            "base_ang_vel": st.ang_vel,
+            "projected_gravity": st.gravity,
+            "joint_pos": st.joint_pos - c.DEFAULT_POSE,
+            "joint_vel": st.joint_vel,
+            "last_action": self.last_action,
+        }
+
+    def assemble(self, blocks: dict[str, np.ndarray], layout: list[tuple[str, int]]) -> np.ndarray:
+        return np.concatenate([blocks[name].reshape(-1, size) for name, size in layout], axis=1)
+
+    def observation_blocks(self, phys: PhysicsBatch) -> dict[str, np.ndarray]:
+        """Every block :meth:`observation_layout` names (extra keys are ignored)."""
+        return self.proprioception(self.base_state(phys))
+
+    def privileged_blocks(self, phys: PhysicsBatch) -> dict[str, np.ndarray]:
+        """Every block :meth:`privileged_layout` names."""
+        return self.privileged_base(self.base_state(phys), phys)
+
+    def observe(self, phys: PhysicsBatch) -> np.ndarray:
+        return self.assemble(self.observation_blocks(phys), self.observation_layout())
+
+    def privileged(self, phys: PhysicsBatch) -> np.ndarray:
+        return self.assemble(self.privileged_blocks(phys), self.privileged_layout())
+
+    def privileged_layout(self) -> list[tuple[str, int]]:
+        return list(self.PRIVILEGED_BASE_LAYOUT)
+
+    def foot_contact(self, phys: PhysicsBatch) -> np.ndarray:
+        """``[B, 4]`` bool, feet pressing on anything."""
+        return phys.sensordata[:, self.touch_idx] > CONTACT_THRESHOLD
+
+    def trunk_contact(self, phys: PhysicsBatch) -> np.ndarray:
+        return self.sensor(phys, "trunk_touch")[:, 0] > CONTACT_THRESHOLD
+
+    def fallen(self, st: BaseState, phys: PhysicsBatch) -> np.ndarray:
+        """Tilted past 60 degrees, or (where it ends the episode) trunk contact."""
+        fell = st.gravity[:, 2] > -MAX_TILT_COS
+        if self.TRUNK_CONTACT_ENDS_EPISODE:
+            fell |= self.trunk_contact(phys)
+        return fell
+
+    def privileged_base(self, st: BaseState, phys: PhysicsBatch) -> dict[str, np.ndarray]:
+        return {
+            "true_base_lin_vel": st.lin_vel,
+            "foot_contact": self.foot_contact(phys).astype(float),
+            "friction": self.dynamics[:, 0:1],
+            "trunk_payload": self.dynamics[:, 1:2],
+            "com_shift": self.dynamics[:, 2:5],
+            "motor_strength": self.dynamics[:, 5:17],
+        }
+
+    PRIVILEGED_BASE_LAYOUT: ClassVar[list[tuple[str, int]]] = [
+        ("true_base_lin_vel", 3),
+        ("foot_contact", 4),
+        ("friction", 1),
+        ("trunk_payload", 1),
+        ("com_shift", 3),
+        ("motor_strength", 12),
+    ]
+
+    # -- rewards ------------------------------------------------------------------------
+    def locomotion_terms(
+        self, st: BaseState, phys: PhysicsBatch, action: np.ndarray, fell: np.ndarray, moving: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The penalties every task shares, unweighted; updates the per-step buffers
+        (air time, last action, previous joint velocity), so call it once per step."""
+        contact = self.foot_contact(phys)
+        air_time, first_contact = self.air.update(contact, self.control_dt)
+        foot_vel = phys.sensordata[:, self.foot_vel_idx].reshape(-1, 4, 3)[:, :, :2]
+        # The six squared-norm terms in one pass: per-step cost here is the number of numpy
+        # calls, not arithmetic. Columns: v_z | w_x w_y | g_x g_y | tau (12) | dq (12) | da (12).
+        parts = [
+            st.lin_vel[:, 2:3],
+            st.ang_vel[:, :2],
+            st.gravity[:, :2],
+            phys.sensordata[:, self.torque_idx],
+            st.joint_vel - self.prev_joint_vel,
+            action - self.last_action,
+        ]
+        squares = np.concatenate(parts, axis=1)
+        sums = np.add.reduceat(squares * squares, _SQUARED_TERM_STARTS, axis=1)
+        terms = {
+            "feet_air_time": rewards.feet_air_time(air_time, first_contact, moving),
+            "lin_vel_z": sums[:, 0],
+            "ang_vel_xy": sums[:, 1],
+            "orientation": sums[:, 2],
+            "torques": sums[:, 3],
+            "dof_acc": sums[:, 4] / self.control_dt**2,
+            "action_rate": sums[:, 5],
+            "dof_pos_limits": (
+                np.maximum(self.soft_low - st.joint_pos, 0.0) + np.maximum(st.joint_pos - self.soft_high, 0.0)
+            ).sum(axis=1),
+            "dof_vel_limits": np.maximum(np.abs(st.joint_vel) - self.soft_velocity, 0.0).sum(axis=1),
+            "feet_slip": rewards.feet_slip(contact, foot_vel),
+            "stand_still": np.abs(st.joint_pos - c.DEFAULT_POSE).sum(axis=1) * ~moving,
+            "termination": fell.astype(float),
+        }
+        self.last_action = action.copy()
+        self.prev_joint_vel = st.joint_vel.copy()
+        return terms
+
+    def weighted_sum(self, terms: dict[str, np.ndarray]) -> np.ndarray:
+        """``control_dt * sum(weight * term)`` over the terms this task weights."""
+        self.last_terms = terms
+        if self._weighted is None:  # fixed after the first step: which terms count, scaled by dt
+            names = [n for n, w in self.weights.items() if w and n in terms]
+            self._weighted = (names, np.array([self.weights[n] for n in names]) * self.control_dt)
+        names, weights = self._weighted
+        return weights @ np.stack([terms[n] for n in names])

@@ -1,0 +1,107 @@
+"""The classical planner of the waypoints task (the hierarchy's upper level).
+
+A* on a 5 cm occupancy grid of the course, with walls inflated by the robot's
+half width and a cost that rises near walls so paths keep to the middle of
+passages. The path is cut into waypoints every ``spacing`` metres; each waypoint
+carries the highest trunk height the ceilings around it allow (the crouch
+command of the hierarchy), capped at the normal walking height.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from sim2real.sim.quadruped import constants as c
+from sim2real.sim.quadruped.layouts import CORRIDOR_HALF_WIDTH, Layout
+
+RESOLUTION = 0.05
+ROBOT_HALF_WIDTH = 0.17  # feet at +-0.164 m with the hips straight
+CLEARANCE_COST = 4.0  # extra cost per cell at the inflated wall, fading over 0.15 m
+WALK_HEIGHT = 0.27  # trunk height target in the open (the servo sags below the 0.287 m kinematic pose)
+CEILING_MARGIN = 0.025  # m between the trunk top and a ceiling
+HALF_BODY_LENGTH = 0.34  # trunk + head reach from the trunk centre along x
+
+
+class NoPathError(RuntimeError):
+    """The course has no passage wide enough for the robot."""
+
+
+def plan(layout: Layout, start: np.ndarray, spacing: float = 0.4) -> np.ndarray:
+    """Waypoints ``[K, 3]`` (x, y, allowed trunk height) from ``start`` to the goal."""
+    x_lo, x_hi = min(start[0], 0.0) - 0.5, layout.goal[0] + 0.5
+    xs = np.arange(x_lo, x_hi + RESOLUTION / 2, RESOLUTION)
+    ys = np.arange(-CORRIDOR_HALF_WIDTH, CORRIDOR_HALF_WIDTH + RESOLUTION / 2, RESOLUTION)
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    clearance = np.full(gx.shape, np.inf)  # distance to the nearest wall footprint
+    for xmin, xmax, ymin, ymax in layout.wall_boxes():
+        dx = np.maximum(np.maximum(xmin - gx, gx - xmax), 0.0)
+        dy = np.maximum(np.maximum(ymin - gy, gy - ymax), 0.0)
+        clearance = np.minimum(clearance, np.hypot(dx, dy))
+    free = clearance > ROBOT_HALF_WIDTH
+    cost = 1.0 + CLEARANCE_COST * np.clip(1.0 - (clearance - ROBOT_HALF_WIDTH) / 0.15, 0.0, 1.0)
+
+    def cell(p: np.ndarray) -> tuple[int, int]:
+        i = int(np.clip(round((p[0] - x_lo) / RESOLUTION), 0, len(xs) - 1))
+        j = int(np.clip(round((p[1] + CORRIDOR_HALF_WIDTH) / RESOLUTION), 0, len(ys) - 1))
+        return i, j
+
+    cells = _astar(free, cost, cell(start), cell(layout.goal))
+    path = np.array([(xs[i], ys[j]) for i, j in cells])
+    path[0], path[-1] = start[:2], layout.goal
+    return _waypoints(path, layout, spacing)
+
+
+def _astar(free: np.ndarray, cost: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> list[tuple[int, int]]:
+    free = free.copy()
+    free[start] = free[goal] = True  # the robot stands where it stands; the goal is in the open
+    steps = [
+        (1, 0, 1.0),
+        (-1, 0, 1.0),
+        (0, 1, 1.0),
+        (0, -1, 1.0),
+        (1, 1, 1.414),
+        (1, -1, 1.414),
+        (-1, 1, 1.414),
+        (-1, -1, 1.414),
+    ]
+    g = np.full(free.shape, np.inf)
+    g[start] = 0.0
+    parent: dict[tuple[int, int], tuple[int, int]] = {}
+    frontier = [(0.0, start)]
+    while frontier:
+        _, node = heapq.heappop(frontier)
+        if node == goal:
+            break
+        i, j = node
+        for di, dj, length in steps:
+            nxt = (i + di, j + dj)
+            if not (0 <= nxt[0] < free.shape[0] and 0 <= nxt[1] < free.shape[1]) or not free[nxt]:
+                continue
+            new_g = g[node] + length * 0.5 * (cost[node] + cost[nxt])
+            if new_g < g[nxt]:
+                g[nxt] = new_g
+                parent[nxt] = node
+                heuristic = np.hypot(goal[0] - nxt[0], goal[1] - nxt[1])  # admissible: cost >= 1 per cell
+                heapq.heappush(frontier, (new_g + heuristic, nxt))
+    if goal not in parent and goal != start:
+        raise NoPathError("no collision-free passage from the start to the goal")
+    out = [goal]
+    while out[-1] != start:
+        out.append(parent[out[-1]])
+    return out[::-1]
+
+
+def _waypoints(path: np.ndarray, layout: Layout, spacing: float) -> np.ndarray:
+    seg = np.linalg.norm(np.diff(path, axis=0), axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(seg)])
+    stations = np.append(np.arange(spacing, arc[-1], spacing), arc[-1])
+    if len(stations) > 1 and stations[-1] - stations[-2] < spacing / 2:
+        stations = np.delete(stations, -2)  # no waypoint crowding the goal
+    xy = np.stack([np.interp(stations, arc, path[:, 0]), np.interp(stations, arc, path[:, 1])], axis=1)
+    # The whole body must fit under the ceiling: look half a body length either way.
+    probe = xy[:, :1] + np.linspace(-HALF_BODY_LENGTH, HALF_BODY_LENGTH, 9)[None]
+    ceiling = layout.ceiling_at(probe).min(axis=1)
+    height = np.minimum(WALK_HEIGHT, ceiling - c.TRUNK_HALF_HEIGHT - CEILING_MARGIN)
+    return np.concatenate([xy, height[:, None]], axis=1)

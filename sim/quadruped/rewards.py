@@ -1,0 +1,82 @@
+"""Locomotion reward terms in the legged_gym / MuJoCo Playground style.
+
+Every function is batched (leading dimension ``B``) and returns the *unweighted*
+term; tasks multiply by their weights and by the control period, so weights are
+per second and do not change with the policy rate (legged_gym's convention).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TRACKING_SIGMA = 0.25
+"""Width of the exponential tracking kernels (legged_gym's ``tracking_sigma``)."""
+
+LOCOMOTION_WEIGHTS: dict[str, float] = {
+    # rewards
+    "tracking_lin_vel": 1.0,
+    "tracking_ang_vel": 0.5,
+    "feet_air_time": 1.0,
+    # penalties
+    "lin_vel_z": -2.0,
+    "ang_vel_xy": -0.05,
+    "orientation": -1.0,
+    "torques": -2e-4,
+    "dof_acc": -2.5e-7,
+    "action_rate": -0.01,
+    "dof_pos_limits": -10.0,
+    "dof_vel_limits": -1.0,
+    "feet_slip": -0.1,
+    "stand_still": -0.5,
+    "termination": -50.0,
+}
+"""Default weights of the velocity tasks. Scaled by ``control_dt`` in the sum, so the
+termination penalty of -50 costs 1.0 per fall, as in Playground's Go1 joystick."""
+
+
+def tracking(error_sq: np.ndarray, sigma: float = TRACKING_SIGMA) -> np.ndarray:
+    """``exp(-err^2 / sigma)``: 1 for perfect tracking, smooth everywhere."""
+    return np.exp(-error_sq / sigma)
+
+
+def squared_norm(x: np.ndarray) -> np.ndarray:
+    return (x * x).sum(axis=-1)
+
+
+def feet_air_time(
+    air_time: np.ndarray, first_contact: np.ndarray, moving: np.ndarray, target: float = 0.5
+) -> np.ndarray:
+    """legged_gym's air-time bonus: at touchdown, reward swings longer than ``target``
+    seconds (and penalise shorter ones); only while a motion is commanded."""
+    return ((air_time - target) * first_contact).sum(axis=-1) * moving
+
+
+def feet_slip(contact: np.ndarray, foot_vel_xy: np.ndarray) -> np.ndarray:
+    """Squared horizontal speed of feet that are in contact, ``foot_vel_xy [B, 4, 2]``."""
+    return (contact * (foot_vel_xy * foot_vel_xy).sum(axis=-1)).sum(axis=-1)
+
+
+class AirTimeTracker:
+    """Per-foot swing timers (legged_gym's ``feet_air_time`` bookkeeping).
+
+    Contacts are OR-ed with the previous step's, because a foot touching down
+    can bounce off for one step; ``first_contact`` marks touchdowns.
+    """
+
+    def __init__(self, num_envs: int, num_feet: int = 4) -> None:
+        self.air_time = np.zeros((num_envs, num_feet))
+        self.last_contact = np.zeros((num_envs, num_feet), dtype=bool)
+
+    def reset(self, env_id: int) -> None:
+        self.air_time[env_id] = 0.0
+        self.last_contact[env_id] = False
+
+    def update(self, contact: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Advance by ``dt``; returns ``(air_time_at_touchdown, first_contact)``."""
+        filtered = contact | self.last_contact
+        self.last_contact = contact.copy()
+        first_contact = (self.air_time > 0.0) & filtered
+        self.air_time += dt
+        air_at_touchdown = self.air_time.copy()
+        self.air_time *= ~filtered
+        return air_at_touchdown, first_contact
