@@ -1,0 +1,43 @@
+"""The algorithm registry: one entry per folder (``ppo/``, ``sac/``, ``td3/``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sim2real.sim.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """How to build and load one algorithm."""
+
+    name: str
+    cls: type
+    """The SB3 algorithm class (its ``load`` restores a checkpoint's model.zip)."""
+    build: Callable[..., Any]
+    """``build(config, env, tensorboard_log=None) -> model``."""
+    off_policy: bool
+    """Has a replay buffer (saved with ``last`` checkpoints)."""
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """The spec of ``ppo``, ``sac`` or ``td3`` (imports torch and SB3)."""
+    if name == "ppo":
+        from sim2real.policies.ppo import AdaptivePPO, build_ppo
+
+        return AlgorithmSpec("ppo", AdaptivePPO, build_ppo, off_policy=False)
+    if name == "sac":
+        from stable_baselines3 import SAC
+
+        from sim2real.policies.sac import build_sac
+
+        return AlgorithmSpec("sac", SAC, build_sac, off_policy=True)
+    if name == "td3":
+        from stable_baselines3 import TD3
+
+        from sim2real.policies.td3 import build_td3
+
+        return AlgorithmSpec("td3", TD3, build_td3, off_policy=True)
+    raise ConfigError("algo", f"must be ppo, sac or td3, got {name!r}")

@@ -1,0 +1,2 @@
+"""Machinery shared by every algorithm: run folders, atomic writes, checkpoints,
+environments with normalization, evaluation and training callbacks."""

@@ -1,0 +1,66 @@
+"""Training environments: the batched simulator under SB3's ``VecNormalize``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sim2real.policies.config import TrainConfig
+from sim2real.sim import REGISTRY, make_vec
+from sim2real.sim.core.task import Task
+
+
+def algo_gamma(config: TrainConfig) -> float:
+    return float(getattr(config, config.algo).gamma)
+
+
+def make_train_env(config: TrainConfig) -> VecNormalize:
+    """``config.n_envs`` environments as one batch, always wrapped in VecNormalize
+    (a pass-through when both normalizations are off, so every checkpoint has the
+    same files)."""
+    venv = make_vec(
+        config.task,
+        config.n_envs,
+        action_mode=config.action_mode,
+        dr=config.dr,
+        seed=config.seed,
+        nthread=config.nthread,
+        **config.task_options,
+    )
+    n = config.normalize
+    return VecNormalize(
+        venv,
+        training=True,
+        norm_obs=n.obs,
+        norm_reward=n.reward,
+        clip_obs=n.clip_obs,
+        clip_reward=n.clip_reward,
+        gamma=algo_gamma(config),
+        epsilon=n.epsilon,
+    )
+
+
+def task_description(task_cls: type[Task], action_mode: str | None, task_options: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint or an export records about its task, from the task itself."""
+    task = task_cls(num_envs=1, action_mode=action_mode, **task_options)
+    obs = [[name, int(size)] for name, size in task.observation_layout()]
+    act = [[name, int(size)] for name, size in task.action_layout()]
+    from sim2real.sim.core.registry import gym_id
+
+    return {
+        "task": gym_id(task_cls),
+        "robot": task_cls.robot,
+        "task_name": task_cls.name,
+        "action_mode": task.action_mode,
+        "observation_layout": obs,
+        "action_layout": act,
+        "obs_size": sum(s for _, s in obs),
+        "action_size": sum(s for _, s in act),
+        "control_dt": float(task_cls.control_dt),
+        "physics_dt": float(task_cls.physics_dt),
+    }
+
+
+def task_class(name: str) -> type[Task]:
+    return REGISTRY.get(name)

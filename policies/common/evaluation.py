@@ -1,0 +1,218 @@
+"""Policy evaluation: success rate with a Wilson interval, returns, task metrics.
+
+Runs on the simulation engine directly (no SB3, no torch), so the same loop
+evaluates a torch checkpoint during training and an exported ONNX file. A
+policy is any callable mapping observations ``[B, O]`` (float32) to actions
+``[B, A]``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.sim.core.engine import Engine
+from sim2real.sim.core.env import resolve_dr
+from sim2real.sim.core.task import Task
+
+PolicyFn = Callable[[np.ndarray], np.ndarray]
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (95% by default).
+
+    Unlike the normal approximation it stays inside [0, 1] and is informative at
+    0 or n successes, which small evaluations hit often.
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # At 0 or n successes the exact bound is 0 or 1; rounding would leave it a hair inside.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
+
+
+@dataclass
+class EvalResult:
+    """Outcome of one evaluation."""
+
+    episodes: int
+    successes: int
+    success_rate: float
+    ci_low: float
+    """Lower end of the 95% Wilson interval of the success rate."""
+    ci_high: float
+    mean_return: float
+    std_return: float
+    mean_length: float
+    metrics_final: dict[str, float] = field(default_factory=dict)
+    """Each task metric at the episode's last step (e.g. final distance), averaged over episodes."""
+    metrics_mean: dict[str, float] = field(default_factory=dict)
+    """Each task metric averaged over the episode's steps (e.g. tracking error), then over episodes."""
+    env_steps: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Evaluator:
+    """Evaluation environments of one task, kept between evaluations.
+
+    Args:
+        task_cls: The task class.
+        n_envs: Environments stepped as one batch.
+        action_mode: The task's action mode (``None``: default).
+        dr: Randomization preset name (``train``/``heldout``/``none``) or object.
+        seed: Re-applied at every :meth:`run`, so each run sees the same episodes.
+        task_options: Passed to the task constructor.
+        nthread: Physics threads (``None``: all cores).
+    """
+
+    def __init__(
+        self,
+        task_cls: type[Task],
+        n_envs: int = 4,
+        action_mode: str | None = None,
+        dr: Any = "none",
+        seed: int = 10_000,
+        task_options: dict[str, Any] | None = None,
+        nthread: int | None = None,
+    ) -> None:
+        self.task = task_cls(num_envs=n_envs, action_mode=action_mode, **(task_options or {}))
+        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread)
+        self.seed = seed
+        self.obs_size = self.engine.obs_size
+        self.act_size = self.engine.act_size
+
+    def run(self, policy: PolicyFn, episodes: int) -> EvalResult:
+        """Run ``episodes`` episodes (spread evenly over the batch) and summarise them."""
+        eng, n = self.engine, self.engine.num_envs
+        t0 = time.perf_counter()
+        eng.seed(self.seed)
+        eng.reset()
+        obs = eng.observe()
+        # Fixed per-env quotas: counting whichever episodes finish first would favour short ones.
+        quota = np.array([(episodes + i) // n for i in range(n)])
+        done_count = np.zeros(n, dtype=np.int64)
+        ret, length = np.zeros(n), np.zeros(n, dtype=np.int64)
+        sums: dict[str, np.ndarray] = {}
+        rows: list[tuple[float, int, bool, dict[str, float], dict[str, float]]] = []
+        steps = 0
+        while (done_count < quota).any():
+            action = np.asarray(policy(obs.astype(np.float32)), dtype=np.float64).reshape(n, self.act_size)
+            out = eng.step(action)
+            r = out.result
+            steps += n
+            ret += r.reward
+            length += 1
+            for k, v in r.metrics.items():
+                sums.setdefault(k, np.zeros(n))
+                sums[k] += v
+            obs = out.obs
+            done = r.terminated | out.truncated
+            ids = np.flatnonzero(done)
+            for i in ids:
+                if done_count[i] < quota[i]:
+                    final = {k: float(v[i]) for k, v in r.metrics.items()}
+                    mean = {k: float(s[i] / length[i]) for k, s in sums.items()}
+                    rows.append((float(ret[i]), int(length[i]), bool(r.success[i]), final, mean))
+                    done_count[i] += 1
+            if len(ids):
+                eng.reset(ids)
+                obs[ids] = eng.observe()[ids]
+                ret[ids] = 0.0
+                length[ids] = 0
+                for s in sums.values():
+                    s[ids] = 0.0
+        return summarise(rows, steps, time.perf_counter() - t0)
+
+
+def summarise(
+    rows: list[tuple[float, int, bool, dict[str, float], dict[str, float]]], steps: int, seconds: float
+) -> EvalResult:
+    """Aggregate per-episode ``(return, length, success, final metrics, mean metrics)``."""
+    n = len(rows)
+    returns = np.array([r[0] for r in rows]) if n else np.zeros(0)
+    k = sum(1 for r in rows if r[2])
+    lo, hi = wilson_interval(k, n)
+    keys = sorted({key for r in rows for key in r[3]})
+    return EvalResult(
+        episodes=n,
+        successes=k,
+        success_rate=k / n if n else 0.0,
+        ci_low=lo,
+        ci_high=hi,
+        mean_return=float(returns.mean()) if n else 0.0,
+        std_return=float(returns.std()) if n else 0.0,
+        mean_length=float(np.mean([r[1] for r in rows])) if n else 0.0,
+        metrics_final={key: float(np.mean([r[3][key] for r in rows if key in r[3]])) for key in keys},
+        metrics_mean={key: float(np.mean([r[4][key] for r in rows if key in r[4]])) for key in keys},
+        env_steps=steps,
+        seconds=seconds,
+    )
+
+
+def record_video(
+    policy: PolicyFn,
+    task_cls: type[Task],
+    path: str | Path,
+    episodes: int = 1,
+    action_mode: str | None = None,
+    dr: Any = "none",
+    seed: int = 10_000,
+    task_options: dict[str, Any] | None = None,
+    width: int = 480,
+    height: int = 360,
+) -> int:
+    """Write an mp4 of ``episodes`` episodes from the task camera; returns the frame count."""
+    import imageio.v3 as iio
+
+    from sim2real.policies.common import atomic
+    from sim2real.sim.core.env import SimEnv
+
+    env = SimEnv(
+        task_cls,
+        action_mode=action_mode,
+        dr=dr,
+        render_mode="rgb_array",
+        width=width,
+        height=height,
+        seed=seed,
+        **(task_options or {}),
+    )
+    try:
+        frames = []
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + ep)
+            frames.append(env.render())
+            done = False
+            while not done:
+                action = np.asarray(policy(obs[None].astype(np.float32)))[0]
+                obs, _, term, trunc, _ = env.step(action)
+                frames.append(env.render())
+                done = term or trunc
+    finally:
+        env.close()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = iio.imwrite(
+        "<bytes>",
+        np.stack(frames),
+        extension=out.suffix or ".mp4",
+        fps=env.metadata["render_fps"],
+        codec="libx264",
+        macro_block_size=2,  # H.264 needs even sizes only; 16 would rescale 360-pixel frames
+    )
+    atomic.write_bytes(out, data)
+    return len(frames)

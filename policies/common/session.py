@@ -1,0 +1,134 @@
+"""Saving and restoring a training session (model, normalization, replay buffer,
+RNG) as checkpoint files, and fingerprints that let a resumed run prove it
+continued from exactly the saved state."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.utils import get_device
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from sim2real.policies.algorithms import AlgorithmSpec
+from sim2real.policies.errors import CorruptCheckpointError
+
+
+def obs_statistics(vecnorm: VecNormalize) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(mean, var)`` of the observation normalization; ``None`` when it is off
+    (VecNormalize then has no ``obs_rms`` at all)."""
+    if not vecnorm.norm_obs:
+        return None
+    return vecnorm.obs_rms.mean, vecnorm.obs_rms.var
+
+
+def engine_of(vecnorm: VecNormalize) -> Any:
+    """The simulation engine under the normalization wrapper."""
+    return vecnorm.venv.engine  # type: ignore[attr-defined]
+
+
+def writers(
+    model: Any, vecnorm: VecNormalize, spec: AlgorithmSpec, with_replay_buffer: bool
+) -> dict[str, Callable[[IO[bytes]], None]]:
+    """File writers of one checkpoint (see checkpoint.py for the layout)."""
+    rng = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "env": engine_of(vecnorm).rng.bit_generator.state,
+    }
+    out: dict[str, Callable[[IO[bytes]], None]] = {
+        "model.zip": lambda f: model.save(f),
+        # VecNormalize pickles without its wrapped env (SB3's __getstate__).
+        "vecnormalize.pkl": lambda f: pickle.dump(vecnorm, f, protocol=pickle.HIGHEST_PROTOCOL),
+        "rng.pkl": lambda f: pickle.dump(rng, f, protocol=pickle.HIGHEST_PROTOCOL),
+    }
+    if spec.off_policy and with_replay_buffer:
+        out["replay_buffer.pkl"] = lambda f: pickle.dump(model.replay_buffer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
+
+
+def load_vecnormalize(folder: Path, venv: VecEnv | None) -> VecNormalize:
+    """The checkpoint's VecNormalize, wrapping ``venv`` when given."""
+    try:
+        with open(folder / "vecnormalize.pkl", "rb") as f:
+            vecnorm = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+        raise CorruptCheckpointError(f"{folder / 'vecnormalize.pkl'} is unreadable ({exc})") from None
+    if not isinstance(vecnorm, VecNormalize):
+        raise CorruptCheckpointError(f"{folder / 'vecnormalize.pkl'} does not hold a VecNormalize")
+    if venv is not None:
+        vecnorm.set_venv(venv)
+    return vecnorm
+
+
+def load_model(folder: Path, spec: AlgorithmSpec, env: VecEnv | None, device: str = "cpu") -> Any:
+    """The SB3 model of a checkpoint (weights, optimizer state, counters)."""
+    try:
+        return spec.cls.load(folder / "model.zip", env=env, device=get_device(device))
+    except (OSError, ValueError, KeyError, RuntimeError, EOFError, pickle.UnpicklingError) as exc:
+        raise CorruptCheckpointError(
+            f"{folder / 'model.zip'} could not be loaded ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def restore_training_state(folder: Path, model: Any, vecnorm: VecNormalize, spec: AlgorithmSpec) -> None:
+    """Replay buffer and RNG states of a ``last`` checkpoint into a loaded model."""
+    if spec.off_policy:
+        path = folder / "replay_buffer.pkl"
+        if not path.is_file():
+            raise CorruptCheckpointError(f"{path} is missing; an off-policy run cannot resume without its buffer")
+        try:
+            with open(path, "rb") as f:
+                model.load_replay_buffer(f)
+        except (pickle.UnpicklingError, EOFError, AssertionError) as exc:
+            raise CorruptCheckpointError(f"{path} is unreadable ({exc})") from None
+    try:
+        with open(folder / "rng.pkl", "rb") as f:
+            rng = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError) as exc:
+        raise CorruptCheckpointError(f"{folder / 'rng.pkl'} is unreadable ({exc})") from None
+    random.setstate(rng["python"])
+    np.random.set_state(rng["numpy"])
+    torch.set_rng_state(rng["torch"])
+    engine_of(vecnorm).rng.bit_generator.state = rng["env"]
+
+
+def optimizers(model: Any) -> dict[str, torch.optim.Optimizer]:
+    """Every optimizer SB3 saves for ``model`` (PPO: one; SAC: actor, critic, temperature)."""
+    from stable_baselines3.common.save_util import recursive_getattr
+
+    names, _ = model._get_torch_save_params()
+    return {n: recursive_getattr(model, n) for n in names if n.endswith("optimizer")}
+
+
+def fingerprint(model: Any, vecnorm: VecNormalize) -> dict[str, Any]:
+    """Small numbers that identify the training state: counters, normalization
+    statistics, optimizer moments, replay buffer fill."""
+    opt_info = {}
+    for name, opt in optimizers(model).items():
+        steps, second = 0.0, 0.0
+        for s in opt.state.values():
+            steps = max(steps, float(s.get("step", 0)))
+            if "exp_avg_sq" in s:
+                second += float(s["exp_avg_sq"].double().sum())
+        opt_info[name] = {"steps": steps, "exp_avg_sq_sum": second}
+    stats = obs_statistics(vecnorm)
+    out: dict[str, Any] = {
+        "num_timesteps": int(model.num_timesteps),
+        "n_updates": int(getattr(model, "_n_updates", 0)),
+        "obs_rms_count": float(vecnorm.obs_rms.count) if stats is not None else 0.0,
+        "obs_rms_mean": [float(x) for x in stats[0]] if stats is not None else [],
+        "obs_rms_var": [float(x) for x in stats[1]] if stats is not None else [],
+        "optimizers": opt_info,
+    }
+    if getattr(model, "replay_buffer", None) is not None:
+        out["replay_buffer_size"] = int(model.replay_buffer.size())
+    if hasattr(model, "current_lr"):
+        out["learning_rate"] = float(model.current_lr)
+    return out

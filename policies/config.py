@@ -1,0 +1,268 @@
+"""Training configuration: typed dataclasses with a docstring under every field
+(CleanRL style), resolved from layered YAML files.
+
+Resolution (``config_loading.resolve_config``), later layers win:
+``policies/configs/default.yaml`` -> ``policies/configs/<robot>_<task>.yaml``
+(if present) -> ``--config FILE`` -> command-line flags. The resolved config is written into the run folder as
+``config.yaml`` (plus a ``provenance`` block that loading ignores), so
+``sim2real train --config runs/NAME/config.yaml`` repeats a run exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim2real.policies.config_schema import from_dict
+from sim2real.sim.core.errors import ConfigError
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+ALGOS = ("ppo", "sac", "td3")
+DR_PRESETS = ("train", "heldout", "none")
+
+
+@dataclass
+class NetConfig:
+    """Network shapes shared by the algorithms."""
+
+    pi: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layer sizes of the actor."""
+    vf: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layer sizes of the critic (PPO's value function, SAC/TD3's Q functions)."""
+    activation: str = "elu"
+    """Hidden activation: ``elu`` (legged_gym, rsl_rl), ``tanh`` or ``relu``."""
+
+
+@dataclass
+class NormalizeConfig:
+    """Running observation/reward normalization (SB3 ``VecNormalize``); its
+    statistics are saved with every checkpoint and baked into exported graphs."""
+
+    obs: bool = True
+    """Normalize observations to zero mean, unit variance."""
+    reward: bool = False
+    """Scale rewards by the running std of the discounted return (off in legged_gym)."""
+    clip_obs: float = 10.0
+    """Normalized observations are clipped to ``[-clip_obs, clip_obs]``."""
+    clip_reward: float = 10.0
+    """Normalized rewards are clipped to ``[-clip_reward, clip_reward]``."""
+    epsilon: float = 1e-8
+    """Added to the variance before the square root."""
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation on separate environments during training."""
+
+    every_steps: int = 50_000
+    """Evaluate every this many environment steps (0 disables; the last step is always evaluated)."""
+    episodes: int = 20
+    """Episodes per evaluation."""
+    n_envs: int = 4
+    """Evaluation environments stepped as one batch."""
+    dr: str = "train"
+    """Randomization preset of the evaluation environments: ``train``, ``heldout`` or ``none``."""
+    seed: int = 10_000
+    """Seed of the evaluation environments, reset at every evaluation so that every
+    evaluation sees the same episodes and curves compare like with like."""
+    deterministic: bool = True
+    """Evaluate the deterministic policy (the mean action)."""
+
+
+@dataclass
+class CheckpointConfig:
+    """Crash safety: ``kill -9`` loses at most ``every_steps`` of training."""
+
+    every_steps: int = 50_000
+    """Write the ``last`` checkpoint every this many environment steps."""
+    keep: int = 2
+    """Step checkpoints kept on disk (the newest is ``last``; older ones are deleted)."""
+
+
+@dataclass
+class PPOConfig:
+    """PPO (SB3) with rsl_rl's KL-adaptive learning rate."""
+
+    learning_rate: float = 3e-4
+    """Initial Adam step size."""
+    desired_kl: float | None = 0.01
+    """Target KL of an update: the step size is divided by 1.5 when the KL exceeds
+    twice this and multiplied by 1.5 below half of it (rsl_rl). ``null``: constant."""
+    lr_min: float = 1e-5
+    """Lower bound of the adaptive learning rate."""
+    lr_max: float = 1e-2
+    """Upper bound of the adaptive learning rate."""
+    n_steps: int = 64
+    """Rollout length per environment; one update sees ``n_steps * n_envs`` steps."""
+    batch_size: int = 512
+    """Minibatch size (``n_steps * n_envs / batch_size`` minibatches per epoch)."""
+    n_epochs: int = 5
+    """Passes over each rollout."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float = 0.2
+    """Policy ratio clipping."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 1.0
+    """Value loss coefficient (rsl_rl uses 1.0)."""
+    max_grad_norm: float = 1.0
+    """Gradient norm clipping."""
+    target_kl: float | None = None
+    """Stop an update's epochs early above ``1.5 * target_kl`` (SB3); ``null``: never."""
+    log_std_init: float = 0.0
+    """Initial log standard deviation of the Gaussian policy."""
+
+
+@dataclass
+class SACConfig:
+    """SAC (SB3); defaults follow HIL-SERL's learner where it applies."""
+
+    learning_rate: float = 3e-4
+    """Adam step size of actor, critics and temperature."""
+    buffer_size: int = 200_000
+    """Replay buffer capacity in transitions."""
+    learning_starts: int = 1_000
+    """Environment steps of random actions before the first update."""
+    batch_size: int = 256
+    """Minibatch size."""
+    tau: float = 0.005
+    """Soft target update coefficient."""
+    gamma: float = 0.99
+    """Discount factor."""
+    train_freq: int = 1
+    """Update every this many vectorized steps."""
+    gradient_steps: int = 1
+    """Gradient steps per update (-1: as many as environment steps collected)."""
+    ent_coef: str = "auto_0.01"
+    """Entropy temperature: a number (fixed), ``auto`` or ``auto_<initial>`` (learned)."""
+    target_entropy: str = "auto"
+    """Target entropy of the learned temperature: ``auto`` (``-action_size``) or a number."""
+
+
+@dataclass
+class TD3Config:
+    """TD3 (SB3)."""
+
+    learning_rate: float = 1e-3
+    """Adam step size of actor and critics."""
+    buffer_size: int = 200_000
+    """Replay buffer capacity in transitions."""
+    learning_starts: int = 1_000
+    """Environment steps of random actions before the first update."""
+    batch_size: int = 256
+    """Minibatch size."""
+    tau: float = 0.005
+    """Soft target update coefficient."""
+    gamma: float = 0.99
+    """Discount factor."""
+    train_freq: int = 1
+    """Update every this many vectorized steps."""
+    gradient_steps: int = 1
+    """Gradient steps per update (-1: as many as environment steps collected)."""
+    policy_delay: int = 2
+    """Critic updates per actor update."""
+    target_policy_noise: float = 0.2
+    """Std of the target policy smoothing noise."""
+    target_noise_clip: float = 0.5
+    """Clip of the target policy smoothing noise."""
+    action_noise_std: float = 0.1
+    """Std of the Gaussian exploration noise added to actions in [-1, 1]."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a training run."""
+
+    task: str = ""
+    """Registered task (``ArmReach``, ``arm/reach`` or ``sim2real/ArmReach-v0``); stored as the Gymnasium id."""
+    algo: str = "ppo"
+    """Algorithm: ``ppo``, ``sac`` or ``td3``."""
+    seed: int = 0
+    """Seed of the environments, the network initialisation and the algorithm."""
+    total_steps: int = 1_000_000
+    """Environment steps to train for (summed over the batch)."""
+    n_envs: int = 32
+    """Training environments stepped as one batch."""
+    action_mode: str | None = None
+    """The task's action mode (``null``: the task's default)."""
+    dr: str = "train"
+    """Randomization preset of the training environments: ``train``, ``heldout`` or ``none``."""
+    task_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options passed to the task constructor."""
+    nthread: int | None = None
+    """Physics worker threads of the batched env (``null``: all cores)."""
+    torch_threads: int = 1
+    """PyTorch intra-op threads; small MLPs on CPU are fastest on one."""
+    device: str = "cpu"
+    """PyTorch device."""
+    net: NetConfig = field(default_factory=NetConfig)
+    """Network shapes."""
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    """Observation and reward normalization."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """Periodic evaluation."""
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Checkpointing."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO hyperparameters (used when ``algo: ppo``)."""
+    sac: SACConfig = field(default_factory=SACConfig)
+    """SAC hyperparameters (used when ``algo: sac``)."""
+    td3: TD3Config = field(default_factory=TD3Config)
+    """TD3 hyperparameters (used when ``algo: td3``)."""
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` naming the first invalid field."""
+        if not self.task:
+            raise ConfigError("task", "no task given (pass TASK or set `task:` in a config file)")
+        if self.algo not in ALGOS:
+            raise ConfigError("algo", f"must be one of {list(ALGOS)}, got {self.algo!r}")
+        for name in ("dr", "eval.dr"):
+            value = self.dr if name == "dr" else self.eval.dr
+            if value not in DR_PRESETS:
+                raise ConfigError(name, f"must be one of {list(DR_PRESETS)}, got {value!r}")
+        positive = {
+            "total_steps": self.total_steps,
+            "n_envs": self.n_envs,
+            "torch_threads": self.torch_threads,
+            "eval.episodes": self.eval.episodes,
+            "eval.n_envs": self.eval.n_envs,
+            "checkpoint.every_steps": self.checkpoint.every_steps,
+            "checkpoint.keep": self.checkpoint.keep,
+            "ppo.n_steps": self.ppo.n_steps,
+            "ppo.batch_size": self.ppo.batch_size,
+            "ppo.n_epochs": self.ppo.n_epochs,
+        }
+        for name, value in positive.items():
+            if value < 1:
+                raise ConfigError(name, f"must be >= 1, got {value}")
+        if self.eval.every_steps < 0:
+            raise ConfigError("eval.every_steps", f"must be >= 0, got {self.eval.every_steps}")
+        if self.net.activation not in ("elu", "tanh", "relu"):
+            raise ConfigError("net.activation", f"must be elu, tanh or relu, got {self.net.activation!r}")
+        if self.algo == "ppo" and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
+            raise ConfigError(
+                "ppo.batch_size",
+                f"{self.ppo.batch_size} exceeds one rollout (n_steps * n_envs = {self.ppo.n_steps * self.n_envs})",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """Build from plain values; unknown keys and wrong types raise ConfigError."""
+        cfg = from_dict(cls, values)
+        assert isinstance(cfg, TrainConfig)
+        return cfg
+
+    def hash(self) -> str:
+        """SHA-256 of the canonical JSON of every value: equal hashes, equal runs."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()

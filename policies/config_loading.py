@@ -1,0 +1,86 @@
+"""Layered config resolution: ``policies/configs/default.yaml`` ->
+``policies/configs/<robot>_<task>.yaml`` (if present) -> ``--config FILE`` ->
+command-line flags, later layers winning key by key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim2real.policies.config import CONFIG_DIR, TrainConfig
+from sim2real.sim.core.errors import ConfigError
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A YAML mapping from ``path`` (a missing or malformed file raises ConfigError)."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError("config", f"config file {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", f"{p} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"{p} must hold a mapping at the top level")
+    data.pop("provenance", None)  # written by training for people; never an input
+    return data
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge; ``override`` wins, nested mappings merge key by key."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "task_options":
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def task_config_path(task_cls: type) -> Path:
+    """``policies/configs/<robot>_<task>.yaml`` of a task class."""
+    return CONFIG_DIR / f"{task_cls.robot}_{task_cls.name}.yaml"
+
+
+def resolve_config(
+    task: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> TrainConfig:
+    """The resolved, validated config: defaults, the task's file, ``config_file``,
+    then ``overrides`` (dotted keys allowed, e.g. ``{"ppo.n_steps": 32}``)."""
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.registry import gym_id
+
+    user = read_yaml(config_file) if config_file else {}
+    flat = dict(overrides or {})
+    name = task or flat.pop("task", None) or user.get("task")
+    if not name:
+        raise ConfigError("task", "no task given (pass TASK or set `task:` in the config file)")
+    task_cls = REGISTRY.get(str(name))
+    layers = [read_yaml(CONFIG_DIR / "default.yaml")]
+    if task_config_path(task_cls).exists():
+        layers.append(read_yaml(task_config_path(task_cls)))
+    layers += [user, _unflatten(flat)]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = merge(merged, layer)
+    merged["task"] = gym_id(task_cls)
+    cfg = TrainConfig.from_dict(merged)
+    cfg.validate()
+    return cfg
+
+
+def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if value is None:
+            continue  # an unset CLI flag
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out

@@ -1,0 +1,129 @@
+"""Evaluate a trained policy: success rate with a Wilson confidence interval (95 percent), return, task metrics.
+
+RUN_OR_POLICY is a run folder (its best checkpoint, else its last), a checkpoint
+folder, or an exported ONNX policy (file, metadata JSON or export folder), which
+runs with onnxruntime and never imports torch.
+
+Examples:
+  sim2real eval runs/reach-sac --episodes 100 --dr heldout
+  sim2real eval runs/reach-sac/export/policy.onnx --video reach.mp4 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="RUN_OR_POLICY", type=Path, help="run folder or exported .onnx policy")
+    parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes")
+    parser.add_argument("--dr", choices=["train", "heldout", "none"], default="train", help="randomization preset")
+    parser.add_argument("--video", type=Path, help="also write an mp4 from the task camera")
+    parser.add_argument("--video-episodes", type=int, default=1, help="episodes in the video")
+    parser.add_argument(
+        "--deterministic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="use the mean action (default); --no-deterministic samples (checkpoints only)",
+    )
+    parser.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="run folders only")
+    parser.add_argument("--seed", type=int, default=10_000, help="seed of the evaluation environments")
+    parser.add_argument("--n-envs", type=int, default=8, help="environments stepped as one batch")
+    add_json_flag(parser)
+
+
+def is_onnx_source(path: Path) -> bool:
+    """An exported policy (file, metadata or export folder) rather than a run folder."""
+    if path.suffix in (".onnx", ".json"):
+        return True
+    return path.is_dir() and (path / "policy.onnx").is_file() and not (path / "config.yaml").is_file()
+
+
+def load_source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The policy callable and a description of where it came from."""
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.errors import ConfigError
+
+    if is_onnx_source(args.source):
+        from sim2real.policies.deploy import OnnxPolicy
+
+        if not args.deterministic:
+            raise ConfigError("--no-deterministic", "an exported ONNX policy is deterministic; evaluate the run folder")
+        policy = OnnxPolicy(args.source)
+        m = policy.metadata
+        return policy, {
+            "source": str(policy.path),
+            "kind": "onnx",
+            "task_cls": REGISTRY.get(m["task"]),
+            "action_mode": m["action_mode"],
+            "task_options": m.get("task_options") or {},
+            "step": m["training"].get("step"),
+        }
+    from sim2real.policies.loading import load_run
+
+    loaded = load_run(args.source, args.checkpoint)
+    return loaded.policy(args.deterministic), {
+        "source": str(loaded.folder),
+        "kind": f"checkpoint ({loaded.kind})",
+        "task_cls": loaded.task_cls,
+        "action_mode": loaded.state["action_mode"],
+        "task_options": loaded.config.task_options,
+        "step": loaded.step,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from sim2real.policies.common.evaluation import Evaluator, record_video
+    from sim2real.sim.core.errors import ConfigError
+    from sim2real.sim.core.registry import gym_id
+
+    if args.episodes < 1 or args.n_envs < 1:
+        raise ConfigError("--episodes", "--episodes and --n-envs must be >= 1")
+    policy, src = load_source(args)
+    task_cls = src.pop("task_cls")
+    common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": src["task_options"]}
+    evaluator = Evaluator(task_cls, n_envs=min(args.n_envs, args.episodes), seed=args.seed, **common)
+    with console.status(f"evaluating {args.episodes} episodes of {gym_id(task_cls)}"):
+        result = evaluator.run(policy, args.episodes)
+    video = None
+    if args.video:
+        with console.status(f"recording {args.video}"):
+            record_video(policy, task_cls, args.video, episodes=args.video_episodes, seed=args.seed, **common)
+        video = str(args.video)
+    report = {
+        **src,
+        "task": gym_id(task_cls),
+        "dr": args.dr,
+        "deterministic": args.deterministic,
+        "seed": args.seed,
+        **result.to_dict(),
+        "video": video,
+    }
+    if args.json:
+        emit_json(report)
+        return 0
+    _print(report)
+    return 0
+
+
+def _print(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{r['task']} ({r['kind']}, step {r['step']}, dr {r['dr']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("success rate", f"{r['success_rate']:.1%} [{r['ci_low']:.1%}, {r['ci_high']:.1%}] (95% Wilson)")
+    table.add_row("episodes", f"{r['successes']}/{r['episodes']} successful")
+    table.add_row("mean return", f"{r['mean_return']:.4g} ± {r['std_return']:.3g}")
+    table.add_row("mean length", f"{r['mean_length']:.1f} steps")
+    for k, v in r["metrics_final"].items():
+        table.add_row(f"{k} (final)", f"{v:.4g}")
+    for k, v in r["metrics_mean"].items():
+        table.add_row(f"{k} (episode mean)", f"{v:.4g}")
+    if r["video"]:
+        table.add_row("video", r["video"])
+    stdout.print(table)

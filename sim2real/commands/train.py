@@ -1,0 +1,106 @@
+"""Train a policy on a task (PPO, SAC or TD3 from Stable-Baselines3) into a run folder.
+
+Examples:
+  sim2real train ArmReach                          # defaults + policies/configs/arm_reach.yaml
+  sim2real train ArmReach --algo sac --steps 200000 --out runs/reach-sac
+  sim2real train --config runs/reach-sac/config.yaml --out runs/reach-sac-again   # repeat a run
+  sim2real train --resume --out runs/reach-sac --steps 400000                      # continue / extend
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", nargs="?", help="task name, e.g. ArmReach (optional with --config or --resume)")
+    parser.add_argument("--algo", choices=["ppo", "sac", "td3"], help="algorithm (default: the config's)")
+    parser.add_argument("--config", type=Path, help="YAML config file layered over the defaults")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--n-envs", type=int, help="training environments stepped as one batch")
+    parser.add_argument("--steps", type=int, help="total environment steps")
+    parser.add_argument("--out", type=Path, help="run folder (default: runs/<Task>-<algo>-<timestamp>)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    parser.add_argument("--dr", choices=["train", "heldout", "none"], help="randomization of the training envs")
+    parser.add_argument("--action-mode", help="the task's action mode (default: the task's first)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar or log lines")
+    add_json_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sim2real.policies.common.rundir import default_run_name
+    from sim2real.policies.config_loading import resolve_config
+
+    flags = {
+        "algo": args.algo,
+        "seed": args.seed,
+        "n_envs": args.n_envs,
+        "dr": args.dr,
+        "action_mode": args.action_mode,
+    }
+    if args.resume:
+        config, out = _resume_config(args, flags)
+    else:
+        config = resolve_config(args.task, args.config, {**flags, "total_steps": args.steps})
+        out = args.out or Path("runs") / default_run_name(config.task, config.algo)
+    from sim2real.policies.trainer import train
+
+    console.print(f"{'resuming' if args.resume else 'training'} {config.algo} on {config.task} -> {out}")
+    result = train(
+        config,
+        out,
+        resume=args.resume,
+        console=console,
+        progress=not args.no_progress,
+        command=["sim2real", *sys.argv[1:]],
+    )
+    summary = {
+        "run": str(result.run_dir),
+        "task": config.task,
+        "algo": config.algo,
+        "steps": result.steps,
+        "resumed_from": result.resumed_from,
+        "wall_time_s": round(result.wall_time_s, 2),
+        "last_eval": result.last_eval,
+        "best_eval": result.best_eval,
+    }
+    if args.json:
+        emit_json(summary)
+        return 0
+    best = result.best_eval or {}
+    stdout.print(
+        f"{result.steps:,} steps in {result.wall_time_s:,.0f} s; best eval success "
+        f"{best.get('success_rate', 0):.0%} at step {best.get('step', 0):,}; run folder {result.run_dir}"
+    )
+    return 0
+
+
+def _resume_config(args: argparse.Namespace, flags: dict):
+    """The run folder's config; flags may only repeat it (and --steps may extend it)."""
+    from sim2real.policies.common.rundir import RunDir
+    from sim2real.policies.errors import CheckpointMismatchError
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.errors import ConfigError
+    from sim2real.sim.core.registry import gym_id
+
+    if args.out is None:
+        raise ConfigError("--out", "--resume needs the run folder: --out runs/NAME")
+    if args.config is not None:
+        raise ConfigError("--config", "cannot be combined with --resume (the run folder's config.yaml is used)")
+    run = RunDir(args.out)
+    run.require_run()
+    config = run.read_config()
+    if args.task and gym_id(REGISTRY.get(args.task)) != config.task:
+        raise CheckpointMismatchError(f"{run.path} trains {config.task}, not {args.task}")
+    for key, value in flags.items():
+        if value is not None and value != getattr(config, key):
+            raise CheckpointMismatchError(
+                f"cannot change --{key.replace('_', '-')} on resume: {run.path} uses {getattr(config, key)!r}"
+            )
+    if args.steps is not None:
+        config.total_steps = args.steps
+    return config, run.path
