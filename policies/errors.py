@@ -3,7 +3,7 @@ was wrong and what to do; the CLI prints them and exits with status 2."""
 
 from __future__ import annotations
 
-from sim2real.sim.core.errors import Sim2RealError
+from sim2real.errors import Sim2RealError
 
 
 class RunFolderError(Sim2RealError):

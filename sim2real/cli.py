@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (module.__doc__ or "").strip()
         p = sub.add_parser(
             name,
-            help=doc.splitlines()[0] if doc else None,
-            description=doc,
+            # argparse %-formats help texts: escape so a docstring may say "95%".
+            help=doc.splitlines()[0].replace("%", "%%") if doc else None,
+            description=doc.replace("%", "%%"),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from sim2real.sim.core.errors import Sim2RealError
+    from sim2real.errors import Sim2RealError
 
     try:
         return int(args._module.run(args) or 0)

@@ -324,6 +324,13 @@ class Engine:
         direction /= np.linalg.norm(direction, axis=1, keepdims=True) + 1e-9
         self.phys.qvel[ids, lo:hi] += mag[:, None] * direction
 
+    def close(self) -> None:
+        """Stop the rollout worker threads (the batched backend)."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+            self._pool = None
+
     # -- rendering -------------------------------------------------------------
     def load_env_into(self, i: int, data: mujoco.MjData) -> mujoco.MjModel:
         """Copy env ``i``'s state into ``data`` (forward-computed); returns its model."""

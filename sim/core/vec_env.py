@@ -129,6 +129,7 @@ class BatchedVecEnv(VecEnv):
         return self.task.privileged(self.engine.phys)
 
     def close(self) -> None:
+        self.engine.close()
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None

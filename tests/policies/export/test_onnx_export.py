@@ -171,3 +171,16 @@ def test_export_without_observation_normalization(puck, tmp_path: Path) -> None:
     obs = np.random.default_rng(4).normal(0, 3, (32, 6)).astype(np.float32)
     sb3, _ = loaded.model.predict(obs, deterministic=True)  # raw observations, no statistics
     assert np.max(np.abs(OnnxPolicy(result.policy_path)(obs) - sb3)) <= 1e-5
+
+
+def test_onnx_policy_import_chain_loads_neither_mujoco_nor_torch() -> None:
+    """A robot computer running exported policies needs onnxruntime only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sim2real.policies.deploy\n"
+        "print(sorted(m for m in ('torch', 'mujoco', 'gymnasium', 'stable_baselines3') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
