@@ -7,6 +7,7 @@ All figures come from one run on one machine; compare them as ratios.
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Callable
@@ -15,6 +16,10 @@ from dataclasses import asdict, dataclass
 import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+HELP = "env steps/s: single env, batched env, raw rollout limit, Ant-v5 peer"
 
 # The representative task per robot (the first task each robot's RL baseline trains).
 BENCH_TASKS = {"arm": "ArmReach", "quadruped": "QuadrupedVelocity", "drone": "DroneHover"}
@@ -105,8 +110,9 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
     def chunk() -> int:
         state[:] = start_state  # restart from the initial states so the robots stay in a realistic regime
         for _ in range(calls_per_chunk):
-            pool.rollout(models, datas, state, ctrl, nstep=nstep, state=out_state, sensordata=out_sens,
-                         skip_checks=True)
+            pool.rollout(
+                models, datas, state, ctrl, nstep=nstep, state=out_state, sensordata=out_sens, skip_checks=True
+            )
             state[:] = out_state[:, -1]
         return num_envs * calls_per_chunk
 
@@ -176,3 +182,50 @@ def run_sim_bench(
         "robots": figures,
         "targets": {"quadruped_batched_vs_raw": 0.6, "quadruped_single_vs_ant_per_physics_step": 2.0},
     }
+
+
+# -- command line (`sim2real bench sim`) ---------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seconds", type=float, default=3.0, help="measurement window per figure")
+    p.add_argument("--num-envs", type=int, default=64, help="batch size of the batched env and the raw limit")
+    p.add_argument(
+        "--robot", action="append", choices=["arm", "quadruped", "drone"], help="robot(s) to measure (default: all)"
+    )
+    add_json_flag(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    with console.status("benchmarking") as status:
+        report = run_sim_bench(args.seconds, args.num_envs, args.robot, progress=lambda s: status.update(s))
+    if args.json:
+        emit_json(report)
+        return 0
+    peer = report["peer"]
+    table = Table(title=f"Simulation throughput ({report['cpu_count']} cores, MuJoCo {report['mujoco']})")
+    for col in (
+        "robot / task",
+        "decimation",
+        "single env steps/s",
+        "batched steps/s",
+        "raw limit steps/s",
+        "batched / raw",
+        "single vs Ant-v5 (per physics step)",
+    ):
+        table.add_column(col)
+    for robot, f in report["robots"].items():
+        table.add_row(
+            f"{robot} / {f['task']}",
+            str(f["decimation"]),
+            f"{f['single_env_steps_per_s']:,.0f}",
+            f"{f['batched_env_steps_per_s']:,.0f}",
+            f"{f['raw_limit_env_steps_per_s']:,.0f}",
+            f"{f['batched_vs_raw']:.2f}",
+            f"{f['single_vs_ant_per_physics_step']:.2f}x",
+        )
+    stdout.print(table)
+    stdout.print(
+        f"peer Ant-v5: {peer['env_steps_per_s']:,.0f} env steps/s = {peer['physics_steps_per_s']:,.0f} physics steps/s"
+    )
+    return 0
