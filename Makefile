@@ -16,7 +16,7 @@ SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: help venv deps test test-slow lint demo bench clean
+.PHONY: help venv deps test test-slow lint demo bench baselines clean
 
 help:
 	@echo "make demo       run the main job (writes reports/demo/)"
@@ -24,6 +24,7 @@ help:
 	@echo "make test-slow  run the slow tests"
 	@echo "make bench      run the simulation benchmark (JSON in reports/bench_sim.json)"
 	@echo "make lint       ruff"
+	@echo "make baselines  retrain, export and evaluate the shipped baseline policies (hours on 2 cores)"
 
 deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -67,6 +68,9 @@ bench: venv
 	mkdir -p reports
 	$(VENV)/bin/sim2real bench sim --json > reports/bench_sim.json
 	@cat reports/bench_sim.json
+
+baselines: venv
+	$(PY) -m sim2real.baselines
 
 clean:
 	rm -rf build install log reports .pytest_cache
