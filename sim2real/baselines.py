@@ -42,7 +42,7 @@ def build(task: str, runs: Path, episodes: int, train: bool = True) -> dict[str,
     _cli("export", str(run), "--out", str(folder))
     metrics: dict[str, Any] = {"task": task, "run": str(run), "train_wall_s": round(time.perf_counter() - start, 1)}
     for dr in ("train", "heldout"):
-        report = json.loads(_cli("eval", str(folder), "--dr", dr, "--episodes", str(episodes), "--json", capture=True))
+        report = json.loads(_cli("eval", str(folder / "policy.onnx"), "--dr", dr, "--episodes", str(episodes), "--json", capture=True))
         metrics[f"eval_{dr}"] = report
     _cli("plot", str(run), "--out", str(folder / "curves.png"))
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
