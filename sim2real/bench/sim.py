@@ -84,7 +84,7 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
     decimation and batch size: one rollout call of ``decimation`` physics steps
     per control step, the final state fed back as the next initial state (a
     closed loop with no task logic, no observation, no reward), from the task's
-    own initial states and with random controls inside the actuator ranges."""
+    own initial states, with the actuator controls the task maps random actions to."""
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.engine import Engine
 
@@ -95,10 +95,15 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
     nthread = os.cpu_count() or 1
     datas = [mujoco.MjData(model) for _ in range(nthread)]
     nstep = engine.decimation
+    # Controls in the regime the env runs in: the task's own mapping of random actions
+    # (through the inner loop once, for tasks that have one), held for the whole step.
     rng = np.random.default_rng(seed)
-    lo, hi = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
-    limited = model.actuator_ctrllimited.astype(bool)
-    ctrl = np.where(limited, rng.uniform(lo, hi, (num_envs, nstep, model.nu)), 0.0)
+    task = engine.task
+    actions = rng.uniform(-1, 1, (num_envs, engine.act_size))
+    ctrl_now = task.action_to_ctrl(actions, engine.phys)
+    if task.inner_dt is not None:
+        ctrl_now = task.inner_control(ctrl_now, engine.phys)
+    ctrl = np.repeat(np.asarray(ctrl_now, dtype=np.float64)[:, None, :], nstep, axis=1)
     state = engine.state.copy()
     start_state = state.copy()
     pool = mj_rollout.Rollout(nthread=nthread)
