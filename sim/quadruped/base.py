@@ -61,6 +61,11 @@ class QuadrupedTask(Task):
         reward_weights: Overrides of :attr:`REWARD_WEIGHTS` entries (per second).
         init_joint_noise: Half-width (rad) of the uniform noise on the initial pose.
         init_velocity_noise: Half-width (m/s, rad/s) of the initial base velocity noise.
+        only_positive_rewards: Clip each step's reward (all terms but termination) at
+            zero, as legged_gym does. Early in training the noisy policy's penalties
+            outweigh its tracking rewards; with negative steps PPO learns that falling
+            at once is the best return. Clipping removes that incentive; the
+            termination penalty is added after the clip so falls still cost.
     """
 
     robot: ClassVar[str] = "quadruped"
@@ -85,9 +90,13 @@ class QuadrupedTask(Task):
         reward_weights: dict[str, float] | None = None,
         init_joint_noise: float = 0.1,
         init_velocity_noise: float = 0.2,
+        only_positive_rewards: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
+        if not isinstance(only_positive_rewards, bool):
+            raise ConfigError("only_positive_rewards", f"must be true or false, got {only_positive_rewards!r}")
+        self.only_positive_rewards = only_positive_rewards
         for name, value, high in (
             ("action_scale", action_scale, 2.0),
             ("init_joint_noise", init_joint_noise, 1.0),
@@ -333,10 +342,16 @@ class QuadrupedTask(Task):
         return terms
 
     def weighted_sum(self, terms: dict[str, np.ndarray]) -> np.ndarray:
-        """``control_dt * sum(weight * term)`` over the terms this task weights."""
+        """``control_dt * sum(weight * term)`` over the terms this task weights; with
+        ``only_positive_rewards`` the sum without the termination term is clipped at 0."""
         self.last_terms = terms
         if self._weighted is None:  # fixed after the first step: which terms count, scaled by dt
-            names = [n for n, w in self.weights.items() if w and n in terms]
+            names = [n for n, w in self.weights.items() if w and n in terms and n != "termination"]
             self._weighted = (names, np.array([self.weights[n] for n in names]) * self.control_dt)
         names, weights = self._weighted
-        return weights @ np.stack([terms[n] for n in names])
+        reward = weights @ np.stack([terms[n] for n in names])
+        if self.only_positive_rewards:
+            reward = np.maximum(reward, 0.0)
+        if "termination" in terms:
+            reward = reward + self.weights.get("termination", 0.0) * self.control_dt * terms["termination"]
+        return reward
