@@ -54,7 +54,7 @@ def test_batched_env_steps_every_task(cls: type) -> None:
     env = make_vec(cls.robot + "/" + cls.name, 3, dr="train", seed=0)
     obs = env.reset()
     for _ in range(20):
-        obs, reward, done, infos = env.step(np.random.default_rng(0).uniform(-1, 1, (3, env.action_space.shape[0])))
+        obs, reward, _, _ = env.step(np.random.default_rng(0).uniform(-1, 1, (3, env.action_space.shape[0])))
     assert obs.shape == (3, env.observation_space.shape[0]) and np.isfinite(obs).all() and np.isfinite(reward).all()
     env.close()
 
