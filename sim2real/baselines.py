@@ -42,7 +42,9 @@ def build(task: str, runs: Path, episodes: int, train: bool = True) -> dict[str,
     _cli("export", str(run), "--out", str(folder))
     metrics: dict[str, Any] = {"task": task, "run": str(run), "train_wall_s": round(time.perf_counter() - start, 1)}
     for dr in ("train", "heldout"):
-        report = json.loads(_cli("eval", str(folder / "policy.onnx"), "--dr", dr, "--episodes", str(episodes), "--json", capture=True))
+        report = json.loads(
+            _cli("eval", str(folder / "policy.onnx"), "--dr", dr, "--episodes", str(episodes), "--json", capture=True)
+        )
         metrics[f"eval_{dr}"] = report
     _cli("plot", str(run), "--out", str(folder / "curves.png"))
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -54,8 +56,9 @@ def available() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim2real.baselines", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m sim2real.baselines", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("tasks", nargs="*", help=f"tasks to rebuild (default: all of {available()})")
     parser.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="where the training runs go")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes per randomization preset")

@@ -19,6 +19,7 @@ COMMANDS = {
     "eval": "sim2real.commands.eval",
     "export": "sim2real.commands.export",
     "plot": "sim2real.commands.plot",
+    "deploy": "sim2real.commands.deploy",
 }
 
 

@@ -1,0 +1,58 @@
+"""Deployment graph of the quadrotor (thrust and body-rate commands, geofence, tilt limit, hover-then-land).
+
+    ros2 launch sim2real drone.launch.py                      # simulated robot, classical controller
+    ros2 launch sim2real drone.launch.py backend:=real policy:=/path/to/policy.onnx
+    ros2 launch sim2real drone.launch.py record:=true         # MCAP rosbag2 of the run
+
+Nodes (parameters from share/sim2real/config/drone.yaml, ros__parameters form):
+sim_bridge (backend:=sim only; with backend:=real the robot's driver publishes the state
+topics and subscribes to command), policy, safety_filter, recorder (record:=true).
+Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
+activates itself (autostart).
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, LaunchConfigurationEquals
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from launch import LaunchDescription
+
+ROBOT = "drone"
+
+
+def _node(name, config, overrides=(), condition=None):
+    return Node(
+        package="sim2real",
+        executable="sim2real",
+        name=name,
+        arguments=["deploy", "--node", name, "--"],
+        parameters=[config, *overrides],
+        output="screen",
+        emulate_tty=True,
+        condition=condition,
+    )
+
+
+def generate_launch_description():
+    config = os.path.join(get_package_share_directory("sim2real"), "config", ROBOT + ".yaml")
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "backend", default_value="sim", choices=["sim", "real"],
+                description="sim: start the MuJoCo sim bridge; real: the robot's driver provides the topics",
+            ),
+            DeclareLaunchArgument(
+                "policy", default_value="classical",
+                description="exported policy (policy.onnx, its .json or folder) or 'classical'",
+            ),
+            DeclareLaunchArgument("record", default_value="false", description="record an MCAP rosbag2"),
+            _node("sim_bridge", config, condition=LaunchConfigurationEquals("backend", "sim")),
+            _node("safety_filter", config),
+            _node("policy", config, overrides=[{"policy": LaunchConfiguration("policy")}]),
+            _node("recorder", config, condition=IfCondition(LaunchConfiguration("record"))),
+        ]
+    )

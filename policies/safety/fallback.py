@@ -1,0 +1,91 @@
+"""Safe actions: what the robot is commanded while a guard is tripped.
+
+* arm: hold position with damping (zero Cartesian velocity: the impedance setpoint
+  stays, the controller's damping brakes; in ``joint_torque`` mode damping torques).
+* quadruped: stand down (a smooth blend to a crouch) or, after a fall or a torque
+  overload, damping mode (targets follow the measured joints, so the servos only damp).
+* drone: hover then land (:class:`~sim2real.policies.safety.aerial.HoverThenLand`).
+
+The chain still passes the safe action through its limit filters.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.policies.safety.spaces import CommandSpace
+from sim2real.policies.safety.types import SafetyState
+
+
+class Fallback(abc.ABC):
+    """Computes the safe action; :meth:`engage` is called when the safe action starts."""
+
+    def __init__(self, space: CommandSpace) -> None:
+        self.space = space
+        self.engaged_at = 0.0
+
+    def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
+        self.engaged_at = state.now
+
+    @abc.abstractmethod
+    def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
+        """The safe command now; ``causes`` names the tripped guards."""
+
+
+class ArmHold(Fallback):
+    """Hold position with damping; the gripper keeps its last commanded width."""
+
+    def __init__(self, space: CommandSpace, damping: np.ndarray | None = None) -> None:
+        super().__init__(space)
+        self.damping = np.zeros(7) if damping is None else np.asarray(damping, float)
+
+    def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
+        out = np.zeros(self.space.size)
+        has_last = last_output is not None and np.isfinite(last_output[-1])
+        out[-1] = last_output[-1] if has_last else self.space.offset[-1]
+        if self.space.action_mode == "joint_torque" and state.has("joint_vel") and len(state.joint_vel) == 7:
+            out[:7] = -self.damping * np.asarray(state.joint_vel)
+        return out
+
+
+@dataclass
+class StandDownParams:
+    down_pose: list[float]
+    """Joint targets of the crouch the robot lowers itself into (rad)."""
+    duration: float = 1.5
+    """Seconds of the blend from the pose at the trip to ``down_pose``."""
+    damping_causes: tuple[str, ...] = ("fall_guard", "effort_guard")
+    """Tripped guards that switch to damping mode instead (no stiffness against the ground)."""
+
+
+class StandDown(Fallback):
+    """Quadruped: blend from the pose at the trip to a crouch (smoothstep), or damping mode."""
+
+    def __init__(self, space: CommandSpace, params: StandDownParams) -> None:
+        super().__init__(space)
+        if len(params.down_pose) != space.size or params.duration <= 0:
+            raise ValueError("down_pose must have one value per joint and duration must be > 0")
+        self.params = params
+        self.down = np.asarray(params.down_pose, float)
+        self.start = self.down.copy()
+
+    def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
+        super().engage(state, last_output)
+        if state.has("joint_pos") and len(state.joint_pos) == self.space.size:
+            self.start = np.asarray(state.joint_pos, float).copy()
+        elif last_output is not None:
+            self.start = np.asarray(last_output, float).copy()
+        else:
+            self.start = self.down.copy()
+
+    def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
+        if any(c in self.params.damping_causes for c in causes):
+            if state.has("joint_pos") and len(state.joint_pos) == self.space.size:
+                return np.asarray(state.joint_pos, float).copy()
+            return self.start.copy()
+        s = float(np.clip((state.now - self.engaged_at) / self.params.duration, 0.0, 1.0))
+        blend = s * s * (3.0 - 2.0 * s)
+        return (1.0 - blend) * self.start + blend * self.down

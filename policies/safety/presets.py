@@ -1,0 +1,209 @@
+"""Per-robot safety parameters (one flat dataclass per robot, so each field maps onto
+one ROS 2 parameter) and the chains built from them.
+
+Defaults come from the robots' published limits in ``sim2real.sim.<robot>.constants``;
+``config/<robot>.yaml`` repeats them in ``ros__parameters`` form for deployment.
+Timeouts are in control periods so one file serves any rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from sim2real.policies.safety import aerial, fallback, guards, limits
+from sim2real.policies.safety.chain import SafetyChain
+from sim2real.policies.safety.spaces import CommandSpace
+from sim2real.sim.arm import constants as ARM
+from sim2real.sim.drone import constants as DRONE
+from sim2real.sim.quadruped import constants as QUAD
+
+
+def _list(a: np.ndarray | list[float]) -> list[float]:
+    return [float(x) for x in a]
+
+
+@dataclass
+class CommonParams:
+    command_timeout_periods: float = 2.0
+    """A command older than this many control periods is stale. With the node checking
+    every quarter period, the safe action starts within 2.25 periods of the last command."""
+    state_timeout_periods: float = 2.0
+    latch_watchdog: bool = False
+    """Keep the safe action after a timeout until an explicit reset. Off by default: the
+    policy resumes on its next fresh command (a watchdog trip from scheduling jitter must
+    not end a run); turn it on where a started landing or stand-down must complete."""
+    rate_max_dt_periods: float = 2.0
+    """Elapsed time credited to the rate limit is capped at this many periods."""
+
+
+@dataclass
+class ArmSafetyParams(CommonParams):
+    max_linear_speed: float = 0.8
+    """m/s, per axis, of the Cartesian velocity command (``ee_delta``)."""
+    max_angular_speed: float = 2.0
+    """rad/s, per axis."""
+    max_linear_accel: float = 10.0
+    """m/s^2: rate limit of the linear velocity command."""
+    max_angular_accel: float = 30.0
+    max_linear_jerk: float = 0.0
+    """m/s^3: rate of the acceleration (0: off)."""
+    gripper_min: float = 0.0
+    gripper_max: float = ARM.GRIP_WIDTH_MAX
+    gripper_rate: float = 0.5
+    """m/s, gripper width command."""
+    workspace_low: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_LOW))
+    workspace_high: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_HIGH))
+    workspace_guard_margin: float = 0.05
+    """m: the measured end effector this far outside the box trips the hold."""
+    joint_lower: list[float] = field(default_factory=lambda: _list(ARM.JOINT_LOWER))
+    joint_upper: list[float] = field(default_factory=lambda: _list(ARM.JOINT_UPPER))
+    joint_max_velocity: list[float] = field(default_factory=lambda: _list(ARM.VELOCITY_LIMIT))
+    joint_position_margin: float = 0.02
+    joint_velocity_ratio: float = 1.2
+    max_effort: list[float] = field(default_factory=lambda: _list(0.9 * ARM.TORQUE_LIMIT))
+    """Nm, ``joint_torque`` mode."""
+    effort_rate: float = 1000.0
+    """Nm/s, ``joint_torque`` mode."""
+    hold_damping: list[float] = field(default_factory=lambda: _list(ARM.JOINT_KD))
+    """Nm s/rad, damping torques of the hold in ``joint_torque`` mode."""
+
+
+@dataclass
+class QuadrupedSafetyParams(CommonParams):
+    joint_lower: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
+    joint_upper: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 1]))
+    joint_max_velocity: list[float] = field(default_factory=lambda: _list(QUAD.velocity_limits()))
+    target_horizon_periods: float = 2.0
+    """Targets may lead the measured joints by ``max_velocity`` times this many periods."""
+    max_target_rate: float = 40.0
+    """rad/s, change of the joint targets."""
+    max_effort: list[float] = field(default_factory=lambda: _list(QUAD.torque_limits()))
+    servo_kp: float = QUAD.KP
+    servo_kd: float = QUAD.KV
+    max_tilt: float = 1.0
+    """rad (57 deg): beyond it the robot has fallen (latched)."""
+    max_body_rate: float = 10.0
+    """rad/s: a faster body rotation counts as falling."""
+    effort_guard_ratio: float = 0.98
+    effort_guard_samples: int = 50
+    stand_down_pose: list[float] = field(default_factory=lambda: _list(QUAD.CROUCH_POSE))
+    stand_down_seconds: float = 1.5
+
+
+@dataclass
+class DroneSafetyParams(CommonParams):
+    thrust_min: float = 0.0
+    thrust_max: float = 0.9 * DRONE.MAX_COLLECTIVE_THRUST
+    thrust_rate: float = 6.0
+    """N/s."""
+    max_body_rate: list[float] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
+    body_rate_accel: float = 200.0
+    """rad/s^2: rate limit of the body-rate commands."""
+    max_tilt: float = 0.8
+    """rad (46 deg): beyond it roll/pitch commands are replaced by levelling rates."""
+    fence_low: list[float] = field(default_factory=lambda: [-3.0, -3.0, -0.5])
+    fence_high: list[float] = field(default_factory=lambda: [3.0, 3.0, 2.5])
+    fence_lookahead: float = 0.5
+    hover_seconds: float = 2.0
+    land_speed: float = 0.3
+
+
+PARAMS: dict[str, type[CommonParams]] = {
+    "arm": ArmSafetyParams,
+    "quadruped": QuadrupedSafetyParams,
+    "drone": DroneSafetyParams,
+}
+
+
+def params_from_dict(robot: str, values: dict[str, Any]) -> CommonParams:
+    """The robot's parameter dataclass with ``values`` applied; unknown keys raise."""
+    cls = PARAMS[robot]
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown safety parameters for {robot}: {unknown}; known: {sorted(known)}")
+    return cls(**values)
+
+
+def make_chain(space: CommandSpace, params: CommonParams | None = None) -> SafetyChain:
+    """The robot's filter chain (see docs/deployment.md, "Safety-filter reference")."""
+    p = params if params is not None else PARAMS[space.robot]()
+    dt = space.control_dt
+    watchdog = guards.Watchdog(
+        guards.WatchdogParams(p.command_timeout_periods * dt, p.state_timeout_periods * dt, p.latch_watchdog)
+    )
+    builder = {"arm": _arm, "quadruped": _quadruped, "drone": _drone}[space.robot]
+    g, lim, fb = builder(space, p, dt)
+    return SafetyChain(space, watchdog, g, lim, fb)
+
+
+def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
+    max_dt = p.rate_max_dt_periods * dt
+    g: list = [
+        guards.JointStateGuard(guards.JointStateGuardParams(
+            p.joint_lower, p.joint_upper, p.joint_max_velocity, p.joint_position_margin, p.joint_velocity_ratio)),
+        guards.WorkspaceGuard(guards.BoxGuardParams(
+            _list(np.asarray(p.workspace_low) - p.workspace_guard_margin),
+            _list(np.asarray(p.workspace_high) + p.workspace_guard_margin))),
+    ]
+    if space.action_mode == "ee_delta":
+        hi = np.r_[np.full(3, p.max_linear_speed), np.full(3, p.max_angular_speed), p.gripper_max]
+        lo = np.r_[-hi[:6], p.gripper_min]
+        rate = np.r_[np.full(3, p.max_linear_accel), np.full(3, p.max_angular_accel), p.gripper_rate]
+        jerk = np.r_[np.full(3, p.max_linear_jerk), np.full(3, 1e9), 1e9] if p.max_linear_jerk > 0 else None
+        lim = [
+            limits.RateLimit(limits.RateLimitParams(_list(rate), None if jerk is None else _list(jerk), max_dt),
+                             space.size, "rate_limit"),
+            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt), space.size),
+            limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=[0.0] * 6 + [p.gripper_max / 2]),
+                            "velocity_limit"),
+        ]
+    else:  # joint_torque
+        hi = np.r_[p.max_effort, p.gripper_max]
+        lo = np.r_[-np.asarray(p.max_effort), p.gripper_min]
+        rate = np.r_[np.full(7, p.effort_rate), p.gripper_rate]
+        lim = [
+            limits.RateLimit(limits.RateLimitParams(_list(rate), None, max_dt), space.size, "rate_limit"),
+            limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=[0.0] * 7 + [p.gripper_max / 2]),
+                            "effort_limit"),
+        ]
+    return g, lim, fallback.ArmHold(space, np.asarray(p.hold_damping))
+
+
+def _quadruped(space: CommandSpace, p: QuadrupedSafetyParams, dt: float):
+    g: list = [
+        guards.AttitudeGuard(guards.AttitudeGuardParams(p.max_tilt, p.max_body_rate)),
+        guards.EffortGuard(guards.EffortGuardParams(p.max_effort, p.effort_guard_ratio, p.effort_guard_samples)),
+    ]
+    n = space.size
+    lim = [
+        limits.RateLimit(limits.RateLimitParams(p.max_target_rate, None, p.rate_max_dt_periods * dt, "joint_pos"),
+                         n, "rate_limit"),
+        limits.TargetVelocityLimit(limits.TargetVelocityLimitParams(p.joint_max_velocity,
+                                                                    p.target_horizon_periods * dt), n),
+        limits.ServoEffortLimit(limits.ServoEffortLimitParams(p.max_effort, p.servo_kp, p.servo_kd), n),
+        limits.BoxLimit(limits.BoxLimitParams(p.joint_lower, p.joint_upper, hold=p.stand_down_pose),
+                        "joint_position_limit"),
+    ]
+    fb = fallback.StandDown(space, fallback.StandDownParams(p.stand_down_pose, p.stand_down_seconds))
+    return g, lim, fb
+
+
+def _drone(space: CommandSpace, p: DroneSafetyParams, dt: float):
+    g: list = [guards.Geofence(guards.BoxGuardParams(p.fence_low, p.fence_high, p.fence_lookahead))]
+    rates = np.asarray(p.max_body_rate, float)
+    lim = [
+        limits.RateLimit(
+            limits.RateLimitParams(_list(np.r_[p.thrust_rate, np.full(3, p.body_rate_accel)]), None,
+                                   p.rate_max_dt_periods * dt), space.size, "rate_limit"),
+        aerial.TiltLimit(aerial.TiltLimitParams(p.max_tilt)),
+        limits.BoxLimit(limits.BoxLimitParams(_list(np.r_[p.thrust_min, -rates]), _list(np.r_[p.thrust_max, rates]),
+                                              hold=[0.0, 0.0, 0.0, 0.0]), "thrust_rate_limit"),
+    ]
+    fb = aerial.HoverThenLand(space, aerial.HoverThenLandParams(
+        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=tuple(p.fence_low),
+        fence_high=tuple(p.fence_high), state_timeout=p.state_timeout_periods * dt))
+    return g, lim, fb

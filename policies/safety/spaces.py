@@ -1,0 +1,105 @@
+"""Command spaces: what travels on the robot's command topic, in physical units.
+
+Policies act in ``[-1, 1]``; robots are commanded in SI units, as a real robot's
+driver expects (joint position targets in rad, body rates in rad/s, thrust in N,
+Cartesian velocities in m/s). Every supported action mode maps affinely::
+
+    command = offset + scale * action        action = (command - offset) / scale
+
+with the scales of the simulated robot's own ``action_to_ctrl``, so the sim bridge
+inverts it exactly and a real driver receives the same numbers.
+
+=========  ============  ===================================================
+robot      action mode   command elements
+=========  ============  ===================================================
+arm        ee_delta      vx vy vz (m/s), wx wy wz (rad/s), gripper width (m)
+arm        joint_torque  tau1..tau7 (Nm), gripper width (m)
+quadruped  joint_pos     12 joint position targets (rad), FR FL RR RL x hip thigh calf
+drone      ctbr          collective thrust (N), roll/pitch/yaw rate (rad/s)
+=========  ============  ===================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.sim.arm import constants as ARM
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.drone import constants as DRONE
+from sim2real.sim.quadruped import constants as QUAD
+
+
+@dataclass(frozen=True)
+class CommandSpace:
+    """One robot's command vector: names, units and the affine map from actions."""
+
+    robot: str
+    action_mode: str
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    offset: np.ndarray
+    scale: np.ndarray
+    control_dt: float
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Commands of action -1 (the simulated actuators' range)."""
+        return np.minimum(self.offset - self.scale, self.offset + self.scale)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.maximum(self.offset - self.scale, self.offset + self.scale)
+
+    def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        return self.offset + self.scale * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+
+    def command_to_action(self, command: np.ndarray) -> np.ndarray:
+        """Inverse map, clipped to ``[-1, 1]`` (the actuators' range)."""
+        return np.clip((np.asarray(command, dtype=np.float64) - self.offset) / self.scale, -1.0, 1.0)
+
+
+ARM_TWIST = ("vx", "vy", "vz", "wx", "wy", "wz")
+
+
+def command_space(robot: str, action_mode: str, action_scale: float | None = None) -> CommandSpace:
+    """The command space of ``robot`` in ``action_mode``.
+
+    Args:
+        action_scale: The quadruped task's ``action_scale`` option (rad per unit action).
+
+    Raises:
+        ConfigError: the mode has no deployment command space (yet).
+    """
+    grip_off, grip_scale = ARM.GRIP_WIDTH_MAX / 2, ARM.GRIP_WIDTH_MAX / 2
+    if robot == "arm" and action_mode == "ee_delta":
+        lin, ang = ARM.EE_DELTA_POS_MAX / ARM.CONTROL_DT, ARM.EE_DELTA_ROT_MAX / ARM.CONTROL_DT
+        return CommandSpace(
+            robot, action_mode, (*ARM_TWIST, "gripper"), ("m/s",) * 3 + ("rad/s",) * 3 + ("m",),
+            offset=np.r_[np.zeros(6), grip_off], scale=np.r_[np.full(3, lin), np.full(3, ang), grip_scale],
+            control_dt=ARM.CONTROL_DT,
+        )
+    if robot == "arm" and action_mode == "joint_torque":
+        return CommandSpace(
+            robot, action_mode, (*ARM.ARM_JOINTS, "gripper"), ("Nm",) * 7 + ("m",),
+            offset=np.r_[np.zeros(7), grip_off], scale=np.r_[ARM.TORQUE_LIMIT, grip_scale], control_dt=ARM.CONTROL_DT,
+        )
+    if robot == "quadruped" and action_mode == "joint_pos":
+        scale = QUAD.ACTION_SCALE if action_scale is None else float(action_scale)
+        return CommandSpace(
+            robot, action_mode, QUAD.JOINT_NAMES, ("rad",) * 12,
+            offset=QUAD.DEFAULT_POSE.copy(), scale=np.full(12, scale), control_dt=QUAD.CONTROL_DT,
+        )
+    if robot == "drone" and action_mode == "ctbr":
+        half = DRONE.MAX_COLLECTIVE_THRUST / 2
+        return CommandSpace(
+            robot, action_mode, ("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
+            offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, DRONE.MAX_BODY_RATE], control_dt=DRONE.CONTROL_DT,
+        )
+    supported = "arm ee_delta|joint_torque, quadruped joint_pos, drone ctbr"
+    raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; supported: {supported}")

@@ -1,0 +1,111 @@
+"""The data the safety filters exchange: the robot's state as the filters see it,
+and what each filter reports about what it did.
+
+Everything is plain numpy and dataclasses: the ROS 2 node fills :class:`SafetyState`
+from topics, the tests fill it directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class SafetyState:
+    """The latest measurements and clocks a filter may read.
+
+    Times are seconds on one monotonic clock (the node's clock). A field is ``None``
+    when the robot does not publish it; a filter that needs a missing field trips
+    (fails closed) rather than guessing.
+    """
+
+    now: float
+    """Time of this filter call."""
+    state_stamp: float | None = None
+    """When the latest state message arrived (``None``: never)."""
+    command_stamp: float | None = None
+    """When the latest *valid* command arrived (``None``: never)."""
+    joint_pos: np.ndarray | None = None
+    joint_vel: np.ndarray | None = None
+    joint_effort: np.ndarray | None = None
+    ee_pos: np.ndarray | None = None
+    """Measured end-effector position (world frame, m)."""
+    ee_pos_desired: np.ndarray | None = None
+    """The arm controller's current Cartesian setpoint (m), when published."""
+    base_pos: np.ndarray | None = None
+    """Floating base position (world frame, m)."""
+    base_quat: np.ndarray | None = None
+    """Floating base orientation (w, x, y, z), body to world."""
+    base_lin_vel: np.ndarray | None = None
+    """Floating base linear velocity, world frame (m/s)."""
+    base_ang_vel: np.ndarray | None = None
+    """Floating base angular velocity, body frame (rad/s)."""
+
+    def has(self, *names: str) -> bool:
+        """True when every named field is present and finite."""
+        for name in names:
+            value = getattr(self, name)
+            if value is None or not np.all(np.isfinite(value)):
+                return False
+        return True
+
+
+@dataclass
+class FilterReport:
+    """What one filter did to one command."""
+
+    name: str
+    acted: bool = False
+    """The output differs from the input (or the input was replaced)."""
+    tripped: bool = False
+    """The filter asks for the robot's safe action (stale data, e-stop, fall, ...)."""
+    reason: str = ""
+    """Human-readable cause when ``acted`` or ``tripped``."""
+    change: float = 0.0
+    """Largest absolute change the filter made to a finite element (command units)."""
+    elements: list[int] = field(default_factory=list)
+    """Indices of the elements the filter changed."""
+
+
+def compare(name: str, before: np.ndarray, after: np.ndarray, reason: str) -> FilterReport:
+    """A report from the input and output of a clamping filter."""
+    finite = np.isfinite(before)
+    changed = ~finite | (np.where(finite, before, 0.0) != after)
+    if not changed.any():
+        return FilterReport(name)
+    diff = np.abs(np.where(finite, before, after) - after)
+    return FilterReport(
+        name,
+        acted=True,
+        reason=reason if finite.all() else f"non-finite input replaced; {reason}",
+        change=float(diff.max()),
+        elements=[int(i) for i in np.flatnonzero(changed)],
+    )
+
+
+@dataclass
+class ChainOutput:
+    """The result of one pass through a :class:`~sim2real.policies.safety.chain.SafetyChain`."""
+
+    command: np.ndarray | None
+    """The command to send to the robot; ``None`` only before any state has arrived."""
+    mode: str
+    """``"nominal"`` (the policy's command, possibly clamped), ``"safe"`` (the safe action)
+    or ``"idle"`` (nothing to send yet)."""
+    reports: list[FilterReport]
+    reason: str = ""
+    """Why the safe action is active, or why the input was rejected."""
+    rejected: bool = False
+    """The incoming command was refused (wrong length, non-finite) and not used."""
+    change: float = 0.0
+    """Largest absolute difference between the policy's command and the output."""
+
+    @property
+    def intervened(self) -> bool:
+        """Any filter acted, the input was rejected, or the safe action is active."""
+        return self.rejected or self.mode == "safe" or any(r.acted or r.tripped for r in self.reports)
+
+    def acted_names(self) -> list[str]:
+        return [r.name for r in self.reports if r.acted or r.tripped]

@@ -1,0 +1,192 @@
+"""One deployment run: the robot's node graph from ``config/<robot>.yaml`` for a fixed
+time, then a summary (task success, safety-filter interventions, latencies, deadline
+misses). Behind ``sim2real deploy``; tests call :func:`run_deployment` directly.
+
+Every figure comes from the nodes' own counters: read directly in one process, or
+from their ``diagnostics`` key-values when each node runs in its own process.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim2real.ros_nodes.graph import InProcessGraph, ProcessGraph, config_dir, load_config, merge
+from sim2real.ros_nodes.robots import robot_info
+
+BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
+
+
+def default_policy(robot: str) -> str:
+    """The shipped baseline of the robot's deployment task when present, else ``classical``."""
+    path = BASELINES / robot_info(robot).task / "policy.onnx"
+    return str(path) if path.is_file() else "classical"
+
+
+@dataclass
+class DeployOptions:
+    robot: str
+    backend: str = "sim"
+    policy: str = ""
+    """ONNX file/folder, ``classical``, or empty: :func:`default_policy`."""
+    duration: float = 20.0
+    processes: bool = False
+    """One OS process per node instead of one multi-threaded process."""
+    config: str = ""
+    seed: int = 0
+    record: str = ""
+    """Folder of an MCAP bag of the run (empty: no recorder)."""
+    domain_id: int = 0
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The merged parameters and the nodes to run."""
+    path = Path(opts.config) if opts.config else config_dir() / f"{opts.robot}.yaml"
+    params = load_config(path)
+    policy = opts.policy or default_policy(opts.robot)
+    extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}
+    if policy != "classical":
+        # The policy's metadata decides the task; the bridge must simulate the same one.
+        import json
+
+        meta = json.loads(Path(_metadata_path(policy)).read_text())
+        task = meta["task"].split("/")[-1].removesuffix("-v0")
+        extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
+                                   task_options=json.dumps(meta.get("task_options") or {}))
+        extra["safety_filter"] = {"action_mode": meta["action_mode"]}
+    nodes = ["safety_filter", "policy"] + (["sim_bridge"] if opts.backend == "sim" else [])
+    if opts.record:
+        nodes.append("recorder")
+        extra["recorder"] = {"output": str(opts.record)}
+    return merge(merge(params, extra), opts.overrides), nodes
+
+
+def _metadata_path(policy: str) -> str:
+    from sim2real.policies.deploy import resolve_policy_paths
+
+    return str(resolve_policy_paths(policy)[1])
+
+
+def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
+    """Run the graph for ``opts.duration`` seconds; returns the summary."""
+    if opts.backend not in ("sim", "real"):
+        raise ValueError(f"backend must be sim or real, got {opts.backend!r}")
+    params, nodes = graph_parameters(opts)
+    start = time.perf_counter()
+    if opts.processes:
+        stats = _run_processes(params, nodes, opts, progress)
+    else:
+        stats = _run_in_process(params, nodes, opts, progress)
+    return summarize(opts, params, stats, time.perf_counter() - start)
+
+
+def _wait(duration: float, progress: Any) -> None:
+    end = time.monotonic() + duration
+    while (left := end - time.monotonic()) > 0:
+        if progress is not None:
+            progress(f"running: {left:.0f} s left")
+        time.sleep(min(1.0, left))
+
+
+def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progress: Any) -> dict[str, dict]:
+    graph = InProcessGraph(params, nodes, opts.domain_id)
+    try:
+        graph.start()
+        _wait(opts.duration, progress)
+        if graph.error is not None:
+            raise RuntimeError(f"the executor stopped: {graph.error!r}")
+        return {name: node.summary() for name, node in graph.nodes.items() if hasattr(node, "summary")}
+    finally:
+        graph.shutdown()
+
+
+def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress: Any) -> dict[str, dict]:
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from sim2real.ros_nodes.monitor import Monitor
+
+    context = Context()
+    rclpy.init(context=context, domain_id=opts.domain_id)
+    graph = ProcessGraph(params, nodes, opts.domain_id)
+    monitor = Monitor(context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(monitor)
+    try:
+        graph.start()
+        end = time.monotonic() + opts.duration + 15.0  # start-up: imports and discovery
+        while time.monotonic() < end and not monitor.all_reporting(nodes):
+            executor.spin_once(timeout_sec=0.1)
+        monitor.reset_window()
+        stop = time.monotonic() + opts.duration
+        while time.monotonic() < stop:
+            executor.spin_once(timeout_sec=0.1)
+            if progress is not None:
+                progress(f"running: {stop - time.monotonic():.0f} s left")
+        for _ in range(15):  # the 1 Hz reports after the window
+            executor.spin_once(timeout_sec=0.1)
+        return monitor.latest()
+    finally:
+        graph.shutdown()
+        executor.shutdown()
+        monitor.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def _num(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds: float) -> dict[str, Any]:
+    """The JSON summary of a run from the nodes' flat counters."""
+    bridge, safety, policy = stats.get("sim_bridge", {}), stats.get("safety_filter", {}), stats.get("policy", {})
+    acted = {k.removeprefix("acted_"): int(_num(v)) for k, v in safety.items() if k.startswith("acted_")}
+    episodes = int(_num(bridge.get("episodes", 0))) if bridge else 0
+    successes = int(_num(bridge.get("successes", 0))) if bridge else 0
+
+    def lat(d: dict, prefix: str) -> dict[str, float]:
+        return {k: _num(d.get(f"{prefix}_{k}")) for k in ("p50_ms", "p99_ms", "max_ms")}
+
+    return {
+        "robot": opts.robot,
+        "backend": opts.backend,
+        "policy": params.get("policy", {}).get("policy"),
+        "task": params.get("sim_bridge", {}).get("task") if opts.backend == "sim" else None,
+        "executor": "one process per node" if opts.processes else "one process, multi-threaded executor",
+        "duration_s": opts.duration,
+        "wall_s": round(seconds, 1),
+        "task_success": {
+            "episodes": episodes,
+            "successes": successes,
+            "success_rate": round(successes / episodes, 3) if episodes else None,
+            "sim_time_s": _num(bridge.get("sim_time")),
+        },
+        "interventions": {
+            "filter_steps": int(_num(safety.get("steps", 0))),
+            "steps_with_intervention": int(_num(safety.get("interventions", 0))),
+            "safe_action_steps": int(_num(safety.get("mode_safe", 0))),
+            "rejected_commands": int(_num(safety.get("rejected", 0))),
+            "max_change": _num(safety.get("max_change_total")),
+            "by_filter": acted,
+        },
+        "latency_ms": {
+            "state_to_command": lat(policy, "state_to_command"),
+            "inference": lat(policy, "inference"),
+            "safety_filter": lat(safety, "processing"),
+            "sim_step": lat(bridge, "step"),
+        },
+        "deadline_misses": {
+            "policy_ticks_late": int(_num(policy.get("deadline_misses", 0))),
+            "policy_ticks_skipped": int(_num(policy.get("skipped", 0))),
+            "command_deadline": int(_num(bridge.get("command_deadline_misses", 0))),
+            "sim_step_overruns": int(_num(bridge.get("step_overruns", 0))),
+        },
+    }

@@ -1,0 +1,201 @@
+"""The deployment graph without a ROS 2 installation: the same nodes and the same
+``config/<robot>.yaml`` a launch file uses, either in one process (a multi-threaded
+executor) or one process per node (``python -m sim2real.ros_nodes.<node>``).
+
+Each graph gets its own DDS domain (``domain_id``); callers keep DDS on loopback
+with ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NODE_MODULES: dict[str, str] = {
+    "sim_bridge": "sim2real.ros_nodes.sim_bridge",
+    "safety_filter": "sim2real.ros_nodes.safety_filter",
+    "policy": "sim2real.ros_nodes.policy",
+    "recorder": "sim2real.ros_nodes.recorder",
+}
+START_ORDER = ("sim_bridge", "safety_filter", "policy", "recorder")
+"""Robot first, then its guard, then whatever commands it."""
+
+
+def config_dir() -> Path:
+    """``config/`` of the source tree, else ``share/sim2real/config`` of a colcon install."""
+    here = Path(__file__).resolve().parents[1] / "config"
+    if here.is_dir():
+        return here
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory("sim2real")) / "config"
+    except Exception:  # no ament index: report the source-tree path in the error
+        return here
+
+
+def load_config(path: str | Path) -> dict[str, dict[str, Any]]:
+    """``{node: {parameter: value}}`` from a ``ros__parameters`` YAML file."""
+    doc = yaml.safe_load(Path(path).read_text()) or {}
+    out: dict[str, dict[str, Any]] = {}
+    for node, section in doc.items():
+        out[str(node).strip("/")] = dict((section or {}).get("ros__parameters", {}))
+    return out
+
+
+def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {k: dict(v) for k, v in config.items()}
+    for node, values in overrides.items():
+        out.setdefault(node, {}).update(values)
+    return out
+
+
+NODE_CLASSES = {"sim_bridge": "SimBridge", "safety_filter": "SafetyFilterNode", "policy": "PolicyNode",
+                "recorder": "Recorder"}
+
+
+def node_class(name: str) -> type:
+    import importlib
+
+    return getattr(importlib.import_module(NODE_MODULES[name]), NODE_CLASSES[name])
+
+
+class InProcessGraph:
+    """The nodes in this process on one executor, in their own context.
+
+    Args:
+        params: ``{node: {parameter: value}}`` (config file merged with overrides).
+        nodes: Which nodes to run.
+        domain_id: DDS domain of this graph.
+        threads: Executor threads (``executor="multi"`` only).
+        executor: ``"single"`` (default), ``"multi"`` or ``"events"``. rclpy's
+            Python ``MultiThreadedExecutor`` re-scans every pending future on each
+            spin; with a 200-500 Hz bridge timer it spent ~70 % of the CPU in that
+            bookkeeping and the quadruped bridge ran at 1 % of real time, while the
+            single-threaded executor keeps all three nodes at real time.
+    """
+
+    def __init__(self, params: dict[str, dict[str, Any]], nodes: list[str], domain_id: int, threads: int = 2,
+                 executor: str = "single") -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.parameter import Parameter
+
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.nodes: dict[str, Any] = {}
+        try:
+            for name in START_ORDER:
+                if name in nodes:
+                    overrides = [Parameter(k, value=v) for k, v in params.get(name, {}).items() if k != "autostart"]
+                    self.nodes[name] = node_class(name)(context=self.context, parameter_overrides=overrides)
+        except Exception:
+            self.shutdown()
+            raise
+        self.executor_kind, self.threads = executor, threads
+        self.executor: Any = None
+        self._thread: threading.Thread | None = None
+        self.error: Exception | None = None
+
+    def start(self) -> None:
+        """Configure and activate every node (robot first), then spin in a thread."""
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        for name, node in self.nodes.items():
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise RuntimeError(f"node {name} failed to configure (see its log)")
+            node.trigger_activate()
+        self.executor = self._make_executor()
+        for node in self.nodes.values():
+            self.executor.add_node(node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _make_executor(self) -> Any:
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+        if self.executor_kind == "multi":
+            return MultiThreadedExecutor(num_threads=self.threads, context=self.context)
+        if self.executor_kind == "events":
+            from rclpy.experimental import EventsExecutor
+
+            return EventsExecutor(context=self.context)
+        return SingleThreadedExecutor(context=self.context)
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception as exc:  # a callback raised: keep it for the caller, the graph is dead
+            self.error = exc
+            sys.stderr.write(f"executor stopped: {exc!r}\n")
+
+    def add_node(self, node: Any) -> None:
+        self.executor.add_node(node)
+
+    def shutdown(self) -> None:
+        import rclpy
+
+        if getattr(self, "executor", None) is not None:
+            self.executor.shutdown(timeout_sec=2.0)
+        for node in getattr(self, "nodes", {}).values():
+            node.destroy_node()
+        if self._thread_alive():
+            self._thread.join(timeout=2.0)
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+
+    def _thread_alive(self) -> bool:
+        t = getattr(self, "_thread", None)
+        return t is not None and t.is_alive()
+
+
+class ProcessGraph:
+    """One OS process per node, each ``python -m sim2real.ros_nodes.<node> --ros-args
+    --params-file FILE`` with ``autostart: true``."""
+
+    def __init__(self, params: dict[str, dict[str, Any]], nodes: list[str], domain_id: int,
+                 log_dir: str | Path | None = None) -> None:
+        self.params = params
+        self.nodes = [n for n in START_ORDER if n in nodes]
+        self.env = {**os.environ, "ROS_DOMAIN_ID": str(domain_id)}
+        self.env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        self.tmp = tempfile.TemporaryDirectory(prefix="sim2real-graph-")
+        self.log_dir = Path(log_dir) if log_dir else Path(self.tmp.name)
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self) -> None:
+        doc = {n: {"ros__parameters": {**self.params.get(n, {}), "autostart": True}} for n in self.nodes}
+        path = Path(self.tmp.name) / "params.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        for name in self.nodes:
+            log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 (closed with the process)
+            cmd = [sys.executable, "-m", NODE_MODULES[name], "--ros-args", "--params-file", str(path)]
+            self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill(self, name: str) -> None:
+        """Kill one node abruptly (fault injection)."""
+        proc = self.procs[name]
+        proc.kill()
+        proc.wait(timeout=5)
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def shutdown(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        self.tmp.cleanup()

@@ -1,0 +1,177 @@
+"""Conversions between ROS 2 messages and numpy, with the checks a deployment needs:
+joint names are matched by name (order on the wire may differ), unknown or missing
+names and arrays whose length differs from the names are rejected with a reason.
+
+Quaternions are (w, x, y, z) in numpy (MuJoCo's order) and (x, y, z, w) in messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose, PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+
+def stamp_to_sec(stamp: Time) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def sec_to_stamp(t: float) -> Time:
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+# -- joint states -----------------------------------------------------------------------
+def joint_state(names: Sequence[str], pos: np.ndarray, vel: np.ndarray, effort: np.ndarray | None, stamp: Time,
+                frame: str = "") -> JointState:
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.name = list(names)
+    msg.position = [float(x) for x in pos]
+    msg.velocity = [float(x) for x in vel]
+    msg.effort = [] if effort is None else [float(x) for x in effort]
+    return msg
+
+
+def parse_joint_state(
+    msg: JointState, expected: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | str:
+    """``(position, velocity, effort or None)`` in ``expected`` order, or the reason the
+    message is rejected. Extra joints (e.g. fingers) are allowed when the caller lists
+    them in ``expected``; anything else is an unknown joint."""
+    names = list(msg.name)
+    unknown = [n for n in names if n not in expected]
+    if unknown:
+        return f"unknown joint names {unknown} (expected {list(expected)})"
+    missing = [n for n in expected if n not in names]
+    if missing:
+        return f"missing joints {missing}"
+    if len(set(names)) != len(names):
+        return "duplicate joint names"
+    for field, required in (("position", True), ("velocity", True), ("effort", False)):
+        n = len(getattr(msg, field))
+        if (required or n) and n != len(names):
+            return f"wrong length: {field} has {n} values for {len(names)} joint names"
+    order = [names.index(n) for n in expected]
+    pos = np.asarray(msg.position, dtype=np.float64)[order]
+    vel = np.asarray(msg.velocity, dtype=np.float64)[order]
+    eff = np.asarray(msg.effort, dtype=np.float64)[order] if len(msg.effort) else None
+    if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+        return "non-finite joint position or velocity"
+    return pos, vel, eff
+
+
+# -- poses and odometry -----------------------------------------------------------------
+def set_pose(pose: Pose, pos: np.ndarray, quat_wxyz: np.ndarray) -> None:
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in pos)
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = w, x, y, z
+
+
+def pose_arrays(pose: Pose) -> tuple[np.ndarray, np.ndarray]:
+    p, q = pose.position, pose.orientation
+    return np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z])
+
+
+def pose_stamped(pos: np.ndarray, quat_wxyz: np.ndarray, stamp: Time, frame: str = "world") -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    set_pose(msg.pose, pos, quat_wxyz)
+    return msg
+
+
+def rotate_to_body(quat_wxyz: np.ndarray, v_world: np.ndarray) -> np.ndarray:
+    return body_rotation(quat_wxyz).T @ v_world
+
+
+def body_rotation(quat_wxyz: np.ndarray) -> np.ndarray:
+    w, x, y, z = np.asarray(quat_wxyz, float) / max(float(np.linalg.norm(quat_wxyz)), 1e-12)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def odometry(pos: np.ndarray, quat: np.ndarray, lin_vel_world: np.ndarray, ang_vel_body: np.ndarray, stamp: Time,
+             frame: str = "odom", child: str = "base_link") -> Odometry:
+    """REP 105 odometry: pose in ``frame``, twist in the body frame ``child``."""
+    msg = Odometry()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.child_frame_id = child
+    set_pose(msg.pose.pose, pos, quat)
+    v = rotate_to_body(quat, lin_vel_world)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = (float(x) for x in v)
+    t.angular.x, t.angular.y, t.angular.z = (float(x) for x in ang_vel_body)
+    return msg
+
+
+def parse_odometry(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | str:
+    """``(pos, quat, lin_vel_world, ang_vel_body)`` or the reason it is rejected."""
+    pos, quat = pose_arrays(msg.pose.pose)
+    t = msg.twist.twist
+    v_body = np.array([t.linear.x, t.linear.y, t.linear.z])
+    w_body = np.array([t.angular.x, t.angular.y, t.angular.z])
+    values = np.concatenate([pos, quat, v_body, w_body])
+    if not np.all(np.isfinite(values)) or np.linalg.norm(quat) < 0.5:
+        return "non-finite odometry or invalid orientation"
+    quat = quat / np.linalg.norm(quat)
+    return pos, quat, body_rotation(quat) @ v_body, w_body
+
+
+def imu(quat: np.ndarray, ang_vel_body: np.ndarray, lin_acc_body: np.ndarray, stamp: Time,
+        frame: str = "imu_link") -> Imu:
+    msg = Imu()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    w, x, y, z = (float(v) for v in quat)
+    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, z
+    msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in ang_vel_body)
+    msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (float(v) for v in lin_acc_body)
+    return msg
+
+
+# -- commands -----------------------------------------------------------------------------
+_LAYOUTS: dict[tuple[str, ...], list[MultiArrayDimension]] = {}
+
+
+def command_array(values: np.ndarray, labels: Sequence[str] = ()) -> Float64MultiArray:
+    """Forward-command-controller style array; ``labels`` (the element names) go into
+    the layout so a receiver can check them (built once per label set: hot path)."""
+    msg = Float64MultiArray()
+    if labels:
+        key = tuple(labels)
+        if key not in _LAYOUTS:
+            _LAYOUTS[key] = [MultiArrayDimension(label=str(n), size=1, stride=1) for n in key]
+        msg.layout.dim = _LAYOUTS[key]
+    msg.data = [float(v) for v in values]
+    return msg
+
+
+def command_labels(msg: Float64MultiArray) -> list[str]:
+    """Element names carried in the layout (empty when the sender gave none)."""
+    labels = [d.label for d in msg.layout.dim]
+    return labels if any(labels) else []
+
+
+def twist(linear: np.ndarray, angular: np.ndarray) -> Twist:
+    msg = Twist()
+    msg.linear.x, msg.linear.y, msg.linear.z = (float(v) for v in linear)
+    msg.angular.x, msg.angular.y, msg.angular.z = (float(v) for v in angular)
+    return msg
+
+
+def twist_arrays(msg: Twist) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([msg.linear.x, msg.linear.y, msg.linear.z]),
+            np.array([msg.angular.x, msg.angular.y, msg.angular.z]))

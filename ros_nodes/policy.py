@@ -1,0 +1,264 @@
+"""``policy``: runs an exported policy (ONNX + metadata, no torch) at its control rate.
+
+With ``align_to_state`` (default) a period's action is taken as soon as a fresh state
+arrives (the timer acts when none does), so the state is not up to a period old.
+
+``configure`` loads the policy and checks it against the robot: the metadata's robot,
+the observation layout the task builds (block names, order and sizes) and the action
+size must match, or configuration fails with the difference in the log. Each timer
+tick rebuilds the observation from the latest state topics (through the task's own
+``observe``, :mod:`sim2real.ros_nodes.robots`), refuses to act on missing or stale
+state (the safety filter's watchdog then takes over) and publishes the raw command on
+``raw_command`` in physical units with the element names in the layout.
+
+``policy: classical`` runs the robot's classical controller instead (arm: Cartesian
+reaching, quadruped: PD stand, drone: cascaded PID) through the same path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from sim2real.policies.safety.spaces import command_space
+from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos
+from sim2real.ros_nodes.robots import Measurements, ObservationBuilder, make_task, required_topics, robot_info
+from sim2real.sim.core.errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    "robot": "arm",
+    "policy": "classical",
+    "task": "",
+    "action_mode": "",
+    "task_options": "{}",
+    "control_rate": 0.0,
+    "max_state_age_periods": 2.0,
+    "align_to_state": True,
+}
+
+
+class ClassicalPolicy:
+    """The robot's classical controller behind the policy interface (``obs -> action``)."""
+
+    def __init__(self, robot: str, task: Any) -> None:
+        layout = task.observation_layout()
+        if robot == "arm":
+            from sim2real.policies.classical.arm import ArmCartesianController
+
+            self.controller = ArmCartesianController.for_task(task)
+        elif robot == "quadruped":
+            from sim2real.policies.classical.quadruped import StandController
+
+            self.controller = StandController(layout, action_scale=task.action_scale, control_dt=task.control_dt)
+        else:
+            from sim2real.policies.classical.drone import CascadedPID
+
+            self.controller = CascadedPID(num_envs=1, observation_layout=layout, dt=task.control_dt)
+        self.control_dt = float(task.control_dt)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.asarray(self.controller.act(obs[None]))[0]
+
+
+class PolicyNode(ManagedNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("policy", DEFAULTS, **kwargs)
+        self.m = Measurements()
+        self.state_header: dict[str, float] = {}
+        self.ticks = 0
+        self.published = 0
+        self.skipped = 0
+        self.deadline_misses = 0
+        self.latencies: list[float] = []
+        """Seconds from the newest state message's header stamp to the raw command."""
+        self.compute: list[float] = []
+        self._timer = None
+        self._last_tick: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def load(self) -> None:
+        p = self.params(list(DEFAULTS))
+        robot = p["robot"]
+        info = robot_info(robot)
+        if p["policy"] in ("", "classical"):
+            task_name, mode = p["task"] or info.task, p["action_mode"] or info.action_mode
+            options = json.loads(p["task_options"] or "{}")
+            self.task = make_task(task_name, mode, options)
+            self.runner: Any = ClassicalPolicy(robot, self.task)
+            source = f"classical controller for {task_name}"
+        else:
+            from sim2real.policies.deploy import OnnxPolicy
+
+            policy = OnnxPolicy(p["policy"])
+            meta = policy.metadata
+            if meta.get("robot") != robot:
+                raise ConfigError("policy", f"{p['policy']} was trained for {meta.get('robot')!r}, not {robot!r}")
+            mode, options = policy.action_mode, dict(meta.get("task_options") or {})
+            self.task = make_task(policy.task, mode, options)
+            policy.check_observation_layout(self.task.observation_layout())  # names, order, sizes
+            if policy.action_layout != [(n, int(s)) for n, s in self.task.action_layout()]:
+                raise ConfigError("policy", f"action layout {policy.action_layout} differs from the task's "
+                                            f"{self.task.action_layout()}")
+            self.runner = policy
+            source = f"{policy.path} ({policy.task}, {mode})"
+        self.space = command_space(robot, mode, options.get("action_scale"))
+        action_size = sum(n for _, n in self.task.action_layout())
+        if action_size != self.space.size:
+            raise ConfigError("action_mode", f"action size {action_size} != command size {self.space.size}")
+        self.robot = robot
+        self.joints = info.joints
+        self.builder = ObservationBuilder(robot, self.task, action_size)
+        self.required = required_topics(robot, self.task)
+        rate = p["control_rate"] or 1.0 / float(self.task.control_dt)
+        self.period = 1.0 / rate
+        self.max_age = p["max_state_age_periods"] * self.period
+        self.last_action = np.zeros(action_size)
+        self.align = bool(p["align_to_state"])
+        self._last_state: float | None = None
+        self._state_interval = self.period
+        self._subscribe(info)
+        self.pub = self.create_publisher(Float64MultiArray, "raw_command", command_qos())
+        self.get_logger().info(f"loaded {source}; {rate:.0f} Hz; observation {self.builder.layout}")
+
+    def _subscribe(self, info: Any) -> None:
+        s = sensor_qos()
+        if info.joints:
+            self.create_subscription(JointState, "joint_states", self._on_joints, s)
+        if info.floating_base:
+            self.create_subscription(Odometry, "odom", self._on_odom, s)
+        if info.has_ee:
+            self.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, "ee_pose"), s)
+            self.create_subscription(PoseStamped, "ee_pose_desired", lambda m: self._on_pose(m, "ee_pose_desired"), s)
+        self.create_subscription(PoseStamped, "goal", self._on_goal, mission_qos())
+        self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
+
+    def start(self) -> None:
+        self._last_tick = self.now_s()
+        self._timer = self.create_timer(self.period, self._tick)
+        self._status_timer = self.create_timer(1.0, self.report)
+
+    def stop(self) -> None:
+        for t in (self._timer, getattr(self, "_status_timer", None)):
+            if t is not None:
+                self.destroy_timer(t)
+        self._timer = self._status_timer = None
+
+    def summary(self) -> dict[str, Any]:
+        """Flat counters and latency percentiles (also the diagnostics' key-values)."""
+        out: dict[str, Any] = {"ticks": self.ticks, "published": self.published, "skipped": self.skipped,
+                               "deadline_misses": self.deadline_misses}
+        out.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.latencies).items()})
+        out.update({f"inference_{k}": v for k, v in percentiles_ms(self.compute).items()})
+        return out
+
+    def report(self) -> None:
+        level = 0 if self.skipped == 0 else 1
+        self.publish_status(level, f"{self.published} commands, {self.skipped} skipped", self.summary())
+
+    # -- state topics --------------------------------------------------------------------------
+    def _arrived(self, topic: str, header: Any) -> None:
+        now = self.now_s()
+        self.m.stamps[topic] = now
+        self.state_header[topic] = M.stamp_to_sec(header.stamp)
+        # Align acting with fresh state: act on the first complete state update that comes
+        # within half a state interval of the period's end, instead of at the timer's
+        # arbitrary phase (up to a period late). The timer acts only if states stop.
+        if self.align and topic == self.required[-1]:
+            if self._last_state is not None:
+                self._state_interval += 0.1 * (now - self._last_state - self._state_interval)
+            self._last_state = now
+            due = self.period - 0.5 * min(self._state_interval, self.period)
+            if self._last_tick is None or now - self._last_tick >= due:
+                self._act(now)
+
+    def _on_joints(self, msg: JointState) -> None:
+        parsed = M.parse_joint_state(msg, self.joints)
+        if isinstance(parsed, str):
+            self.log_throttled("joints" + parsed[:16], f"rejected joint_states: {parsed}", level="error")
+            return
+        self.m.joint_pos, self.m.joint_vel, self.m.joint_effort = parsed
+        self._arrived("joint_states", msg.header)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        parsed = M.parse_odometry(msg)
+        if isinstance(parsed, str):
+            self.log_throttled("odom" + parsed[:16], f"rejected odom: {parsed}", level="error")
+            return
+        self.m.base_pos, self.m.base_quat, self.m.base_lin_vel, self.m.base_ang_vel = parsed
+        self._arrived("odom", msg.header)
+
+    def _on_pose(self, msg: PoseStamped, topic: str) -> None:
+        pos, quat = M.pose_arrays(msg.pose)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))) or np.linalg.norm(quat) < 0.5:
+            self.log_throttled(topic, f"rejected {topic}: non-finite pose", level="error")
+            return
+        quat = quat / np.linalg.norm(quat)
+        if topic == "ee_pose":
+            self.m.ee_pos, self.m.ee_quat = pos, quat
+        else:
+            self.m.ee_pos_desired, self.m.ee_quat_desired = pos, quat
+        self._arrived(topic, msg.header)
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        pos, _ = M.pose_arrays(msg.pose)
+        if np.all(np.isfinite(pos)):
+            self.m.goal = pos
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        lin, ang = M.twist_arrays(msg)
+        cmd = np.array([lin[0], lin[1], ang[2]])
+        if np.all(np.isfinite(cmd)):
+            self.m.cmd_vel = cmd
+
+    # -- control ----------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = self.now_s()
+        if self.align and self._last_tick is not None and now - self._last_tick < 1.5 * self.period:
+            return  # fresh states are driving the loop
+        self._act(now)
+
+    def _act(self, now: float) -> None:
+        if not self.active:
+            return
+        if self._last_tick is not None and now - self._last_tick > 1.5 * self.period:
+            self.deadline_misses += 1
+        self._last_tick = now
+        self.ticks += 1
+        missing = self.builder.missing(self.m)
+        stale = [t for t in self.required if now - self.m.stamps.get(t, -1e9) > self.max_age]
+        if missing or stale:
+            self.skipped += 1
+            why = f"missing {missing}" if missing else f"stale {stale} (older than {self.max_age * 1e3:.0f} ms)"
+            self.log_throttled("stale", f"not acting: state {why}")
+            return
+        t0 = time.perf_counter()
+        try:
+            obs = self.builder.build(self.m, self.last_action)
+            action = np.asarray(self.runner(obs), dtype=np.float64).reshape(-1)
+        except Exception as exc:  # a failing inference must not stop the node; the watchdog acts
+            self.skipped += 1
+            self.log_throttled("inference", f"not acting: inference failed ({exc})", level="error")
+            return
+        self.last_action = np.clip(np.nan_to_num(action), -1.0, 1.0)
+        self.pub.publish(M.command_array(self.space.action_to_command(action), self.space.names))
+        self.compute.append(time.perf_counter() - t0)
+        self.published += 1
+        newest = max(self.state_header[t] for t in self.required)
+        self.latencies.append(self.now_s() - newest)
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(PolicyNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""What the deployment layer knows per robot: its default task, the joints on
+``joint_states``, which state topics it publishes, and how a policy observation is
+rebuilt from those topics.
+
+The observation is *not* recomputed here: :class:`ObservationBuilder` writes the
+measurements into a one-environment :class:`~sim2real.sim.core.task.PhysicsBatch`
+and calls the task's own ``observe`` (the code the policy was trained on), so the
+deployed observation cannot drift from the simulated one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim2real.sim.arm import constants as ARM
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.quadruped import constants as QUAD
+
+
+@dataclass(frozen=True)
+class RobotInfo:
+    task: str
+    """Default task (registry name)."""
+    action_mode: str
+    joints: tuple[str, ...]
+    """Names published on ``joint_states`` (the arm adds its two fingers)."""
+    floating_base: bool
+    """Publishes ``odom`` and ``imu``."""
+    has_ee: bool
+    """Publishes ``ee_pose`` and ``ee_pose_desired``."""
+
+
+ROBOTS: dict[str, RobotInfo] = {
+    "arm": RobotInfo("ArmReach", "ee_delta", (*ARM.ARM_JOINTS, "finger_left", "finger_right"), False, True),
+    "quadruped": RobotInfo("QuadrupedVelocity", "joint_pos", QUAD.JOINT_NAMES, True, False),
+    "drone": RobotInfo("DroneHover", "ctbr", (), True, False),
+}
+
+
+def robot_info(robot: str) -> RobotInfo:
+    if robot not in ROBOTS:
+        raise ConfigError("robot", f"unknown robot {robot!r}; choose one of {sorted(ROBOTS)}")
+    return ROBOTS[robot]
+
+
+def make_task(task: str, action_mode: str, options: dict[str, Any] | None = None) -> Task:
+    """One-environment task instance with its model built (sizes, sensor slices)."""
+    task_cls = REGISTRY.get(task)
+    instance = task_cls(num_envs=1, action_mode=action_mode, **(options or {}))
+    instance.model_for_deploy = instance.build_model()  # type: ignore[attr-defined]
+    return instance
+
+
+@dataclass
+class Measurements:
+    """The latest value and arrival time (node clock, s) of every state topic."""
+
+    joint_pos: np.ndarray | None = None
+    joint_vel: np.ndarray | None = None
+    joint_effort: np.ndarray | None = None
+    base_pos: np.ndarray | None = None
+    base_quat: np.ndarray | None = None
+    base_lin_vel: np.ndarray | None = None
+    """World frame."""
+    base_ang_vel: np.ndarray | None = None
+    """Body frame."""
+    ee_pos: np.ndarray | None = None
+    ee_quat: np.ndarray | None = None
+    ee_pos_desired: np.ndarray | None = None
+    ee_quat_desired: np.ndarray | None = None
+    goal: np.ndarray | None = None
+    cmd_vel: np.ndarray | None = None
+    """(vx, vy, yaw rate)."""
+    stamps: dict[str, float] = field(default_factory=dict)
+    """topic -> arrival time of its latest valid message."""
+
+
+def required_topics(robot: str, task: Task) -> list[str]:
+    """State topics the observation of ``task`` needs (freshness is checked on these)."""
+    info = robot_info(robot)
+    topics = ["joint_states"] if info.joints else []
+    if info.floating_base:
+        topics.append("odom")
+    if info.has_ee:
+        topics += ["ee_pose", "ee_pose_desired"]
+    return topics
+
+
+class ObservationBuilder:
+    """Measurements -> the task's observation, through ``task.observe``."""
+
+    def __init__(self, robot: str, task: Task, last_action_size: int) -> None:
+        self.robot = robot
+        self.task = task
+        model: mujoco.MjModel = task.model_for_deploy  # type: ignore[attr-defined]
+        self.model = model
+        self.layout = task.observation_layout()
+        self.obs_size = sum(n for _, n in self.layout)
+        self.phys = PhysicsBatch(
+            qpos=np.zeros((1, model.nq)), qvel=np.zeros((1, model.nv)), act=np.zeros((1, model.na)),
+            sensordata=np.zeros((1, model.nsensordata)), mocap_pos=np.zeros((1, model.nmocap, 3)),
+            mocap_quat=np.tile([1.0, 0, 0, 0], (1, model.nmocap, 1)), time=np.zeros(1),
+            last_action=np.zeros((1, last_action_size)),
+        )
+        self._tick = 0
+        self._sensor = {model.sensor(i).name: slice(model.sensor_adr[i], model.sensor_adr[i] + model.sensor_dim[i])
+                        for i in range(model.nsensor)}
+        self._target_mocap = self._mocap("target")
+
+    def _mocap(self, body: str) -> int | None:
+        bid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
+        return None if bid < 0 or self.model.body_mocapid[bid] < 0 else int(self.model.body_mocapid[bid])
+
+    def missing(self, m: Measurements) -> list[str]:
+        """Measurements the observation needs but has not received."""
+        need = {"arm": ["joint_pos", "joint_vel", "ee_pos", "ee_quat", "ee_pos_desired", "ee_quat_desired"],
+                "quadruped": ["joint_pos", "joint_vel", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel"],
+                "drone": ["base_pos", "base_quat", "base_lin_vel", "base_ang_vel"]}[self.robot]
+        names = {b for b, _ in self.layout}
+        if self.robot in ("arm", "drone") and ({"target_rel_ee", "pos_error"} & names):
+            need.append("goal")
+        if "command" in names:
+            need.append("cmd_vel")
+        return [n for n in need if getattr(m, n) is None]
+
+    def build(self, m: Measurements, last_action: np.ndarray) -> np.ndarray:
+        """The observation ``[O]`` (call :meth:`missing` first)."""
+        p = self.phys
+        self._tick += 1
+        p.time[0] = self._tick  # a fresh time: tasks cache derived state per time stamp
+        p.last_action[0] = last_action
+        getattr(self, f"_fill_{self.robot}")(m)
+        obs = self.task.observe(p)[0]
+        return np.asarray(obs, dtype=np.float64)
+
+    def _fill_arm(self, m: Measurements) -> None:
+        p, t = self.phys, self.task
+        p.qpos[0, :9] = m.joint_pos
+        p.qvel[0, :9] = m.joint_vel
+        p.sensordata[0, self._sensor["ee_pos"]] = m.ee_pos
+        p.sensordata[0, self._sensor["ee_quat"]] = m.ee_quat
+        if self._target_mocap is not None and m.goal is not None:
+            p.mocap_pos[0, self._target_mocap] = m.goal
+        mapper = t.mapper  # type: ignore[attr-defined]
+        mapper.setpoint_pos[0] = m.ee_pos_desired
+        mapper.setpoint_quat[0] = m.ee_quat_desired
+
+    def _fill_quadruped(self, m: Measurements) -> None:
+        p, t = self.phys, self.task
+        p.qpos[0, 0:3], p.qpos[0, 3:7], p.qpos[0, 7:19] = m.base_pos, m.base_quat, m.joint_pos
+        p.qvel[0, 0:3], p.qvel[0, 3:6], p.qvel[0, 6:18] = m.base_lin_vel, m.base_ang_vel, m.joint_vel
+        t.last_action[0] = p.last_action[0]  # type: ignore[attr-defined]
+        if m.cmd_vel is not None and hasattr(t, "command"):
+            t.command[0] = m.cmd_vel  # type: ignore[attr-defined]
+
+    def _fill_drone(self, m: Measurements) -> None:
+        p, t = self.phys, self.task
+        p.qpos[0, 0:3], p.qpos[0, 3:7] = m.base_pos, m.base_quat
+        p.qvel[0, 0:3], p.qvel[0, 3:6] = m.base_lin_vel, m.base_ang_vel
+        if m.goal is not None:
+            t.target[0] = m.goal  # type: ignore[attr-defined]

@@ -1,0 +1,223 @@
+"""``sim_bridge``: a simulated robot that speaks the topics of a real robot's driver.
+
+Publishes ``joint_states`` (sensor_msgs/JointState), ``odom`` (nav_msgs/Odometry)
+and ``imu`` (sensor_msgs/Imu) for floating bases, ``ee_pose`` / ``ee_pose_desired``
+(geometry_msgs/PoseStamped) for the arm, ``camera/image_raw`` (sensor_msgs/Image) at
+``image_rate``, ``/clock`` (simulation time) and the task's mission: ``goal``
+(PoseStamped: the reach/hover target) and ``cmd_vel`` (Twist: the quadruped's
+velocity command), standing in for an operator. Episode results go to ``episodes``
+(std_msgs/String, JSON).
+
+Accepts ``command`` (std_msgs/Float64MultiArray, forward-command-controller style,
+physical units: joint targets, torques, Cartesian velocities, or the drone's
+collective thrust and body rates, see ``policies/safety/spaces.py``) and, for the
+arm's Cartesian mode, ``command_twist`` (geometry_msgs/Twist). With no command for
+``command_timeout`` seconds it applies the driver's hold (drone: motors off).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, Imu, JointState
+from std_msgs.msg import Float64MultiArray, String
+
+from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
+from sim2real.ros_nodes.sim_robot import SimRobot
+
+DEFAULTS: dict[str, Any] = {
+    "robot": "arm",
+    "task": "",
+    "action_mode": "",
+    "task_options": "{}",
+    "dr": "none",
+    "seed": 0,
+    "real_time_factor": 1.0,
+    "command_timeout": 0.5,
+    "command_deadline": 0.0,
+    "publish_mission": True,
+    "image_rate": 0.0,
+    "image_width": 160,
+    "image_height": 120,
+    "camera": "",
+}
+
+
+class SimBridge(ManagedNode):
+    """Steps a :class:`~sim2real.ros_nodes.sim_robot.SimRobot` once per control period."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("sim_bridge", DEFAULTS, **kwargs)
+        self.robot: SimRobot | None = None
+        self.command: np.ndarray | None = None
+        self.command_time = -1e9
+        self.commands_received = 0
+        self.commands_rejected = 0
+        self.deadline_misses = 0
+        self.overruns = 0
+        self.step_seconds: list[float] = []
+        self._timer = None
+        self._image_timer = None
+        self._last_mission: tuple | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def load(self) -> None:
+        p = self.params(list(DEFAULTS))
+        size = (int(p["image_width"]), int(p["image_height"])) if p["image_rate"] > 0 else (0, 0)
+        self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
+                              json.loads(p["task_options"] or "{}"), render_size=size)
+        r = self.robot
+        self.space = r.space
+        sensor = sensor_qos()
+        self.pub_joints = self.create_publisher(JointState, "joint_states", sensor) if r.info.joints else None
+        self.pub_odom = self.create_publisher(Odometry, "odom", sensor) if r.info.floating_base else None
+        self.pub_imu = self.create_publisher(Imu, "imu", sensor) if r.info.floating_base else None
+        self.pub_ee = self.create_publisher(PoseStamped, "ee_pose", sensor) if r.info.has_ee else None
+        self.pub_ee_d = self.create_publisher(PoseStamped, "ee_pose_desired", sensor) if r.info.has_ee else None
+        self.pub_image = self.create_publisher(Image, "camera/image_raw", sensor) if p["image_rate"] > 0 else None
+        self.pub_clock = self.create_publisher(Clock, "/clock", sensor)
+        self.pub_episode = self.create_publisher(String, "episodes", status_qos())
+        self.pub_goal = self.create_publisher(PoseStamped, "goal", mission_qos()) if p["publish_mission"] else None
+        self.pub_cmd_vel = (self.create_publisher(Twist, "cmd_vel", mission_qos())
+                            if p["publish_mission"] and hasattr(r.task, "command") else None)
+        events = SubscriptionEventCallbacks(deadline=self._on_deadline)
+        self.create_subscription(Float64MultiArray, "command", self._on_command,
+                                 command_qos(p["command_deadline"]), event_callbacks=events)
+        if r.space.action_mode == "ee_delta":
+            self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
+        if not p["publish_mission"] and hasattr(r.task, "command"):
+            self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
+        self.timeout = float(p["command_timeout"])
+        self.period = r.control_dt / max(float(p["real_time_factor"]), 1e-3)
+        self.image_period = 1.0 / p["image_rate"] if p["image_rate"] > 0 else 0.0
+        self.get_logger().info(
+            f"{p['robot']} {r.task_name} ({r.space.action_mode}) at {1 / self.period:.0f} Hz; "
+            f"command elements: {list(r.space.names)}"
+        )
+
+    def start(self) -> None:
+        self.publish_state()
+        self._timer = self.create_timer(self.period, self._tick)
+        self._status_timer = self.create_timer(1.0, self.report)
+        if self.image_period:
+            self._image_timer = self.create_timer(self.image_period, self._publish_image)
+
+    def stop(self) -> None:
+        for t in (self._timer, self._image_timer, getattr(self, "_status_timer", None)):
+            if t is not None:
+                self.destroy_timer(t)
+        self._timer = self._image_timer = self._status_timer = None
+
+    def summary(self) -> dict[str, Any]:
+        eps = self.robot.episodes
+        return {"episodes": len(eps), "successes": sum(e.success for e in eps),
+                "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
+                "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
+                "sim_time": round(self.robot.sim_time, 3),
+                **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
+
+    def report(self) -> None:
+        s = self.summary()
+        self.publish_status(0, f"{s['episodes']} episodes, {s['successes']} successes", s)
+
+    # -- inputs ----------------------------------------------------------------------
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        labels = M.command_labels(msg)
+        if len(msg.data) != self.space.size or (labels and labels != list(self.space.names)):
+            self.commands_rejected += 1
+            self.log_throttled("bad_command", f"rejected command: {len(msg.data)} values {labels or ''}, expected "
+                               f"{self.space.size} ({', '.join(self.space.names)})", level="error")
+            return
+        values = np.asarray(msg.data, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            self.commands_rejected += 1
+            self.log_throttled("nan_command", "rejected command with non-finite values", level="error")
+            return
+        self.command, self.command_time = values, time.monotonic()
+        self.commands_received += 1
+
+    def _on_twist(self, msg: Twist) -> None:
+        lin, ang = M.twist_arrays(msg)
+        base = self.command if self.command is not None else self.robot.hold_command()
+        self._on_command(M.command_array(np.r_[lin, ang, base[-1]]))
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        lin, ang = M.twist_arrays(msg)
+        self.robot.set_velocity_command(np.array([lin[0], lin[1], ang[2]]))
+
+    def _on_deadline(self, event: Any) -> None:
+        self.deadline_misses += 1
+
+    # -- the loop ----------------------------------------------------------------------
+    def _tick(self) -> None:
+        if not self.active:
+            return
+        t0 = time.perf_counter()
+        fresh = self.command is not None and time.monotonic() - self.command_time <= self.timeout
+        record = self.robot.step(self.command if fresh else self.robot.hold_command())
+        self.publish_state()
+        if record is not None:
+            self.pub_episode.publish(String(data=json.dumps(record.__dict__)))
+            self.get_logger().info(f"episode {record.index}: success={record.success} after {record.seconds:.1f} s")
+        dt = time.perf_counter() - t0
+        self.step_seconds.append(dt)
+        if dt > self.period:
+            self.overruns += 1
+
+    def publish_state(self) -> None:
+        r = self.robot
+        m = r.measure()
+        stamp = self.get_clock().now().to_msg()
+        if self.pub_joints is not None:
+            self.pub_joints.publish(M.joint_state(r.info.joints, m.joint_pos, m.joint_vel, m.joint_effort, stamp))
+        if self.pub_odom is not None:
+            self.pub_odom.publish(M.odometry(m.base_pos, m.base_quat, m.base_lin_vel, m.base_ang_vel, stamp))
+            self.pub_imu.publish(M.imu(m.base_quat, m.base_ang_vel, r.linear_acceleration(), stamp))
+        if self.pub_ee is not None:
+            self.pub_ee.publish(M.pose_stamped(m.ee_pos, m.ee_quat, stamp))
+            self.pub_ee_d.publish(M.pose_stamped(m.ee_pos_desired, m.ee_quat_desired, stamp))
+        clock = Clock()
+        clock.clock = M.sec_to_stamp(r.sim_time)
+        self.pub_clock.publish(clock)
+        self._publish_mission(m, stamp)
+
+    def _publish_mission(self, m: Any, stamp: Any) -> None:
+        key = (None if m.goal is None else tuple(m.goal), None if m.cmd_vel is None else tuple(m.cmd_vel))
+        if key == self._last_mission:
+            return
+        self._last_mission = key
+        if self.pub_goal is not None and m.goal is not None:
+            self.pub_goal.publish(M.pose_stamped(m.goal, np.array([1.0, 0, 0, 0]), stamp))
+        if self.pub_cmd_vel is not None and m.cmd_vel is not None:
+            self.pub_cmd_vel.publish(M.twist(np.r_[m.cmd_vel[:2], 0.0], np.r_[0.0, 0.0, m.cmd_vel[2]]))
+
+    def _publish_image(self) -> None:
+        if not self.active:
+            return
+        frame = self.robot.render()
+        if frame is None:
+            return
+        msg = Image()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = "camera"
+        msg.height, msg.width = int(frame.shape[0]), int(frame.shape[1])
+        msg.encoding, msg.is_bigendian, msg.step = "rgb8", 0, int(frame.shape[1] * 3)
+        msg.data = np.ascontiguousarray(frame, dtype=np.uint8).tobytes()
+        self.pub_image.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(SimBridge, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Launch files and parameter files, checked without a ROS 2 launch installation:
+the launch files parse and declare what a real ``ros2 launch`` needs; every key in
+config/<robot>.yaml is a parameter the node declares, with the declared type, and
+rclpy accepts the files as ``--params-file``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+from ros_harness import unique_domain_id
+
+from sim2real.ros_nodes import policy, recorder, safety_filter, sim_bridge
+
+ROOT = Path(__file__).resolve().parents[2]
+ROBOTS = ("arm", "quadruped", "drone")
+
+
+def declared(node: str, robot: str) -> dict:
+    base = {"autostart": True, "use_sim_time": False}
+    return {**base, **{"sim_bridge": sim_bridge.DEFAULTS, "policy": policy.DEFAULTS, "recorder": recorder.DEFAULTS,
+                       "safety_filter": safety_filter.declared_parameters(robot)}[node]}
+
+
+def calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == name]
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> None:
+    tree = ast.parse((ROOT / "launch" / f"{robot}.launch.py").read_text())
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+    args = {ast.literal_eval(c.args[0]): c for c in calls(tree, "DeclareLaunchArgument")}
+    assert set(args) == {"backend", "policy", "record"}
+    kw = {k.arg: k.value for k in args["backend"].keywords}
+    assert ast.literal_eval(kw["default_value"]) == "sim" and ast.literal_eval(kw["choices"]) == ["sim", "real"]
+    nodes = {ast.literal_eval(c.args[0]): c for c in calls(tree, "_node")}
+    assert set(nodes) == {"sim_bridge", "safety_filter", "policy", "recorder"}
+    bridge_cond = next(k.value for k in nodes["sim_bridge"].keywords if k.arg == "condition")
+    assert [ast.literal_eval(a) for a in bridge_cond.args] == ["backend", "sim"]
+    (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ROBOT"]
+    assert ast.literal_eval(robot_const) == robot
+    (node_call,) = calls(tree, "Node")
+    kw = {k.arg: k.value for k in node_call.keywords}
+    assert ast.literal_eval(kw["package"]) == "sim2real" and ast.literal_eval(kw["executable"]) == "sim2real"
+
+
+def test_the_launch_command_line_reaches_the_node() -> None:
+    from sim2real.cli import build_parser
+
+    # What launch_ros runs: executable, the node's `arguments`, then the ROS arguments.
+    args = build_parser().parse_args(["deploy", "--node", "policy", "--", "--ros-args", "-r", "__node:=policy",
+                                      "--params-file", "/tmp/x.yaml"])
+    assert args.node == "policy" and args.ros_args[1:] == ["--ros-args", "-r", "__node:=policy",
+                                                           "--params-file", "/tmp/x.yaml"]
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_config_keys_are_declared_parameters_with_their_types(robot: str) -> None:
+    doc = yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())
+    assert set(doc) == {"sim_bridge", "policy", "safety_filter", "recorder"}
+    for node, section in doc.items():
+        params = section["ros__parameters"]
+        known = declared(node, robot)
+        unknown = set(params) - set(known)
+        assert not unknown, f"{robot}.yaml {node}: {unknown} are not declared by the node"
+        for key, value in params.items():
+            want = known[key]
+            if isinstance(want, list):
+                assert isinstance(value, list) and len(value) and all(type(v) is type(want[0]) for v in value), key
+            else:
+                assert type(value) is type(want), f"{robot}.yaml {node}.{key}: {type(value)} != {type(want)}"
+        if "robot" in known and node != "recorder":
+            assert params["robot"] == robot
+    assert doc["sim_bridge"]["ros__parameters"]["command_deadline"] == \
+        doc["safety_filter"]["ros__parameters"]["command_deadline"]  # a QoS deadline must match on both ends
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_rclpy_accepts_the_config_as_params_file(robot: str) -> None:
+    import rclpy
+    from rclpy.context import Context
+
+    path = ROOT / "config" / f"{robot}.yaml"
+    context = Context()
+    rclpy.init(context=context, domain_id=unique_domain_id(), args=["x", "--ros-args", "--params-file", str(path)])
+    try:
+        doc = yaml.safe_load(path.read_text())
+        for cls in (sim_bridge.SimBridge, policy.PolicyNode, safety_filter.SafetyFilterNode, recorder.Recorder):
+            node = cls(context=context)
+            expected = doc[node.get_name()]["ros__parameters"]
+            for key, value in expected.items():
+                assert node.get_parameter(key).value == value
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
