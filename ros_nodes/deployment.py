@@ -34,7 +34,7 @@ class DeployOptions:
     """ONNX file/folder, ``classical``, or empty: :func:`default_policy`."""
     duration: float = 20.0
     processes: bool = False
-    """One OS process per node instead of one multi-threaded process."""
+    """One OS process per node instead of all nodes on one executor in this process."""
     config: str = ""
     seed: int = 0
     record: str = ""
@@ -160,7 +160,7 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
         "backend": opts.backend,
         "policy": params.get("policy", {}).get("policy"),
         "task": params.get("sim_bridge", {}).get("task") if opts.backend == "sim" else None,
-        "executor": "one process per node" if opts.processes else "one process, multi-threaded executor",
+        "executor": "one process per node" if opts.processes else "one process, single-threaded executor",
         "duration_s": opts.duration,
         "wall_s": round(seconds, 1),
         "task_success": {

@@ -53,30 +53,68 @@ class DemoCase:
 
 
 DEMO_CASES: list[DemoCase] = [
-    DemoCase("arm", "ArmReach", "operational-space reaching", _arm_cartesian,
-             "End effector to a random target through the Cartesian impedance controller (ee_delta actions); "
-             "success = within 2 cm.", action_mode="ee_delta", key_metric="ee_distance"),
-    DemoCase("arm", "ArmPegInsert", "impedance peg insertion", _arm_cartesian,
-             "Align the held peg over the hole, then descend under impedance control (a few mm of clearance).",
-             action_mode="ee_delta"),
-    DemoCase("quadruped", "QuadrupedVelocity", "PD stand", _quadruped_stand,
-             "Hold the default pose under joint PD with a zero velocity command for the whole episode, "
-             "through pushes and randomized masses, friction and motor strength.",
-             task_options={"lin_vel_x": (0.0, 0.0), "lin_vel_y": (0.0, 0.0), "yaw_rate": (0.0, 0.0)},
-             key_metric="vel_tracking_error"),
-    DemoCase("quadruped", "QuadrupedVelocity", "open-loop trot", _quadruped_trot,
-             "A fixed diagonal trot with a 0.4 m/s forward command: a reference motion without feedback "
-             "(the learned policy of the training issue is what tracks commands).",
-             task_options={"lin_vel_x": (0.4, 0.4), "lin_vel_y": (0.0, 0.0), "yaw_rate": (0.0, 0.0),
-                           "zero_command_probability": 0.0},
-             key_metric="vel_tracking_error"),
-    DemoCase("drone", "DroneHover", "cascaded PID", _drone_pid,
-             "Position -> velocity -> attitude -> body-rate cascade commanding collective thrust and body rates "
-             "(CTBR), tracked by the inner rate loop; success = within 10 cm for the last 5 s.",
-             action_mode="ctbr", key_metric="position_error"),
-    DemoCase("drone", "DroneWaypoints", "cascaded PID", _drone_pid,
-             "The same cascade flying a sequence of random waypoints.", action_mode="ctbr",
-             key_metric="position_error"),
+    DemoCase(
+        "arm",
+        "ArmReach",
+        "operational-space reaching",
+        _arm_cartesian,
+        "End effector to a random target through the Cartesian impedance controller (ee_delta actions); "
+        "success = within 2 cm.",
+        action_mode="ee_delta",
+        key_metric="ee_distance",
+    ),
+    DemoCase(
+        "arm",
+        "ArmPegInsert",
+        "impedance peg insertion",
+        _arm_cartesian,
+        "Align the held peg over the hole, then descend under impedance control (a few mm of clearance).",
+        action_mode="ee_delta",
+    ),
+    DemoCase(
+        "quadruped",
+        "QuadrupedVelocity",
+        "PD stand",
+        _quadruped_stand,
+        "Hold the default pose under joint PD with a zero velocity command for the whole episode, "
+        "through pushes and randomized masses, friction and motor strength.",
+        task_options={"lin_vel_x": (0.0, 0.0), "lin_vel_y": (0.0, 0.0), "yaw_rate": (0.0, 0.0)},
+        key_metric="vel_tracking_error",
+    ),
+    DemoCase(
+        "quadruped",
+        "QuadrupedVelocity",
+        "open-loop trot",
+        _quadruped_trot,
+        "A fixed diagonal trot with a 0.4 m/s forward command: a reference motion without feedback "
+        "(the learned policy of the training issue is what tracks commands).",
+        task_options={
+            "lin_vel_x": (0.4, 0.4),
+            "lin_vel_y": (0.0, 0.0),
+            "yaw_rate": (0.0, 0.0),
+            "zero_command_probability": 0.0,
+        },
+        key_metric="vel_tracking_error",
+    ),
+    DemoCase(
+        "drone",
+        "DroneHover",
+        "cascaded PID",
+        _drone_pid,
+        "Position -> velocity -> attitude -> body-rate cascade commanding collective thrust and body rates "
+        "(CTBR), tracked by the inner rate loop; success = within 10 cm for the last 5 s.",
+        action_mode="ctbr",
+        key_metric="position_error",
+    ),
+    DemoCase(
+        "drone",
+        "DroneWaypoints",
+        "cascaded PID",
+        _drone_pid,
+        "The same cascade flying a sequence of random waypoints.",
+        action_mode="ctbr",
+        key_metric="position_error",
+    ),
 ]
 
 
@@ -104,15 +142,29 @@ class CaseResult:
         return {k: v for k, v in self.__dict__.items() if k != "description"}
 
 
-def run_case(case: DemoCase, episodes: int, seed: int, out: Path, video: bool = True,
-             on_episode: Callable[[], None] = lambda: None) -> CaseResult:
+def run_case(
+    case: DemoCase,
+    episodes: int,
+    seed: int,
+    out: Path,
+    video: bool = True,
+    on_episode: Callable[[], None] = lambda: None,
+) -> CaseResult:
     """Run ``episodes`` episodes; record the first one as frames and an MP4."""
     import imageio.v3 as iio
 
     from sim2real.sim import make
 
-    env = make(case.task, action_mode=case.action_mode, dr="train", render_mode="rgb_array",
-               width=320, height=240, seed=seed, **case.task_options)
+    env = make(
+        case.task,
+        action_mode=case.action_mode,
+        dr="train",
+        render_mode="rgb_array",
+        width=320,
+        height=240,
+        seed=seed,
+        **case.task_options,
+    )
     controller = case.make_controller(env.task)
     slug = f"{case.robot}_{case.task}_{case.controller_name}".lower().replace(" ", "_").replace("-", "_")
     successes, returns, metric_sums = 0, [], {}
@@ -149,9 +201,16 @@ def run_case(case: DemoCase, episodes: int, seed: int, out: Path, video: bool = 
         on_episode()
     env.close()
     return CaseResult(
-        robot=case.robot, task=case.task, controller=case.controller_name,
-        action_mode=env.task.action_mode, description=case.description, episodes=episodes,
-        successes=successes, mean_return=float(np.mean(returns)),
-        metrics={k: v / episodes for k, v in metric_sums.items()}, key_metric=case.key_metric,
-        frames=frames_written, video=video_path,
+        robot=case.robot,
+        task=case.task,
+        controller=case.controller_name,
+        action_mode=env.task.action_mode,
+        description=case.description,
+        episodes=episodes,
+        successes=successes,
+        mean_return=float(np.mean(returns)),
+        metrics={k: v / episodes for k, v in metric_sums.items()},
+        key_metric=case.key_metric,
+        frames=frames_written,
+        video=video_path,
     )
