@@ -28,9 +28,17 @@ def test_every_shipped_config_file_is_valid(path: Path) -> None:
     cfg.validate()
 
 
-def test_per_task_files_are_named_after_registered_or_planned_tasks() -> None:
+def test_per_task_files_are_named_after_registered_tasks_and_resolve() -> None:
+    """A misnamed file would be silently ignored: each must match a task and load."""
+    from sim2real.sim import REGISTRY
+
+    registered = {f"{cls.robot}_{cls.name}": cls for cls in REGISTRY}
     names = {p.stem for p in CONFIG_DIR.glob("*.yaml")} - {"default"}
-    assert names <= {"arm_reach", "quadruped_velocity", "drone_hover"}
+    assert names and names <= set(registered), names - set(registered)
+    for name in names:
+        cls = registered[name]
+        cfg = resolve_config(f"{cls.robot}/{cls.name}")
+        assert cfg.task.endswith(f"{cls.robot.capitalize()}{''.join(p.capitalize() for p in cls.name.split('_'))}-v0")
 
 
 def test_layers_apply_in_order(puck, tmp_path: Path) -> None:
