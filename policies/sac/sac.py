@@ -5,8 +5,8 @@ from __future__ import annotations
 from stable_baselines3 import SAC
 from stable_baselines3.common.vec_env import VecEnv
 
+from sim2real.policies.common.off_policy import off_policy_kwargs
 from sim2real.policies.config import TrainConfig
-from sim2real.policies.networks import activation
 from sim2real.sim.core.errors import ConfigError
 
 
@@ -16,24 +16,9 @@ def build_sac(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = No
     return SAC(
         "MlpPolicy",
         env,
-        learning_rate=c.learning_rate,
-        buffer_size=c.buffer_size,
-        learning_starts=c.learning_starts,
-        batch_size=c.batch_size,
-        tau=c.tau,
-        gamma=c.gamma,
-        train_freq=c.train_freq,
-        gradient_steps=c.gradient_steps,
         ent_coef=_number_or_auto(c.ent_coef, "sac.ent_coef"),
         target_entropy=_number_or_auto(c.target_entropy, "sac.target_entropy"),
-        policy_kwargs={
-            "net_arch": {"pi": list(config.net.pi), "qf": list(config.net.vf)},
-            "activation_fn": activation(config.net.activation),
-        },
-        tensorboard_log=tensorboard_log,
-        seed=config.seed,
-        device=config.device,
-        verbose=0,
+        **off_policy_kwargs(c, config, tensorboard_log),
     )
 
 

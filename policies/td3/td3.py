@@ -7,8 +7,8 @@ from stable_baselines3 import TD3
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecEnv
 
+from sim2real.policies.common.off_policy import off_policy_kwargs
 from sim2real.policies.config import TrainConfig
-from sim2real.policies.networks import activation
 
 
 def build_td3(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> TD3:
@@ -21,24 +21,9 @@ def build_td3(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = No
     return TD3(
         "MlpPolicy",
         env,
-        learning_rate=c.learning_rate,
-        buffer_size=c.buffer_size,
-        learning_starts=c.learning_starts,
-        batch_size=c.batch_size,
-        tau=c.tau,
-        gamma=c.gamma,
-        train_freq=c.train_freq,
-        gradient_steps=c.gradient_steps,
         policy_delay=c.policy_delay,
         target_policy_noise=c.target_policy_noise,
         target_noise_clip=c.target_noise_clip,
         action_noise=noise,
-        policy_kwargs={
-            "net_arch": {"pi": list(config.net.pi), "qf": list(config.net.vf)},
-            "activation_fn": activation(config.net.activation),
-        },
-        tensorboard_log=tensorboard_log,
-        seed=config.seed,
-        device=config.device,
-        verbose=0,
+        **off_policy_kwargs(c, config, tensorboard_log),
     )
