@@ -16,9 +16,11 @@ import numpy as np
 
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.control import ACTION_LAYOUTS, ActionMapper
-from sim2real.sim.arm.model import ACTION_MODES, CARTESIAN_MODES, load_arm_spec
+from sim2real.sim.arm.model import ACTION_MODES, CARTESIAN_AXES, CARTESIAN_MODES, load_arm_spec
+from sim2real.sim.arm.passivity import ArmEnergyTank
 from sim2real.sim.arm.randomize import ArmRandomization
 from sim2real.sim.arm.rotations import quat_to_rot6d
+from sim2real.sim.core.energy_tank import TankParams
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
 
@@ -51,18 +53,35 @@ class ArmTask(Task):
     """Width command (m) when the task has no gripper action."""
     init_joint_noise: ClassVar[float] = 0.05
     """Uniform noise (rad) on the initial joint angles."""
+    fault_penalty: ClassVar[float] = C.FAULT_PENALTY
+    """Reward penalty of the joint-overspeed fault (it also ends the episode)."""
     workspace_low: ClassVar[np.ndarray] = C.WORKSPACE_LOW
     workspace_high: ClassVar[np.ndarray] = C.WORKSPACE_HIGH
     """Box the Cartesian setpoint of the controlled site is clipped into (world frame)."""
 
     task_options: ClassVar[tuple[str, ...]] = ()
     """Names of the keyword options the task accepts (others raise ``ConfigError``)."""
+    impedance_options: ClassVar[tuple[str, ...]] = ("energy_tank", "passivity_filter")
+    """Options of every arm task in ``ee_impedance`` mode: the energy tank's levels
+    (a mapping of ``initial``/``minimum``/``maximum`` in J) and whether the passivity
+    filter shrinks commands the tank cannot pay for (see ``passivity.py``)."""
 
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.task_options))
+        accepted = set(self.task_options) | set(self.impedance_options)
+        unknown = sorted(set(options) - accepted)
         if unknown:
-            raise ConfigError(unknown[0], f"unknown option for arm/{self.name}; accepted: {list(self.task_options)}")
+            raise ConfigError(unknown[0], f"unknown option for arm/{self.name}; accepted: {sorted(accepted)}")
+        impedance = {k: options[k] for k in self.impedance_options if k in options}
         super().__init__(num_envs, action_mode, **options)
+        self.energy: ArmEnergyTank | None = None
+        if self.action_mode == "ee_impedance":
+            flag = impedance.get("passivity_filter", False)
+            if not isinstance(flag, bool):
+                raise ConfigError("passivity_filter", f"must be true or false, got {flag!r}")
+            self.energy = ArmEnergyTank(num_envs, TankParams.from_dict(impedance.get("energy_tank")), flag)
+            self.wants_substeps = True
+        elif impedance:
+            raise ConfigError(next(iter(impedance)), "applies to the ee_impedance action mode only")
         self.mapper = ActionMapper(
             self.action_mode,
             num_envs,
@@ -91,6 +110,9 @@ class ArmTask(Task):
             for i in range(model.nsensor)
         }
         self._ee_site = model.site("ee").id
+        if self.energy is not None:
+            first = model.sensor_adr[model.sensor(f"imp_{CARTESIAN_AXES[0]}_vel").id]
+            self._axis_velocity = slice(first, first + 6)
         self.on_model(model)
         return model
 
@@ -157,7 +179,14 @@ class ArmTask(Task):
     def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         # `action` is what the actuators receive (after latency); the observation reports
         # the policy's own last action (phys.last_action), as a real robot's policy knows it.
-        return self.mapper(action, phys.qpos[:, :7], self.ee_pos(phys), self.ee_quat(phys))
+        ctrl = self.mapper(action, phys.qpos[:, :7], self.ee_pos(phys), self.ee_quat(phys))
+        if self.energy is not None:
+            ctrl = self.energy.command(ctrl, self.mapper, self.ee_pos(phys), self.ee_quat(phys))
+        return ctrl
+
+    def on_substeps(self, sensordata: np.ndarray, dt: float) -> None:
+        if self.energy is not None:
+            self.energy.substeps(sensordata[:, :, self._axis_velocity], dt)
 
     # -- observations ----------------------------------------------------------
     def task_observe(self, phys: PhysicsBatch) -> np.ndarray:
@@ -202,8 +231,10 @@ class ArmTask(Task):
         fault = speed_ratio > C.FAULT_SPEED_RATIO
         result.terminated = result.terminated | fault
         result.success = result.success & ~fault
-        result.reward = result.reward - C.FAULT_PENALTY * fault
+        result.reward = result.reward - self.fault_penalty * fault
         result.metrics["joint_speed_ratio"] = speed_ratio
+        if self.energy is not None:
+            result.metrics.update(self.energy.metrics())
         return result
 
     # -- resets ----------------------------------------------------------------
@@ -220,6 +251,8 @@ class ArmTask(Task):
         mujoco.mju_mat2Quat(quat, data.site_xmat[self._ee_site])
         self.mapper.reset(env_id, q, data.site_xpos[self._ee_site].copy(), quat)
         data.ctrl[:] = self.mapper.hold_ctrl(env_id, float(data.qpos[7:9].sum()))
+        if self.energy is not None:
+            self.energy.reset(env_id, self.mapper.setpoint_pos[env_id], self.mapper.setpoint_quat[env_id], data.ctrl)
         if self.action_mode in CARTESIAN_MODES:
             # Null-space springs hold the start posture (as Franka's Cartesian impedance
             # example holds its initial q), so they exert no force at the start pose.

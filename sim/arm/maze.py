@@ -45,8 +45,18 @@ ESCAPE_HEIGHT = WALL_HEIGHT + 0.015
 """Tip above this: it left the maze over a wall; the episode ends as a failure."""
 
 
+SUCCESS_BONUS = 5.0
+ESCAPE_PENALTY = 5.0
+
+
 class ArmMaze(ArmTask):
-    """Reward ``-(geodesic distance to the exit)`` plus 1 on success; ends on success or escape.
+    """Reward: progress along the maze path, in cells (``(d_prev - d) / CELL``, a
+    potential-based shaping of the geodesic distance ``d`` to the exit), plus
+    ``SUCCESS_BONUS`` on reaching the exit cell and minus ``ESCAPE_PENALTY`` when the
+    tip leaves over a wall. Ends on success or escape.
+
+    Progress rather than ``-d`` per step: a per-step penalty makes ending the episode
+    early (escaping, or tripping the arm's overspeed fault) the best policy.
 
     Options:
         num_layouts: How many layouts of the family to draw from (default 8).
@@ -57,6 +67,7 @@ class ArmMaze(ArmTask):
     uses_gripper: ClassVar[bool] = False
     # The stylus is fixed to the hand (no finger contact), so the fingers just rest on it.
     fixed_gripper_width: ClassVar[float] = 2 * STYLUS_RADIUS
+    fault_penalty: ClassVar[float] = ESCAPE_PENALTY
     workspace_low: ClassVar[np.ndarray] = np.array([ORIGIN[0], ORIGIN[1], 0.0])
     workspace_high: ClassVar[np.ndarray] = np.array(
         [ORIGIN[0] + SIZE * CELL, ORIGIN[1] + SIZE * CELL, WALL_HEIGHT - 0.01]
@@ -72,6 +83,7 @@ class ArmMaze(ArmTask):
         self.layouts: list[MazeLayout] = family(SIZE, count)
         self.layout_id = np.zeros(num_envs, dtype=int)
         self.force_peak = np.zeros(num_envs)
+        self._prev_distance = np.full(num_envs, np.nan)
         self._distance = np.stack([lay.distance for lay in self.layouts])
         self._next = np.stack([lay.next_cell for lay in self.layouts])
         self._walls = np.stack([lay.walls for lay in self.layouts]).astype(float)
@@ -182,6 +194,7 @@ class ArmMaze(ArmTask):
         layout_id = int(rng.integers(len(self.layouts)))
         self.layout_id[env_id] = layout_id
         self.force_peak[env_id] = 0.0
+        self._prev_distance[env_id] = np.nan  # the first step measures progress from its start
         walls = self.layouts[layout_id].walls
         for i, mocap in enumerate(self._wall_mocap):
             data.mocap_pos[mocap] = self.wall_position(i) if walls[i] else [*self.wall_position(i)[:2], HIDDEN_Z]
@@ -211,7 +224,9 @@ class ArmMaze(ArmTask):
         contact = self.sensor(phys, "stylus_contact")
         force = np.linalg.norm(contact[:, 1:4], axis=1)
         self.force_peak = np.maximum(self.force_peak, force)
-        reward = -dist + 1.0 * success - 1.0 * escaped
+        prev = np.where(np.isnan(self._prev_distance), dist, self._prev_distance)
+        self._prev_distance = dist.copy()
+        reward = (prev - dist) / CELL + SUCCESS_BONUS * success - ESCAPE_PENALTY * escaped
         return StepResult(
             reward=reward,
             terminated=success | escaped,

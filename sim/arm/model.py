@@ -142,6 +142,15 @@ def _add_variable_impedance(spec: mujoco.MjSpec) -> None:
         act.gaintype = mujoco.mjtGain.mjGAIN_AFFINE
         act.gainprm[:3] = [0.0, 0.0, -1.0]
         act.ctrlrange = [0.0, d_max[axis]]
+    # Axis velocities at every physics step: the energy tank integrates the dampers'
+    # dissipation from them (sim/arm/passivity.py).
+    for label in CARTESIAN_AXES:
+        spec.add_sensor(
+            name=f"imp_{label}_vel",
+            type=mujoco.mjtSensor.mjSENS_ACTUATORVEL,
+            objtype=mujoco.mjtObj.mjOBJ_ACTUATOR,
+            objname=f"imp_{label}_setpoint",
+        )
 
 
 def _add_nullspace_springs(spec: mujoco.MjSpec) -> None:

@@ -279,7 +279,14 @@ class Engine:
     def _physics(self, ctrl: np.ndarray, nstep: int) -> None:
         if self.backend == "step":
             self.data.ctrl[:] = ctrl[0]
-            mujoco.mj_step(self.models[0], self.data, nstep)
+            if not self.task.wants_substeps:
+                mujoco.mj_step(self.models[0], self.data, nstep)
+                return
+            readings = np.empty((1, nstep, self.data.sensordata.shape[0]))
+            for k in range(nstep):
+                mujoco.mj_step(self.models[0], self.data)
+                readings[0, k] = self.data.sensordata
+            self.task.on_substeps(readings, self.task.physics_dt)
             return
         c = self._controls[:, :nstep]
         c[:, :, : self.nu] = ctrl[:, None]
@@ -301,6 +308,8 @@ class Engine:
         )
         self.state[:] = out_s[:, -1]
         self.sensordata[:] = out_d[:, -1]
+        if self.task.wants_substeps:
+            self.task.on_substeps(out_d, self.task.physics_dt)
 
     def _check_divergence(self, time_before: np.ndarray) -> np.ndarray:
         """End episodes whose physics diverged rather than feed garbage to a learner.

@@ -113,6 +113,10 @@ class Task(abc.ABC):
     push_dofs: ClassVar[tuple[int, int] | None] = None
     """``qvel`` slice ``(start, stop)`` that random pushes kick (e.g. ``(0, 2)``:
     the free joint's world-frame x/y velocity); ``None``: the robot is never pushed."""
+    wants_substeps: bool = False
+    """Set (per instance) when the task integrates quantities over every physics
+    step, e.g. the energy a damper dissipates: the engine then calls
+    :meth:`on_substeps` with the sensor readings of each physics step."""
 
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
         mode = action_mode or self.action_modes[0]
@@ -180,6 +184,12 @@ class Task(abc.ABC):
         """Reward, termination, success and metrics after a control step.
         ``action`` is the policy's action (as in ``phys.last_action``); the
         actuators may have received an older one under latency."""
+
+    def on_substeps(self, sensordata: np.ndarray, dt: float) -> None:
+        """Sensor readings ``[B, nstep, nsensordata]`` of every physics step just
+        simulated (``dt`` each; MuJoCo's values at the start of each step, as the
+        controller saw them). Called only when :attr:`wants_substeps` is set, before
+        :meth:`evaluate`, possibly several times per control step (inner loops)."""
 
     def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
         """Update task variables after a control step (resample commands, advance
