@@ -5,8 +5,10 @@
     ros2 launch sim2real arm.launch.py record:=true         # MCAP rosbag2 of the run
 
 Nodes (parameters from share/sim2real/config/arm.yaml, ros__parameters form):
-sim_bridge (backend:=sim only; with backend:=real the robot's driver publishes the state
-topics and subscribes to command), policy, safety_filter, recorder (record:=true).
+sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: the ROS 2 driver of
+an arm speaking the sim2real UDP protocol, robot_address/robot_port in arm.yaml; try it
+against `sim2real hardware emulate --robot arm`), policy, safety_filter, recorder
+(record:=true).
 Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
 activates itself (autostart).
 """
@@ -43,7 +45,7 @@ def generate_launch_description():
         [
             DeclareLaunchArgument(
                 "backend", default_value="sim", choices=["sim", "real"],
-                description="sim: start the MuJoCo sim bridge; real: the robot's driver provides the topics",
+                description="sim: start the MuJoCo sim bridge; real: start the hardware bridge to the arm",
             ),
             DeclareLaunchArgument(
                 "policy", default_value="classical",
@@ -51,6 +53,7 @@ def generate_launch_description():
             ),
             DeclareLaunchArgument("record", default_value="false", description="record an MCAP rosbag2"),
             _node("sim_bridge", config, condition=LaunchConfigurationEquals("backend", "sim")),
+            _node("hardware_bridge", config, condition=LaunchConfigurationEquals("backend", "real")),
             _node("safety_filter", config),
             _node("policy", config, overrides=[{"policy": LaunchConfiguration("policy")}]),
             _node("recorder", config, condition=IfCondition(LaunchConfiguration("record"))),

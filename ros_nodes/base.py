@@ -58,7 +58,9 @@ class ManagedNode(LifecycleNode):
             from sim2real.ros_nodes.qos import status_qos
 
             self._pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", status_qos())
-        status = DiagnosticStatus(level=level, name=self.get_name(), message=message, hardware_id="sim2real")
+        # `level` is a byte field: rclpy accepts an int here but it does not survive
+        # serialization (2 arrived as 237 over DDS), so send the byte itself.
+        status = DiagnosticStatus(level=bytes([level]), name=self.get_name(), message=message, hardware_id="sim2real")
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()

@@ -58,7 +58,13 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
                                    task_options=json.dumps(meta.get("task_options") or {}))
         extra["safety_filter"] = {"action_mode": meta["action_mode"]}
+        if "hardware_bridge" in params:
+            extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
     nodes = ["safety_filter", "policy"] + (["sim_bridge"] if opts.backend == "sim" else [])
+    if opts.backend == "real" and "hardware_bridge" in params:
+        # The robot speaks the sim2real wire protocol (hardware/): its driver is ours.
+        # Robots without a `hardware_bridge` section bring their own ROS 2 driver.
+        nodes.append("hardware_bridge")
     if opts.record:
         nodes.append("recorder")
         extra["recorder"] = {"output": str(opts.record)}
@@ -147,7 +153,8 @@ def _num(value: Any) -> float:
 
 def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds: float) -> dict[str, Any]:
     """The JSON summary of a run from the nodes' flat counters."""
-    bridge, safety, policy = stats.get("sim_bridge", {}), stats.get("safety_filter", {}), stats.get("policy", {})
+    bridge = stats.get("sim_bridge") or stats.get("hardware_bridge") or {}
+    safety, policy = stats.get("safety_filter", {}), stats.get("policy", {})
     acted = {k.removeprefix("acted_"): int(_num(v)) for k, v in safety.items() if k.startswith("acted_")}
     episodes = int(_num(bridge.get("episodes", 0))) if bridge else 0
     successes = int(_num(bridge.get("successes", 0))) if bridge else 0
@@ -183,6 +190,7 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
             "safety_filter": lat(safety, "processing"),
             "sim_step": lat(bridge, "step"),
         },
+        **({"hardware": _hardware_figures(stats["hardware_bridge"])} if stats.get("hardware_bridge") else {}),
         "deadline_misses": {
             "policy_ticks_late": int(_num(policy.get("deadline_misses", 0))),
             "policy_ticks_skipped": int(_num(policy.get("skipped", 0))),
@@ -190,3 +198,9 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
             "sim_step_overruns": int(_num(bridge.get("step_overruns", 0))),
         },
     }
+
+
+def _hardware_figures(bridge: dict) -> dict[str, Any]:
+    """Packet statistics, robot status counts and host latency of the hardware bridge."""
+    keep = ("packets_", "status_", "state_to_send_", "commands_")
+    return {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}

@@ -20,11 +20,12 @@ import yaml
 
 NODE_MODULES: dict[str, str] = {
     "sim_bridge": "sim2real.ros_nodes.sim_bridge",
+    "hardware_bridge": "sim2real.ros_nodes.hardware_bridge",
     "safety_filter": "sim2real.ros_nodes.safety_filter",
     "policy": "sim2real.ros_nodes.policy",
     "recorder": "sim2real.ros_nodes.recorder",
 }
-START_ORDER = ("sim_bridge", "safety_filter", "policy", "recorder")
+START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "recorder")
 """Robot first, then its guard, then whatever commands it."""
 
 
@@ -57,8 +58,8 @@ def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]
     return out
 
 
-NODE_CLASSES = {"sim_bridge": "SimBridge", "safety_filter": "SafetyFilterNode", "policy": "PolicyNode",
-                "recorder": "Recorder"}
+NODE_CLASSES = {"sim_bridge": "SimBridge", "hardware_bridge": "HardwareBridge", "safety_filter": "SafetyFilterNode",
+                "policy": "PolicyNode", "recorder": "Recorder"}
 
 
 def node_class(name: str) -> type:

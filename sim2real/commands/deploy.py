@@ -17,7 +17,7 @@ import sys
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
-NODES = ("sim_bridge", "policy", "safety_filter", "recorder")
+NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

