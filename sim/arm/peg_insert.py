@@ -52,6 +52,9 @@ class ArmPegInsert(ArmTask):
     episode_seconds: ClassVar[float] = 8.0
     uses_gripper: ClassVar[bool] = False
     fixed_gripper_width: ClassVar[float] = 0.0
+    task_options: ClassVar[tuple[str, ...]] = ("end_on_success",)
+    """``end_on_success=False`` keeps the episode going after an insertion (a success
+    classifier's positive frames come from holding the peg in the hole)."""
 
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
         super().__init__(num_envs, action_mode, **options)
@@ -162,7 +165,7 @@ class ArmPegInsert(ArmTask):
         reward = -dist + 2.0 * depth + 1.0 * success
         return StepResult(
             reward=reward,
-            terminated=success | dropped,
+            terminated=(success & bool(self.options.get("end_on_success", True))) | dropped,
             success=success,
             metrics={
                 "ee_distance": dist,

@@ -1,0 +1,131 @@
+"""The actor process: acts in the environment, lets the operator intervene, streams
+transitions to the learner and takes new weights whenever the learner publishes them.
+
+It never waits for the learner: with no learner (yet, or any more) it keeps acting with
+the last weights it received, and its outbox holds the transitions until acknowledged.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from sim2real.errors import Sim2RealError
+from sim2real.policies.hil.config import HilConfig
+from sim2real.policies.hil.devices import InterventionDevice
+from sim2real.policies.hil.env import HilEnv
+from sim2real.policies.hil.learner import policy_fingerprint
+from sim2real.policies.hil.loop import single_transition
+from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes
+from sim2real.policies.hil.transport import ActorClient
+
+
+class Actor:
+    """Args:
+        config: The run's configuration (the learner's must match).
+        env: The environment (simulated, or a real arm's wrapper with the same interface).
+        device: Intervention device, or ``None``.
+        host, port: The learner's address.
+    """
+
+    def __init__(self, config: HilConfig, env: HilEnv, device: InterventionDevice | None, host: str = "127.0.0.1",
+                 port: int = 5555, log: Callable[[str], None] = print) -> None:
+        self.config, self.env, self.device, self.log = config, env, device, log
+        shapes = env.observation_shapes()
+        self.agent = HilAgent(shapes, env.action_dim, config.learner, seed=config.seed)
+        self.fingerprint = policy_fingerprint(shapes, env.action_dim)
+        self.client = ActorClient(host, port, f"actor{uuid.uuid4().hex[:12]}", config.actor.resend_seconds,
+                                  config.actor.max_outbox)
+        self.weights_version = -1
+        self.weight_updates = 0
+        self.rng = np.random.default_rng(config.seed)
+        self.stop = False
+
+    def take_weights(self) -> bool:
+        """Load the newest published weights, if any; True when loaded."""
+        latest = self.client.latest_weights()
+        if latest is None:
+            return False
+        header, payload = latest
+        if header.get("fingerprint") != self.fingerprint:
+            self.log("ignored weights for a different observation/action layout (check both configs)")
+            return False
+        try:
+            self.agent.load_policy_state(tensors_from_bytes(payload))
+        except (Sim2RealError, RuntimeError) as exc:
+            self.log(f"ignored malformed weights: {exc}")
+            return False
+        self.weights_version = int(header.get("version", 0))
+        self.weight_updates += 1
+        return True
+
+    def run(self, steps: int, flush_seconds: float = 10.0) -> dict[str, float]:
+        """Act for ``steps`` env steps (or until SIGINT/SIGTERM); returns a summary."""
+        torch.set_num_threads(1)
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def request_stop(*_):
+            self.stop = True
+
+        for s in previous:
+            signal.signal(s, request_stop)
+        cfg, env = self.config, self.env
+        chunk: list[dict[str, np.ndarray]] = []
+        episodes: list[dict] = []
+        episode_return, episode_interventions, episode_steps, episode = 0.0, 0, 0, 0
+        successes, interventions, step = [], 0, 0
+        obs = env.reset(seed=cfg.seed * 100_000)
+        if self.device is not None:
+            self.device.reset()
+        try:
+            while step < steps and not self.stop:
+                step += 1
+                self.take_weights()
+                if self.weights_version < 0 and step <= cfg.actor.random_steps:
+                    action = self.rng.uniform(-1, 1, env.action_dim).astype(np.float32)
+                else:
+                    action = self.agent.act(obs)
+                override = self.device.poll(obs, env.full_obs) if self.device is not None else None
+                intervened = override is not None
+                next_obs, reward, terminated, truncated, info = env.step(override if intervened else action)
+                chunk.append(single_transition(obs, info["action"], reward, next_obs, terminated, intervened))
+                episode_return += reward
+                episode_interventions += intervened
+                interventions += intervened
+                episode_steps += 1
+                obs = next_obs
+                if terminated or truncated:
+                    successes.append(bool(info["success"]))
+                    episodes.append({"episode": episode, "return": episode_return, "success": successes[-1],
+                                     "steps": episode_steps, "intervened_steps": episode_interventions,
+                                     "weights_version": self.weights_version, "time": time.time()})
+                    episode += 1
+                    episode_return, episode_interventions, episode_steps = 0.0, 0, 0
+                    obs = env.reset(seed=cfg.seed * 100_000 + episode)
+                    if self.device is not None:
+                        self.device.reset()
+                if len(chunk) >= cfg.actor.chunk_size or (chunk and (terminated or truncated)):
+                    self._send(chunk, episodes)
+                    chunk, episodes = [], []
+                self.client.pump()
+            if chunk:
+                self._send(chunk, episodes)
+            flushed = self.client.flush(flush_seconds)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        return {"steps": step, "episodes": episode, "success_rate": float(np.mean(successes)) if successes else 0.0,
+                "intervention_rate": interventions / max(step, 1), "weight_updates": self.weight_updates,
+                "weights_version": self.weights_version, "unacknowledged": len(self.client.outbox),
+                "flushed": flushed, "rejected": len(self.client.rejected)}
+
+    def _send(self, chunk: list[dict[str, np.ndarray]], episodes: list[dict]) -> None:
+        self.client.send({k: np.concatenate([t[k] for t in chunk]) for k in chunk[0]}, episodes)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,128 @@
+"""Replay buffers and RLPD's batch mixing.
+
+A transition is a flat dict of arrays: ``obs.<key>`` and ``next_obs.<key>`` for every
+observation key, ``action``, ``reward``, ``terminated`` (no bootstrap past it) and
+``intervened`` (the operator's action, not the policy's). The same flat dict is what the
+actor sends and what the demo files hold, so nothing is converted on the way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim2real.errors import Sim2RealError
+
+Batch = dict[str, np.ndarray]
+
+
+def transition_spec(obs_shapes: dict[str, tuple[int, ...]], action_dim: int) -> dict[str, tuple[tuple[int, ...], type]]:
+    """Field name -> (shape of one transition, dtype)."""
+    spec: dict[str, tuple[tuple[int, ...], type]] = {}
+    for prefix in ("obs", "next_obs"):
+        for key, shape in obs_shapes.items():
+            spec[f"{prefix}.{key}"] = (tuple(shape), np.float32 if key == "state" else np.uint8)
+    spec["action"] = ((action_dim,), np.float32)
+    spec["reward"] = ((), np.float32)
+    spec["terminated"] = ((), np.bool_)
+    spec["intervened"] = ((), np.bool_)
+    return spec
+
+
+def validate_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type]]) -> int:
+    """Number of transitions in ``batch``; raises on missing fields, wrong shapes or
+    non-finite values (bad data never enters a buffer)."""
+    missing = set(spec) - set(batch)
+    if missing:
+        raise Sim2RealError(f"transitions lack fields {sorted(missing)}")
+    n = None
+    for name, (shape, _) in spec.items():
+        arr = np.asarray(batch[name])
+        if arr.ndim != len(shape) + 1 or tuple(arr.shape[1:]) != shape:
+            raise Sim2RealError(f"transitions field {name!r}: shape {arr.shape}, expected [N, {shape}]")
+        if n is None:
+            n = arr.shape[0]
+        elif arr.shape[0] != n:
+            raise Sim2RealError(f"transitions field {name!r} has {arr.shape[0]} rows, others {n}")
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise Sim2RealError(f"transitions field {name!r} holds NaN or inf")
+    return int(n or 0)
+
+
+class ReplayBuffer:
+    """Fixed-capacity ring buffer of transitions.
+
+    Args:
+        spec: From :func:`transition_spec`.
+        capacity: Transitions kept; the oldest are overwritten.
+    """
+
+    def __init__(self, spec: dict[str, tuple[tuple[int, ...], type]], capacity: int) -> None:
+        if capacity < 1:
+            raise Sim2RealError("buffer capacity must be positive")
+        self.spec = spec
+        self.capacity = int(capacity)
+        self.data = {name: np.zeros((self.capacity, *shape), dtype=dtype) for name, (shape, dtype) in spec.items()}
+        self.size = 0
+        self.cursor = 0
+        self.total_added = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, batch: Batch) -> int:
+        """Append ``N`` transitions (validated first); returns ``N``."""
+        n = validate_transitions(batch, self.spec)
+        keep = min(n, self.capacity)  # more than fits: only the newest survive anyway
+        idx = (self.cursor + np.arange(keep)) % self.capacity
+        for name in self.spec:
+            self.data[name][idx] = np.asarray(batch[name])[n - keep:]
+        self.cursor = int((self.cursor + keep) % self.capacity)
+        self.size = min(self.size + keep, self.capacity)
+        self.total_added += n
+        return n
+
+    def sample(self, n: int, rng: np.random.Generator) -> Batch:
+        if self.size == 0:
+            raise Sim2RealError("cannot sample from an empty buffer")
+        idx = rng.integers(0, self.size, size=n)
+        return {name: arr[idx] for name, arr in self.data.items()}
+
+
+class MixedSampler:
+    """RLPD batches: ``demo_fraction`` of each batch from the demo buffer, the rest online.
+
+    While the demo buffer is empty (SAC from scratch) the whole batch is online.
+    Each batch carries ``from_demo`` (bool per row) so the mix can be checked.
+    """
+
+    def __init__(self, online: ReplayBuffer, demo: ReplayBuffer, demo_fraction: float = 0.5) -> None:
+        if not 0.0 <= demo_fraction < 1.0:
+            raise Sim2RealError(f"demo_fraction must be in [0, 1), got {demo_fraction}")
+        self.online, self.demo, self.demo_fraction = online, demo, demo_fraction
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
+        n_demo = int(round(batch_size * self.demo_fraction)) if len(self.demo) else 0
+        parts = [self.online.sample(batch_size - n_demo, rng)]
+        if n_demo:
+            parts.append(self.demo.sample(n_demo, rng))
+        batch = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        batch["from_demo"] = np.r_[np.zeros(batch_size - n_demo, bool), np.ones(n_demo, bool)]
+        return batch
+
+
+def episode_to_transitions(obs: list[dict[str, np.ndarray]], actions: np.ndarray, rewards: np.ndarray,
+                           terminated: np.ndarray, intervened: np.ndarray) -> Batch:
+    """Flat transitions from one episode's ``T + 1`` observations and ``T`` steps."""
+    T = len(actions)
+    if len(obs) != T + 1:
+        raise Sim2RealError(f"an episode of {T} steps needs {T + 1} observations, got {len(obs)}")
+    out: Batch = {}
+    for key in obs[0]:
+        stacked = np.stack([o[key] for o in obs])
+        out[f"obs.{key}"] = stacked[:-1]
+        out[f"next_obs.{key}"] = stacked[1:]
+    out["action"] = np.asarray(actions, dtype=np.float32).reshape(T, -1)
+    out["reward"] = np.asarray(rewards, dtype=np.float32)
+    out["terminated"] = np.asarray(terminated, dtype=bool)
+    out["intervened"] = np.asarray(intervened, dtype=bool)
+    return out

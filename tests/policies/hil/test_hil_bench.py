@@ -1,0 +1,40 @@
+"""`sim2real bench hil`: the summary's steps-to-80 % and SAC/HIL ratio, and a smoke run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sim2real.bench.hil import steps_to, summarise
+from sim2real.cli import main
+
+
+def run(success: list[float]) -> dict[str, list]:
+    steps = [500 * (i + 1) for i in range(len(success))]
+    return {"env_steps": steps, "eval_success": success, "wall_seconds": [10.0 * s for s in steps],
+            "train_success": success, "intervention_rate": [0.5] * len(success)}
+
+
+def test_summary_steps_to_80_and_ratio() -> None:
+    assert steps_to(run([0.1, 0.8, 0.9]), 0.8) == 1000
+    assert steps_to(run([0.1, 0.7]), 0.8) is None
+    results = {"hil": {"0": run([0.5, 0.9]), "1": run([0.85, 1.0])},
+               "sac": {"0": run([0.0, 0.0, 0.0, 0.0]), "1": run([0.0, 0.0, 0.0, 0.9])}}
+    summary = summarise(results)
+    assert summary["hil"]["steps_to_80"] == [1000, 500]
+    # SAC: seed 0 never reached 80 % (counts as its 2000 steps), seed 1 at 2000.
+    assert summary["sac_over_hil_steps_to_80"] == pytest.approx(2000 / 750)
+    assert summary["sac_over_hil_is_lower_bound"]
+    results["hil"]["1"] = run([0.1, 0.2])
+    assert "sac_over_hil_steps_to_80" not in summarise(results)  # HIL never got there: no ratio
+
+
+@pytest.mark.slow
+def test_bench_hil_smoke(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "bench"
+    assert main(["bench", "hil", "--steps", "40", "--seeds", "1", "--methods", "sac,hil", "--demos", "1",
+                 "--eval-every", "20", "--eval-episodes", "1", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert set(summary) >= {"sac", "hil"} and (out / "curves.png").exists()
