@@ -1,4 +1,4 @@
-"""The algorithm registry: one entry per folder (``ppo/``, ``sac/``, ``td3/``)."""
+"""The algorithm registry: one entry per folder (``ppo/``, ``sac/``, ``td3/``, ``ppo_lag/``, ``sac_lag/``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class AlgorithmSpec:
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
-    """The spec of ``ppo``, ``sac`` or ``td3`` (imports torch and SB3)."""
+    """The spec of ``ppo``, ``sac``, ``td3``, ``ppo_lag`` or ``sac_lag`` (imports torch and SB3)."""
     if name == "ppo":
         from sim2real.policies.ppo import AdaptivePPO, build_ppo
 
@@ -40,4 +40,12 @@ def get_algorithm(name: str) -> AlgorithmSpec:
         from sim2real.policies.td3 import build_td3
 
         return AlgorithmSpec("td3", TD3, build_td3, off_policy=True)
-    raise ConfigError("algo", f"must be ppo, sac or td3, got {name!r}")
+    if name == "ppo_lag":
+        from sim2real.policies.ppo_lag import PPOLagrangian, build_ppo_lag
+
+        return AlgorithmSpec("ppo_lag", PPOLagrangian, build_ppo_lag, off_policy=False)
+    if name == "sac_lag":
+        from sim2real.policies.sac_lag import SACLagrangian, build_sac_lag
+
+        return AlgorithmSpec("sac_lag", SACLagrangian, build_sac_lag, off_policy=True)
+    raise ConfigError("algo", f"must be ppo, sac, td3, ppo_lag or sac_lag, got {name!r}")

@@ -57,7 +57,7 @@ class _TD3Actor(nn.Module):
         return self.mu(self.features(obs))
 
 
-_HEADS = {"ppo": _PPOMean, "sac": _SACMean, "td3": _TD3Actor}
+_HEADS = {"ppo": _PPOMean, "sac": _SACMean, "td3": _TD3Actor, "ppo_lag": _PPOMean, "sac_lag": _SACMean}
 
 
 class DeterministicActor(nn.Module):

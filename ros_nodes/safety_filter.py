@@ -158,14 +158,14 @@ class SafetyFilterNode(ManagedNode):
         self._state_arrived("odom")
 
     def _on_pose(self, msg: PoseStamped, desired: bool) -> None:
-        pos, _ = M.pose_arrays(msg.pose)
-        if not np.all(np.isfinite(pos)):
+        pos, quat = M.pose_arrays(msg.pose)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))):
             self.log_throttled("pose", "rejected end-effector pose: non-finite", level="error")
             return
         if desired:
-            self.state.ee_pos_desired = pos
+            self.state.ee_pos_desired, self.state.ee_quat_desired = pos, quat
         else:
-            self.state.ee_pos = pos
+            self.state.ee_pos, self.state.ee_quat = pos, quat
             self._state_arrived("ee_pose")
 
     def _state_arrived(self, topic: str) -> None:
@@ -269,6 +269,10 @@ class SafetyFilterNode(ManagedNode):
             "max_change_total": round(self.max_change, 6),
             **{k: v for k, v in sorted(self.stats.items())},
         }
+        for f in self.chain.filters:  # filters with their own state (e.g. the energy tank)
+            status = getattr(f, "status", None)
+            if status is not None:
+                values.update({k: round(float(v), 6) for k, v in status().items()})
         values.update({f"processing_{k}": v for k, v in percentiles_ms(self.processing).items()})
         deadline = float(self.param("latency_deadline"))
         values.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.state_latency, deadline).items()})

@@ -59,6 +59,8 @@ class SimRobot:
         self.episodes: list[EpisodeRecord] = []
         self._steps = 0
         self._metric_sums: dict[str, float] = {}
+        self.metric_totals: dict[str, float] = {}
+        """Each task metric summed over every step of the run (all episodes)."""
         self._last_info: dict[str, Any] = {}
         self._jnt = [mujoco.mj_name2id(self.env.model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in info.joints]
         self._qadr = np.array([self.env.model.jnt_qposadr[j] for j in self._jnt], dtype=int)
@@ -72,7 +74,7 @@ class SimRobot:
         quadruped (hold setpoint / default pose), motors off for the drone."""
         if self.robot == "drone":
             return np.zeros(self.space.size)
-        return self.space.offset.copy()
+        return self.space.hold.copy()
 
     def step(self, command: np.ndarray) -> EpisodeRecord | None:
         """One control period under ``command``; returns the episode's record when it ended
@@ -83,6 +85,7 @@ class SimRobot:
         self._last_info = info
         for k, v in info["metrics"].items():
             self._metric_sums[k] = self._metric_sums.get(k, 0.0) + float(v)
+            self.metric_totals[k] = self.metric_totals.get(k, 0.0) + float(v)
         if terminated or truncated:
             rec = EpisodeRecord(
                 index=len(self.episodes), success=bool(info.get("is_success", False)), steps=self._steps,

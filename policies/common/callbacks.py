@@ -62,7 +62,9 @@ class TrainingCallback(BaseCallback):
             self.next_checkpoint = next_multiple(step, self.checkpoint_every)
 
     def _on_step(self) -> bool:
-        self.progress.update(self.model.num_timesteps, *recent_episodes(self.model))
+        fields = getattr(self.model, "progress_fields", None)
+        extra = fields() if fields is not None and self.progress.enabled else ""
+        self.progress.update(self.model.num_timesteps, *recent_episodes(self.model), extra=extra)
         return True
 
 

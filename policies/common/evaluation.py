@@ -66,6 +66,19 @@ class EvalResult:
         return asdict(self)
 
 
+@dataclass
+class Episode:
+    """One evaluation episode."""
+
+    ret: float
+    length: int
+    success: bool
+    final: dict[str, float]
+    """Task metrics at the last step (episode totals for running counters)."""
+    mean: dict[str, float]
+    """Task metrics averaged over the episode's steps."""
+
+
 class Evaluator:
     """Evaluation environments of one task, kept between evaluations.
 
@@ -97,8 +110,13 @@ class Evaluator:
 
     def run(self, policy: PolicyFn, episodes: int) -> EvalResult:
         """Run ``episodes`` episodes (spread evenly over the batch) and summarise them."""
-        eng, n = self.engine, self.engine.num_envs
         t0 = time.perf_counter()
+        rows = self.run_episodes(policy, episodes)
+        return summarise(rows, self._steps, time.perf_counter() - t0)
+
+    def run_episodes(self, policy: PolicyFn, episodes: int) -> list[Episode]:
+        """Run ``episodes`` episodes (spread evenly over the batch), one record each."""
+        eng, n = self.engine, self.engine.num_envs
         eng.seed(self.seed)
         eng.reset()
         obs = eng.observe()
@@ -107,7 +125,7 @@ class Evaluator:
         done_count = np.zeros(n, dtype=np.int64)
         ret, length = np.zeros(n), np.zeros(n, dtype=np.int64)
         sums: dict[str, np.ndarray] = {}
-        rows: list[tuple[float, int, bool, dict[str, float], dict[str, float]]] = []
+        rows: list[Episode] = []
         steps = 0
         while (done_count < quota).any():
             action = np.asarray(policy(obs.astype(np.float32)), dtype=np.float64).reshape(n, self.act_size)
@@ -126,7 +144,7 @@ class Evaluator:
                 if done_count[i] < quota[i]:
                     final = {k: float(v[i]) for k, v in r.metrics.items()}
                     mean = {k: float(s[i] / length[i]) for k, s in sums.items()}
-                    rows.append((float(ret[i]), int(length[i]), bool(r.success[i]), final, mean))
+                    rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean))
                     done_count[i] += 1
             if len(ids):
                 eng.reset(ids)
@@ -135,18 +153,17 @@ class Evaluator:
                 length[ids] = 0
                 for s in sums.values():
                     s[ids] = 0.0
-        return summarise(rows, steps, time.perf_counter() - t0)
+        self._steps = steps
+        return rows
 
 
-def summarise(
-    rows: list[tuple[float, int, bool, dict[str, float], dict[str, float]]], steps: int, seconds: float
-) -> EvalResult:
-    """Aggregate per-episode ``(return, length, success, final metrics, mean metrics)``."""
+def summarise(rows: list[Episode], steps: int, seconds: float) -> EvalResult:
+    """Aggregate per-episode records."""
     n = len(rows)
-    returns = np.array([r[0] for r in rows]) if n else np.zeros(0)
-    k = sum(1 for r in rows if r[2])
+    returns = np.array([r.ret for r in rows]) if n else np.zeros(0)
+    k = sum(1 for r in rows if r.success)
     lo, hi = wilson_interval(k, n)
-    keys = sorted({key for r in rows for key in r[3]})
+    keys = sorted({key for r in rows for key in r.final})
     return EvalResult(
         episodes=n,
         successes=k,
@@ -155,9 +172,9 @@ def summarise(
         ci_high=hi,
         mean_return=float(returns.mean()) if n else 0.0,
         std_return=float(returns.std()) if n else 0.0,
-        mean_length=float(np.mean([r[1] for r in rows])) if n else 0.0,
-        metrics_final={key: float(np.mean([r[3][key] for r in rows if key in r[3]])) for key in keys},
-        metrics_mean={key: float(np.mean([r[4][key] for r in rows if key in r[4]])) for key in keys},
+        mean_length=float(np.mean([r.length for r in rows])) if n else 0.0,
+        metrics_final={key: float(np.mean([r.final[key] for r in rows if key in r.final])) for key in keys},
+        metrics_mean={key: float(np.mean([r.mean[key] for r in rows if key in r.mean])) for key in keys},
         env_steps=steps,
         seconds=seconds,
     )

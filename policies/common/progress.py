@@ -31,6 +31,7 @@ class TrainProgress:
             TextColumn("return {task.fields[ret]}"),
             TextColumn("success {task.fields[succ]}"),
             TextColumn("eval {task.fields[eval]}"),
+            TextColumn("{task.fields[extra]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
@@ -45,7 +46,7 @@ class TrainProgress:
     def __enter__(self) -> TrainProgress:
         self._progress.start()
         self._task = self._progress.add_task(
-            "train", total=self._total, completed=self._start, sps="-", ret="-", succ="-", eval="-"
+            "train", total=self._total, completed=self._start, sps="-", ret="-", succ="-", eval="-", extra=""
         )
         self._window.append((time.perf_counter(), self._start))
         return self
@@ -53,8 +54,11 @@ class TrainProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def update(self, steps: int, mean_return: float | None, success: float | None, force: bool = False) -> None:
-        """Redraw at most 5 times a second; steps/s is measured over the recent window."""
+    def update(
+        self, steps: int, mean_return: float | None, success: float | None, force: bool = False, extra: str = ""
+    ) -> None:
+        """Redraw at most 5 times a second; steps/s is measured over the recent window.
+        ``extra``: the algorithm's own figures (e.g. PPO-Lagrangian's cost and multiplier)."""
         now = time.perf_counter()
         if self._task is None or (not force and now - self._last_draw < 0.2):
             return
@@ -68,6 +72,7 @@ class TrainProgress:
             sps=sps,
             ret="-" if mean_return is None else f"{mean_return:.3g}",
             succ="-" if success is None else f"{success:.0%}",
+            extra=extra,
         )
 
     def evaluation(self, steps: int, success: float, lo: float, hi: float, mean_return: float, best: bool) -> None:

@@ -131,4 +131,7 @@ def fingerprint(model: Any, vecnorm: VecNormalize) -> dict[str, Any]:
         out["replay_buffer_size"] = int(model.replay_buffer.size())
     if hasattr(model, "current_lr"):
         out["learning_rate"] = float(model.current_lr)
+    if hasattr(model, "lagrange_multiplier"):
+        out["lagrange_multiplier"] = float(model.lagrange_multiplier)
+        out["lagrange_integral"] = float(model.pid_integral)
     return out

@@ -60,12 +60,11 @@ class AdaptivePPO(PPO):
         self.logger.record("train/adaptive_lr", self.current_lr)
 
 
-def build_ppo(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> AdaptivePPO:
-    """A fresh PPO model for ``env`` from the resolved config."""
+def ppo_kwargs(config: TrainConfig, tensorboard_log: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of :class:`AdaptivePPO` from the config's ``ppo`` block."""
     c = config.ppo
-    return AdaptivePPO(
-        "MlpPolicy",
-        env,
+    return dict(
+        policy="MlpPolicy",
         learning_rate=c.learning_rate,
         n_steps=c.n_steps,
         batch_size=c.batch_size,
@@ -90,3 +89,8 @@ def build_ppo(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = No
         device=config.device,
         verbose=0,
     )
+
+
+def build_ppo(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> AdaptivePPO:
+    """A fresh PPO model for ``env`` from the resolved config."""
+    return AdaptivePPO(env=env, **ppo_kwargs(config, tensorboard_log))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from stable_baselines3 import SAC
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -10,16 +12,19 @@ from sim2real.policies.config import TrainConfig
 from sim2real.sim.core.errors import ConfigError
 
 
+def sac_kwargs(config: TrainConfig, tensorboard_log: str | None = None) -> dict[str, Any]:
+    """SAC constructor arguments from the config's ``sac`` block."""
+    c = config.sac
+    return {
+        "ent_coef": _number_or_auto(c.ent_coef, "sac.ent_coef"),
+        "target_entropy": _number_or_auto(c.target_entropy, "sac.target_entropy"),
+        **off_policy_kwargs(c, config, tensorboard_log),
+    }
+
+
 def build_sac(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> SAC:
     """A fresh SAC model for ``env`` from the resolved config."""
-    c = config.sac
-    return SAC(
-        "MlpPolicy",
-        env,
-        ent_coef=_number_or_auto(c.ent_coef, "sac.ent_coef"),
-        target_entropy=_number_or_auto(c.target_entropy, "sac.target_entropy"),
-        **off_policy_kwargs(c, config, tensorboard_log),
-    )
+    return SAC("MlpPolicy", env, **sac_kwargs(config, tensorboard_log))
 
 
 def _number_or_auto(value: str, field: str) -> str | float:

@@ -45,7 +45,10 @@ class ArmHold(Fallback):
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
         out = np.zeros(self.space.size)
         has_last = last_output is not None and np.isfinite(last_output[-1])
-        out[-1] = last_output[-1] if has_last else self.space.offset[-1]
+        out[-1] = last_output[-1] if has_last else self.space.hold[-1]
+        if self.space.action_mode == "ee_impedance":
+            # Hold with the softest spring: compliant, and it cannot store much energy.
+            out[6:12] = self.space.lower[6:12]
         if self.space.action_mode == "joint_torque" and state.has("joint_vel") and len(state.joint_vel) == 7:
             out[:7] = -self.damping * np.asarray(state.joint_vel)
         return out

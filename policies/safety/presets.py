@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.policies.safety import aerial, fallback, guards, limits
+from sim2real.policies.safety import aerial, fallback, guards, limits, passivity
 from sim2real.policies.safety.chain import SafetyChain
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.sim.arm import constants as ARM
@@ -69,6 +69,16 @@ class ArmSafetyParams(CommonParams):
     """Nm/s, ``joint_torque`` mode."""
     hold_damping: list[float] = field(default_factory=lambda: _list(ARM.JOINT_KD))
     """Nm s/rad, damping torques of the hold in ``joint_torque`` mode."""
+    passivity_filter: bool = True
+    """``ee_impedance`` mode: scale commands the energy tank cannot pay for."""
+    tank_initial: float = 1.0
+    """J, energy tank at start (``ee_impedance``)."""
+    tank_minimum: float = 0.05
+    """J, ``T_min``: the tank never lends below it."""
+    tank_maximum: float = 2.0
+    """J, ``T_max``: dissipation stops refilling above it."""
+    passivity_margin: float = 0.8
+    """Share of ``T - T_min`` one command may draw (covers measurement-to-actuation delay)."""
 
 
 @dataclass
@@ -161,6 +171,20 @@ def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
             limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=[0.0] * 6 + [p.gripper_max / 2]),
                             "velocity_limit"),
         ]
+    elif space.action_mode == "ee_impedance":
+        hi = np.r_[np.full(3, p.max_linear_speed), np.full(3, p.max_angular_speed), space.upper[6:12], p.gripper_max]
+        lo = np.r_[-hi[:6], space.lower[6:12], p.gripper_min]
+        rate = np.r_[np.full(3, p.max_linear_accel), np.full(3, p.max_angular_accel), np.full(6, 1e9), p.gripper_rate]
+        hold = np.r_[np.zeros(6), space.lower[6:12], p.gripper_max / 2]
+        lim = [
+            limits.RateLimit(limits.RateLimitParams(_list(rate), None, max_dt), space.size, "rate_limit"),
+            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt), space.size),
+            limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=_list(hold)), "velocity_limit"),
+        ]
+        if p.passivity_filter:  # last: no later filter may add energy back
+            lim.append(passivity.PassivityLimit(passivity.PassivityLimitParams(
+                p.tank_initial, p.tank_minimum, p.tank_maximum, p.passivity_margin,
+                p.max_linear_speed, p.max_angular_speed), space))
     else:  # joint_torque
         hi = np.r_[p.max_effort, p.gripper_max]
         lo = np.r_[-np.asarray(p.max_effort), p.gripper_min]

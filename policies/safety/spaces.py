@@ -6,6 +6,9 @@ Cartesian velocities in m/s). Every supported action mode maps affinely::
 
     command = offset + scale * action        action = (command - offset) / scale
 
+except the impedance stiffnesses, which the arm maps log-uniformly (equal resolution
+at soft and stiff settings): for those elements ``command = exp(offset + scale * action)``.
+
 with the scales of the simulated robot's own ``action_to_ctrl``, so the sim bridge
 inverts it exactly and a real driver receives the same numbers.
 
@@ -13,6 +16,8 @@ inverts it exactly and a real driver receives the same numbers.
 robot      action mode   command elements
 =========  ============  ===================================================
 arm        ee_delta      vx vy vz (m/s), wx wy wz (rad/s), gripper width (m)
+arm        ee_impedance  vx vy vz (m/s), wx wy wz (rad/s), kx ky kz (N/m),
+                         krx kry krz (Nm/rad), gripper width (m)
 arm        joint_torque  tau1..tau7 (Nm), gripper width (m)
 quadruped  joint_pos     12 joint position targets (rad), FR FL RR RL x hip thigh calf
 drone      ctbr          collective thrust (N), roll/pitch/yaw rate (rad/s)
@@ -42,6 +47,8 @@ class CommandSpace:
     offset: np.ndarray
     scale: np.ndarray
     control_dt: float
+    log_elements: tuple[int, ...] = ()
+    """Indices mapped log-uniformly: ``command = exp(offset + scale * action)``."""
 
     @property
     def size(self) -> int:
@@ -50,21 +57,39 @@ class CommandSpace:
     @property
     def lower(self) -> np.ndarray:
         """Commands of action -1 (the simulated actuators' range)."""
-        return np.minimum(self.offset - self.scale, self.offset + self.scale)
+        return self._out(np.minimum(self.offset - self.scale, self.offset + self.scale))
 
     @property
     def upper(self) -> np.ndarray:
-        return np.maximum(self.offset - self.scale, self.offset + self.scale)
+        return self._out(np.maximum(self.offset - self.scale, self.offset + self.scale))
+
+    @property
+    def hold(self) -> np.ndarray:
+        """The command of action 0."""
+        return self._out(self.offset.copy())
+
+    def _out(self, linear: np.ndarray) -> np.ndarray:
+        if self.log_elements:
+            idx = list(self.log_elements)
+            linear[..., idx] = np.exp(linear[..., idx])
+        return linear
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
-        return self.offset + self.scale * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        return self._out(self.offset + self.scale * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0))
 
     def command_to_action(self, command: np.ndarray) -> np.ndarray:
-        """Inverse map, clipped to ``[-1, 1]`` (the actuators' range)."""
-        return np.clip((np.asarray(command, dtype=np.float64) - self.offset) / self.scale, -1.0, 1.0)
+        """Inverse map, clipped to ``[-1, 1]`` (the actuators' range); non-positive
+        stiffnesses map to the softest setting."""
+        c = np.array(command, dtype=np.float64)
+        if self.log_elements:
+            idx = list(self.log_elements)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c[..., idx] = np.log(np.maximum(c[..., idx], 1e-300))
+        return np.clip((c - self.offset) / self.scale, -1.0, 1.0)
 
 
 ARM_TWIST = ("vx", "vy", "vz", "wx", "wy", "wz")
+ARM_STIFFNESS = ("kx", "ky", "kz", "krx", "kry", "krz")
 
 
 def command_space(robot: str, action_mode: str, action_scale: float | None = None) -> CommandSpace:
@@ -84,6 +109,17 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
             offset=np.r_[np.zeros(6), grip_off], scale=np.r_[np.full(3, lin), np.full(3, ang), grip_scale],
             control_dt=ARM.CONTROL_DT,
         )
+    if robot == "arm" and action_mode == "ee_impedance":
+        lin, ang = ARM.EE_DELTA_POS_MAX / ARM.CONTROL_DT, ARM.EE_DELTA_ROT_MAX / ARM.CONTROL_DT
+        k_lo = np.log([ARM.IMPEDANCE_POS_STIFFNESS_RANGE[0]] * 3 + [ARM.IMPEDANCE_ROT_STIFFNESS_RANGE[0]] * 3)
+        k_hi = np.log([ARM.IMPEDANCE_POS_STIFFNESS_RANGE[1]] * 3 + [ARM.IMPEDANCE_ROT_STIFFNESS_RANGE[1]] * 3)
+        return CommandSpace(
+            robot, action_mode, (*ARM_TWIST, *ARM_STIFFNESS, "gripper"),
+            ("m/s",) * 3 + ("rad/s",) * 3 + ("N/m",) * 3 + ("Nm/rad",) * 3 + ("m",),
+            offset=np.r_[np.zeros(6), (k_lo + k_hi) / 2, grip_off],
+            scale=np.r_[np.full(3, lin), np.full(3, ang), (k_hi - k_lo) / 2, grip_scale],
+            control_dt=ARM.CONTROL_DT, log_elements=tuple(range(6, 12)),
+        )
     if robot == "arm" and action_mode == "joint_torque":
         return CommandSpace(
             robot, action_mode, (*ARM.ARM_JOINTS, "gripper"), ("Nm",) * 7 + ("m",),
@@ -101,5 +137,5 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
             robot, action_mode, ("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
             offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, DRONE.MAX_BODY_RATE], control_dt=DRONE.CONTROL_DT,
         )
-    supported = "arm ee_delta|joint_torque, quadruped joint_pos, drone ctbr"
+    supported = "arm ee_delta|ee_impedance|joint_torque, quadruped joint_pos, drone ctbr"
     raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; supported: {supported}")

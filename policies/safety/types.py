@@ -32,8 +32,12 @@ class SafetyState:
     joint_effort: np.ndarray | None = None
     ee_pos: np.ndarray | None = None
     """Measured end-effector position (world frame, m)."""
+    ee_quat: np.ndarray | None = None
+    """Measured end-effector orientation (w, x, y, z), world frame."""
     ee_pos_desired: np.ndarray | None = None
     """The arm controller's current Cartesian setpoint (m), when published."""
+    ee_quat_desired: np.ndarray | None = None
+    """Orientation of the controller's setpoint (w, x, y, z)."""
     base_pos: np.ndarray | None = None
     """Floating base position (world frame, m)."""
     base_quat: np.ndarray | None = None

@@ -44,6 +44,9 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 
+ROUNDING_J = 1e-12
+"""Energy differences below this (J) are floating-point rounding."""
+
 
 @dataclass
 class TankParams:
@@ -122,7 +125,9 @@ class EnergyTank:
         # closed, as if it had drawn the whole budget (the tank empties to T_min).
         bad = ~np.isfinite(jump)
         jump = np.where(bad, self.budget(), jump)
-        violation = np.maximum(jump - self.budget(), 0.0)
+        violation = jump - self.budget()
+        # Overdraws below a picojoule are floating-point rounding, not energy.
+        violation = np.where(violation > ROUNDING_J, violation, 0.0)
         self.level = np.clip(self.level - jump, self.params.minimum, self.params.maximum)
         return TankUpdate(injected=np.maximum(jump, 0.0), refunded=np.maximum(-jump, 0.0), violation=violation)
 

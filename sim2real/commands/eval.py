@@ -7,6 +7,7 @@ runs with onnxruntime and never imports torch.
 Examples:
   sim2real eval runs/reach-sac --episodes 100 --dr heldout
   sim2real eval runs/reach-sac/export/policy.onnx --video reach.mp4 --json
+  sim2real eval runs/maze-lag --passivity-filter          # arm ee_impedance: energy tank filter on
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint", choices=["auto", "best", "last"], default="auto", help="run folders only")
     parser.add_argument("--seed", type=int, default=10_000, help="seed of the evaluation environments")
+    parser.add_argument(
+        "--passivity-filter",
+        action="store_true",
+        help="arm ee_impedance policies: evaluate with the energy-tank passivity filter in the controller",
+    )
     parser.add_argument("--n-envs", type=int, default=8, help="environments stepped as one batch")
     add_json_flag(parser)
 
@@ -85,7 +91,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--episodes", "--episodes and --n-envs must be >= 1")
     policy, src = load_source(args)
     task_cls = src.pop("task_cls")
-    common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": src["task_options"]}
+    options = dict(src["task_options"])
+    if args.passivity_filter:
+        options["passivity_filter"] = True  # the task refuses it outside ee_impedance
+    src["task_options"] = options
+    common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": options}
     evaluator = Evaluator(task_cls, n_envs=min(args.n_envs, args.episodes), seed=args.seed, **common)
     with console.status(f"evaluating {args.episodes} episodes of {gym_id(task_cls)}"):
         result = evaluator.run(policy, args.episodes)

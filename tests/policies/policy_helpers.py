@@ -21,7 +21,7 @@ from sim2real.sim.core.registry import gym_id
 
 PUCK_ID = gym_id(PuckTask)
 PUCK_CLI = Path(__file__).resolve().parent / "puck_cli.py"
-ALGOS = ("ppo", "sac", "td3")
+ALGOS = ("ppo", "sac", "td3", "ppo_lag", "sac_lag")
 
 TINY: dict[str, Any] = {
     "task": "TestPuck",
@@ -33,6 +33,8 @@ TINY: dict[str, Any] = {
     "td3": {"learning_starts": 128, "batch_size": 32, "buffer_size": 4000},
     "eval": {"every_steps": 512, "episodes": 4, "n_envs": 2},
     "checkpoint": {"every_steps": 512},
+    # ppo_lag, sac_lag: the puck's distance as the cost, with a limit it exceeds (the multiplier must move).
+    "lagrangian": {"cost_metric": "distance", "cost_limit": 0.1, "lambda_lr": 0.1, "update_every_steps": 64},
 }
 """A training config small enough for a unit test (about a second per algorithm)."""
 

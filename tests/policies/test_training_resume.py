@@ -67,6 +67,8 @@ def resume_and_check(run: Path, state: dict, extra_steps: int) -> None:
         assert restored["optimizers"] == saved["optimizers"] and restored["optimizers"]
         assert all(o["steps"] > 0 for o in restored["optimizers"].values())
         assert restored.get("replay_buffer_size") == saved.get("replay_buffer_size")
+        assert restored.get("lagrange_multiplier") == saved.get("lagrange_multiplier")
+        assert restored.get("lagrange_integral") == saved.get("lagrange_integral")
         result = trainer.run()
     finally:
         trainer.close()
@@ -90,6 +92,13 @@ def test_sac_resumes_after_kill_9(tmp_path: Path, puck) -> None:
 def test_ppo_resumes_after_kill_9(tmp_path: Path, puck) -> None:
     run, state = start_and_kill(tmp_path, "ppo", checkpoint_every=256, min_step=768)
     assert state["summary"]["learning_rate"] > 0  # the adaptive learning rate is part of the state
+    resume_and_check(run, state, extra_steps=512)
+
+
+def test_ppo_lag_resumes_after_kill_9(tmp_path: Path, puck) -> None:
+    run, state = start_and_kill(tmp_path, "ppo_lag", checkpoint_every=256, min_step=768)
+    assert state["summary"]["lagrange_multiplier"] > 0  # the multiplier is part of the state
+    assert "cost_optimizer" in state["summary"]["optimizers"]  # and the cost critic's optimizer
     resume_and_check(run, state, extra_steps=512)
 
 

@@ -24,7 +24,7 @@ def test_run_folder_is_complete(trained_runs: dict[str, Path], algo: str) -> Non
     last = checkpoint.read_state(checkpoint.locate(run.checkpoints, "last"))
     assert last["step"] == TINY["total_steps"] == last["summary"]["num_timesteps"]
     assert last["algo"] == algo and last["obs_size"] == 6 and last["action_size"] == 2
-    assert ("replay_buffer.pkl" in last["files"]) == (algo != "ppo")
+    assert ("replay_buffer.pkl" in last["files"]) == (algo not in ("ppo", "ppo_lag"))
     best = checkpoint.read_state(checkpoint.locate(run.checkpoints, "best"))
     assert "replay_buffer.pkl" not in best["files"] and 0 < best["step"] <= last["step"]
     assert best["eval"]["step"] == best["step"]
@@ -34,7 +34,7 @@ def test_run_folder_is_complete(trained_runs: dict[str, Path], algo: str) -> Non
     assert all(r["episodes"] == TINY["eval"]["episodes"] for r in rows)
     assert [r["wall_time_s"] for r in rows] == sorted(r["wall_time_s"] for r in rows)
     assert any(p.name.startswith("events.out.tfevents") for p in run.tb_dir.iterdir())
-    if algo == "ppo":
+    if algo in ("ppo", "ppo_lag"):
         assert last["summary"]["n_updates"] == 4 * TINY["ppo"]["n_epochs"]  # 4 rollouts of 256 steps
     else:
         assert last["summary"]["replay_buffer_size"] == TINY["total_steps"] // TINY["n_envs"]

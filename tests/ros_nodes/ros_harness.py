@@ -145,9 +145,9 @@ def safety_node(context: Any, robot: str = "arm", **params: Any) -> Any:
 
 
 def export_tiny_policy(task_name: str, action_mode: str, out: Path, task_options: dict | None = None,
-                       observation_layout: list | None = None) -> Path:
-    """A random 2-layer tanh MLP for ``task_name`` written by
-    ``sim2real.policies.export`` (ONNX graph, metadata JSON with its SHA-256)."""
+                       observation_layout: list | None = None, actor=None) -> Path:
+    """A random 2-layer tanh MLP (or ``actor``, a torch module) for ``task_name`` written
+    by ``sim2real.policies.export`` (ONNX graph, metadata JSON with its SHA-256)."""
     import hashlib
     import json
 
@@ -163,7 +163,7 @@ def export_tiny_policy(task_name: str, action_mode: str, out: Path, task_options
     obs_size = sum(n for _, n in obs_layout)
     act_size = sum(n for _, n in task.action_layout())
     torch.manual_seed(0)
-    actor = torch.nn.Sequential(torch.nn.Linear(obs_size, 16), torch.nn.Tanh(), torch.nn.Linear(16, act_size),
+    actor = actor or torch.nn.Sequential(torch.nn.Linear(obs_size, 16), torch.nn.Tanh(), torch.nn.Linear(16, act_size),
                                 torch.nn.Tanh())
     out.mkdir(parents=True, exist_ok=True)
     path = out / "policy.onnx"

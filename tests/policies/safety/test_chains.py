@@ -17,7 +17,13 @@ from sim2real.policies.safety.limits import BoxLimit
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.quadruped import constants as QUAD
 
-ROBOTS = [("arm", "ee_delta"), ("arm", "joint_torque"), ("quadruped", "joint_pos"), ("drone", "ctbr")]
+ROBOTS = [
+    ("arm", "ee_delta"),
+    ("arm", "ee_impedance"),
+    ("arm", "joint_torque"),
+    ("quadruped", "joint_pos"),
+    ("drone", "ctbr"),
+]
 
 
 def nominal_state(robot: str, now: float) -> SafetyState:
@@ -25,6 +31,8 @@ def nominal_state(robot: str, now: float) -> SafetyState:
     if robot == "arm":
         s.joint_pos, s.joint_vel = ARM.HOME_QPOS.copy(), np.zeros(7)
         s.ee_pos = np.array([0.5, 0.0, 0.4])
+        s.ee_quat = np.array([0.0, 1.0, 0.0, 0.0])  # gripper down
+        s.ee_pos_desired, s.ee_quat_desired = s.ee_pos.copy(), s.ee_quat.copy()
     elif robot == "quadruped":
         s.joint_pos, s.joint_vel, s.joint_effort = QUAD.DEFAULT_POSE.copy(), np.zeros(12), np.zeros(12)
         s.base_quat, s.base_ang_vel = np.array([1.0, 0, 0, 0]), np.zeros(3)

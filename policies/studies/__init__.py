@@ -1,0 +1,1 @@
+"""Comparative studies that train, evaluate and report several policies at once."""
