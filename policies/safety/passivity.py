@@ -151,20 +151,34 @@ class PassivityLimit(SafetyFilter):
         nearer the pose than the old one and the softest spring always fits.
         """
         dt = self.space.control_dt
-        target_pos = pos + beta * (new_pos - pos)
-        rot = quat_to_rotvec(quat_mul(new_quat, quat_conj(quat)))
-        target_quat = quat_mul(rotvec_to_quat(beta * rot), quat)
-        twist = np.r_[(target_pos - sp_pos)[0], quat_to_rotvec(quat_mul(target_quat, quat_conj(sp_quat)))[0]] / dt
         box = np.r_[np.full(3, self.params.max_linear_speed), np.full(3, self.params.max_angular_speed)]
+        rot = quat_to_rotvec(quat_mul(new_quat, quat_conj(quat)))
         requested = out[:6].copy()
-        out[:6] = np.clip(twist, -box, box)
-        p2, q2 = cartesian_setpoint(sp_pos, sp_quat, pos, quat, out[None, :3] * dt, out[None, 3:6] * dt)
-        offset = servo_coordinates(p2, q2) - x
-        energy = float(spring_energy(offset, stiffness[None])[0])
+
+        def command_for(scale: float, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+            """Twist reaching the setpoint ``x + scale e'`` (clipped to the box), the
+            offset the controller will then hold, and its spring energy under ``k``."""
+            target_pos = pos + scale * (new_pos - pos)
+            target_quat = quat_mul(rotvec_to_quat(scale * rot), quat)
+            rot_step = quat_to_rotvec(quat_mul(target_quat, quat_conj(sp_quat)))[0]
+            twist = np.clip(np.r_[(target_pos - sp_pos)[0], rot_step] / dt, -box, box)
+            p2, q2 = cartesian_setpoint(sp_pos, sp_quat, pos, quat, twist[None, :3] * dt, twist[None, 3:6] * dt)
+            offset = servo_coordinates(p2, q2) - x
+            return twist, offset, float(spring_energy(offset, k[None])[0])
+
+        twist, offset, energy = command_for(beta, stiffness)
         if energy > allowed:
-            soft = np.maximum(self.space.lower[6:12], stiffness * allowed / energy * (1.0 - 1e-9))
-            stiffness = soft
-            out[6:12] = soft
+            stiffness = np.maximum(self.space.lower[6:12], stiffness * allowed / energy * (1.0 - 1e-9))
+            twist, offset, energy = command_for(beta, stiffness)
+        if energy > allowed:
+            # Rotation vectors do not compose linearly, so the scaled setpoint can miss
+            # the closed form by rounding-sized amounts: bisect the scale down to fit.
+            lo, hi = 0.0, beta
+            for _ in range(40):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if command_for(mid, stiffness)[2] <= allowed else (lo, mid)
+            twist, offset, energy = command_for(lo, stiffness)
+        out[:6], out[6:12] = twist, stiffness
         self.interventions += 1
         level = self.tank.level[0]
         report = FilterReport(
