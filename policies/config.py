@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from sim2real.policies.config_schema import from_dict
+from sim2real.policies.rewards.config import RewardConfig
 from sim2real.sim.core.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-ALGOS = ("ppo", "sac", "td3")
+ALGOS = ("ppo", "sac", "td3", "ppo_lag", "sac_lag")
 DR_PRESETS = ("train", "heldout", "none")
 
 
@@ -177,13 +178,39 @@ class TD3Config:
 
 
 @dataclass
+class LagrangianConfig:
+    """Constrained RL (``algo: ppo_lag | sac_lag``): keep the expected episode cost under a limit."""
+
+    cost_metric: str = "energy_violation"
+    """Task metric used as the per-step cost (arm ``ee_impedance``: energy drawn beyond the tank, J)."""
+    cost_limit: float = 0.0
+    """Allowed expected cost per episode (``--cost-limit``)."""
+    lambda_init: float = 0.0
+    """Initial Lagrange multiplier."""
+    lambda_lr: float = 0.05
+    """Integral gain ``Ki`` of the multiplier's PID update (its learning rate)."""
+    lambda_kp: float = 0.0
+    """Proportional gain (PID-Lagrangian damping; 0: plain Lagrangian)."""
+    lambda_kd: float = 0.0
+    """Derivative gain on rising cost (0: off)."""
+    lambda_max: float = 100.0
+    """Upper bound of the multiplier."""
+    cost_gamma: float = 0.99
+    """Discount of the cost return."""
+    cost_gae_lambda: float = 0.95
+    """GAE parameter of the cost advantage (``ppo_lag``)."""
+    update_every_steps: int = 2048
+    """Environment steps between multiplier updates (``sac_lag``; ``ppo_lag`` updates once per rollout)."""
+
+
+@dataclass
 class TrainConfig:
     """Everything that determines a training run."""
 
     task: str = ""
     """Registered task (``ArmReach``, ``arm/reach`` or ``sim2real/ArmReach-v0``); stored as the Gymnasium id."""
     algo: str = "ppo"
-    """Algorithm: ``ppo``, ``sac`` or ``td3``."""
+    """Algorithm: ``ppo``, ``sac``, ``td3``, ``ppo_lag`` or ``sac_lag`` (PPO-/SAC-Lagrangian)."""
     seed: int = 0
     """Seed of the environments, the network initialisation and the algorithm."""
     total_steps: int = 1_000_000
@@ -216,6 +243,10 @@ class TrainConfig:
     """SAC hyperparameters (used when ``algo: sac``)."""
     td3: TD3Config = field(default_factory=TD3Config)
     """TD3 hyperparameters (used when ``algo: td3``)."""
+    lagrangian: LagrangianConfig = field(default_factory=LagrangianConfig)
+    """Cost limit and multiplier (``algo: ppo_lag`` with the ``ppo`` block, ``sac_lag`` with ``sac``)."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """Training reward: the task's own (default) or a CLIP reward of rendered frames."""
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
@@ -246,11 +277,20 @@ class TrainConfig:
             raise ConfigError("eval.every_steps", f"must be >= 0, got {self.eval.every_steps}")
         if self.net.activation not in ("elu", "tanh", "relu"):
             raise ConfigError("net.activation", f"must be elu, tanh or relu, got {self.net.activation!r}")
-        if self.algo == "ppo" and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
+        self.reward.validate()
+        if self.lagrangian.cost_limit < 0:
+            raise ConfigError("lagrangian.cost_limit", f"must be >= 0, got {self.lagrangian.cost_limit}")
+        if self.lagrangian.lambda_lr < 0 or self.lagrangian.lambda_init < 0:
+            raise ConfigError("lagrangian", "lambda_lr and lambda_init must be >= 0")
+        if self.algo in ("ppo", "ppo_lag") and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
             raise ConfigError(
                 "ppo.batch_size",
                 f"{self.ppo.batch_size} exceeds one rollout (n_steps * n_envs = {self.ppo.n_steps * self.n_envs})",
             )
+
+    def algo_config(self) -> PPOConfig | SACConfig | TD3Config:
+        """The hyperparameter block the algorithm reads (``ppo_lag`` reads ``ppo``, ``sac_lag`` ``sac``)."""
+        return getattr(self, {"ppo_lag": "ppo", "sac_lag": "sac"}.get(self.algo, self.algo))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

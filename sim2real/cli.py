@@ -20,6 +20,10 @@ COMMANDS = {
     "export": "sim2real.commands.export",
     "plot": "sim2real.commands.plot",
     "deploy": "sim2real.commands.deploy",
+    "study": "sim2real.commands.study",
+    "reward": "sim2real.commands.reward",
+    "hil": "sim2real.commands.hil",
+    "hardware": "sim2real.commands.hardware",
 }
 
 

@@ -12,7 +12,7 @@ from sim2real.sim.core.task import Task
 
 
 def algo_gamma(config: TrainConfig) -> float:
-    return float(getattr(config, config.algo).gamma)
+    return float(config.algo_config().gamma)
 
 
 def make_train_env(config: TrainConfig) -> VecNormalize:
@@ -28,6 +28,10 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         nthread=config.nthread,
         **config.task_options,
     )
+    if config.reward.source == "clip":
+        from sim2real.policies.rewards.training import wrap_clip_reward
+
+        venv = wrap_clip_reward(venv, config)
     n = config.normalize
     return VecNormalize(
         venv,

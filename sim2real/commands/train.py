@@ -5,6 +5,8 @@ Examples:
   sim2real train ArmReach --algo sac --steps 200000 --out runs/reach-sac
   sim2real train --config runs/reach-sac/config.yaml --out runs/reach-sac-again   # repeat a run
   sim2real train --resume --out runs/reach-sac --steps 400000                      # continue / extend
+  sim2real train ArmMaze --algo ppo_lag --cost-limit 0.5                           # passivity-aware (energy tank)
+  sim2real train ArmReach --reward "clip:the gripper touches the green ball" --clip-weights models/clip-reach  # VLM-RM
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", nargs="?", help="task name, e.g. ArmReach (optional with --config or --resume)")
-    parser.add_argument("--algo", choices=["ppo", "sac", "td3"], help="algorithm (default: the config's)")
+    parser.add_argument(
+        "--algo",
+        choices=["ppo", "sac", "td3", "ppo_lag", "sac_lag"],
+        help="algorithm (default: the config's); ppo_lag, sac_lag: PPO-/SAC-Lagrangian (--cost-limit)",
+    )
     parser.add_argument("--config", type=Path, help="YAML config file layered over the defaults")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--n-envs", type=int, help="training environments stepped as one batch")
@@ -27,6 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     parser.add_argument("--dr", choices=["train", "heldout", "none"], help="randomization of the training envs")
     parser.add_argument("--action-mode", help="the task's action mode (default: the task's first)")
+    parser.add_argument(
+        "--cost-limit", type=float, help="ppo_lag/sac_lag: allowed expected cost per episode (lagrangian.cost_limit)"
+    )
+    parser.add_argument(
+        "--reward", action="append", metavar="clip:PROMPT",
+        help='train on a CLIP reward: "clip:the gripper touches the green ball" (repeat for several goal prompts)',
+    )
+    parser.add_argument("--baseline", action="append", help="CLIP reward baseline prompt (repeat for several)")
+    parser.add_argument("--alpha", type=float, help="CLIP reward goal-baseline projection strength in [0, 1]")
+    parser.add_argument("--clip-model", help="open_clip architecture of a --clip-weights file (e.g. ViT-bigG-14)")
+    parser.add_argument("--clip-weights", help="local CLIP weights: a finetune-clip folder or a weight file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or log lines")
     add_json_flag(parser)
 
@@ -41,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         "n_envs": args.n_envs,
         "dr": args.dr,
         "action_mode": args.action_mode,
+        "lagrangian.cost_limit": args.cost_limit,
     }
+    flags.update(_reward_flags(args))
     if args.resume:
         config, out = _resume_config(args, flags)
     else:
@@ -97,10 +116,43 @@ def _resume_config(args: argparse.Namespace, flags: dict):
     if args.task and gym_id(REGISTRY.get(args.task)) != config.task:
         raise CheckpointMismatchError(f"{run.path} trains {config.task}, not {args.task}")
     for key, value in flags.items():
-        if value is not None and value != getattr(config, key):
-            raise CheckpointMismatchError(
-                f"cannot change --{key.replace('_', '-')} on resume: {run.path} uses {getattr(config, key)!r}"
-            )
+        current = config
+        for part in key.split("."):
+            current = getattr(current, part)
+        if value is not None and value != current:
+            flag = key.split(".")[-1].replace("_", "-")
+            raise CheckpointMismatchError(f"cannot change --{flag} on resume: {run.path} uses {current!r}")
     if args.steps is not None:
         config.total_steps = args.steps
     return config, run.path
+
+
+def _reward_flags(args: argparse.Namespace) -> dict:
+    """``--reward clip:...`` and friends as ``reward.*`` overrides (unset flags: None)."""
+    from sim2real.sim.core.errors import ConfigError
+
+    goal = None
+    for spec in args.reward or []:
+        if spec == "task":
+            continue
+        if not spec.startswith("clip:") or not spec[5:].strip():
+            raise ConfigError("--reward", f'expected "clip:GOAL PROMPT" or "task", got {spec!r}')
+        goal = [*(goal or []), spec[5:].strip()]
+    baseline = args.baseline
+    if goal is not None and baseline is None and args.task:
+        from sim2real.policies.rewards.captions import GOAL_PROMPTS
+        from sim2real.sim import REGISTRY
+        from sim2real.sim.core.registry import gym_id
+
+        default = GOAL_PROMPTS.get(gym_id(REGISTRY.get(args.task)))
+        baseline = [default[1]] if default else None
+    source = None if args.reward is None else ("clip" if goal else "task")
+    return {
+        "reward.source": source,
+        "reward.goal": goal,
+        "reward.baseline": baseline,
+        "reward.alpha": args.alpha,
+        "reward.clip_model": args.clip_model,
+        "reward.clip_weights": args.clip_weights,
+    }
+

@@ -1,0 +1,123 @@
+"""Captions of simulator states, per task: what a person would say about the frame.
+
+Each caption function takes the task and the physics of the whole batch and returns,
+per environment, a caption, a ground-truth success label (the task's own success
+criterion where it is a per-frame property) and a scalar "progress" (higher is
+closer to the goal) used to order states in the evaluation plots.
+
+The captions are the training data of ``sim2real reward finetune-clip`` and the
+natural prompts of the reward: the goal caption of a task is the sentence its
+successful frames are labelled with (``GOAL_PROMPTS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import ConfigError
+
+
+@dataclass
+class Captions:
+    """Per-environment labels of one batch of states."""
+
+    text: list[str]
+    """Caption of each environment's frame."""
+    success: np.ndarray
+    """Ground-truth success label per environment (bool)."""
+    progress: np.ndarray
+    """Higher is closer to the goal (e.g. minus the distance), per environment."""
+
+
+def _pick(values: np.ndarray, bins: list[tuple[float, str]], last: str) -> list[str]:
+    """``bins`` are ``(upper bound, caption)`` in increasing order; ``last`` above all."""
+    out = []
+    for v in values:
+        out.append(next((text for bound, text in bins if v < bound), last))
+    return out
+
+
+# -- arm ---------------------------------------------------------------------------
+# Seven distance bands: with only "near" and "far" beyond 8 cm, the first model's
+# reward was flat beyond about 15 cm and PPO stalled at about 20 cm (docs/vlm_rewards.md).
+REACH_BINS = [
+    (0.03, "the gripper touches the green ball"),
+    (0.06, "the gripper is very close to the green ball"),
+    (0.10, "the gripper is close to the green ball"),
+    (0.16, "the gripper is near the green ball"),
+    (0.25, "the gripper is a short way from the green ball"),
+    (0.35, "the gripper is far from the green ball"),
+]
+REACH_FAR = "the gripper is very far from the green ball"
+
+
+def arm_reach(task: Any, phys: Any) -> Captions:
+    from sim2real.sim.arm.reach import SUCCESS_RADIUS
+
+    dist = np.linalg.norm(task.target_rel_ee(phys), axis=1)
+    return Captions(_pick(dist, REACH_BINS, REACH_FAR), dist < SUCCESS_RADIUS, -dist)
+
+
+# -- drone -------------------------------------------------------------------------
+HOVER_BINS = [
+    (0.1, "the drone hovers at the green marker"),
+    (0.3, "the drone flies close to the green marker"),
+]
+HOVER_FAR = "the drone is far from the green marker"
+HOVER_GROUND = "the drone sits on the ground"
+
+
+def drone_hover(task: Any, phys: Any) -> Captions:
+    pos = phys.qpos[:, :3]
+    error = np.linalg.norm(task.target - pos, axis=1)
+    text = _pick(error, HOVER_BINS, HOVER_FAR)
+    text = [HOVER_GROUND if z < 0.1 and e >= 0.3 else t for t, z, e in zip(text, pos[:, 2], error)]
+    return Captions(text, error < task.tolerance, -error)
+
+
+# -- quadruped ---------------------------------------------------------------------
+def quadruped_posture(task: Any, phys: Any) -> Captions:
+    quat = phys.qpos[:, 3:7]  # free joint orientation (w, x, y, z)
+    up_z = 1.0 - 2.0 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)  # world z of the body's up axis
+    height = phys.qpos[:, 2]
+    text = []
+    for u, h in zip(up_z, height):
+        if u < 0.4:
+            text.append("the robot dog is lying on its side")
+        elif h < 0.18:
+            text.append("the robot dog is lying on the ground")
+        elif u > 0.9:
+            text.append("the robot dog stands upright")
+        else:
+            text.append("the robot dog is tilted")
+    return Captions(text, (up_z > 0.9) & (height >= 0.18), up_z)
+
+
+CAPTIONERS: dict[str, Callable[[Any, Any], Captions]] = {
+    "sim2real/ArmReach-v0": arm_reach,
+    "sim2real/DroneHover-v0": drone_hover,
+    "sim2real/QuadrupedVelocity-v0": quadruped_posture,
+}
+"""Gymnasium id -> caption function (one line per captioned task)."""
+
+GOAL_PROMPTS: dict[str, tuple[str, str]] = {
+    "sim2real/ArmReach-v0": ("the gripper touches the green ball", "the gripper is very far from the green ball"),
+    "sim2real/DroneHover-v0": ("the drone hovers at the green marker", "the drone is far from the green marker"),
+    "sim2real/QuadrupedVelocity-v0": ("the robot dog stands upright", "the robot dog is lying on its side"),
+}
+"""Gymnasium id -> (goal prompt, baseline prompt) matching the captions above."""
+
+
+def captioner(task_id: str) -> Callable[[Any, Any], Captions]:
+    """The caption function of a task (Gymnasium id or any registered name)."""
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.registry import gym_id
+
+    gid = gym_id(REGISTRY.get(task_id))
+    if gid not in CAPTIONERS:
+        raise ConfigError("task", f"no captions for {gid}; captioned tasks: {sorted(CAPTIONERS)}")
+    return CAPTIONERS[gid]

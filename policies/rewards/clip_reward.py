@@ -1,0 +1,322 @@
+"""CLIP reward model (VLM-RM, Rocamonde et al., ICLR 2024).
+
+The reward of a rendered frame with unit image embedding ``x`` is
+
+    R(x) = 1 - 1/2 || (x - g) P ||^2,    P = alpha d d^T / ||d||^2 + (1 - alpha) I,   d = g - b
+
+where ``g`` and ``b`` are the goal and baseline embeddings: the mean of the
+unit-normalised embeddings of one or several prompts each, renormalised.
+``alpha = 0`` is plain CLIP similarity (``R = x . g`` for unit vectors);
+``alpha = 1`` keeps only the component of ``x - g`` along the baseline-to-goal
+direction, so image content that the two prompts share stops mattering.
+
+Weights are loaded with open_clip from a local file or folder (see
+:func:`load_open_clip`); nothing is downloaded unless an open_clip pretrained
+tag is named explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# open_clip -> timm -> torchvision -> torch._dynamo imports triton, whose bundled LLVM
+# segfaults when loaded after Mesa's (software GL) LLVM: import it before any frame
+# is rendered in this process, which importing this module first guarantees.
+import open_clip
+import torch
+import torch.nn.functional as F
+
+from sim2real.errors import ConfigError, Sim2RealError
+
+MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
+TINY_MODEL = "sim2real-tiny-vit"
+"""Our own small open_clip architecture (64 px ViT, 64-d embeddings), trained by
+``sim2real reward finetune-clip`` on simulator renders."""
+WEIGHT_FILE = "open_clip_model.safetensors"
+"""Weight file name inside a local model folder (open_clip's ``local-dir:`` layout)."""
+
+
+class ClipWeightsError(Sim2RealError):
+    """No usable CLIP weights: missing, unreadable, or not matching the architecture."""
+
+
+def how_to_get_weights(model_name: str) -> str:
+    return (
+        "Either train a small local model on simulator renders with `sim2real reward finetune-clip TASK --out "
+        "models/clip-TASK` and pass `--clip-weights models/clip-TASK`, or, on a machine with internet, fetch real "
+        "CLIP weights with `python -c \"import open_clip; open_clip.create_model_and_transforms('ViT-bigG-14', "
+        "pretrained='laion2b_s39b_b160k')\"`, copy the downloaded open_clip_pytorch_model.bin (under "
+        f"~/.cache/huggingface/hub) here and pass `--clip-model {model_name} --clip-weights PATH/TO/FILE`."
+    )
+
+
+def register_model_configs() -> None:
+    """Make our own architectures (``model_configs/*.json``) known to open_clip."""
+    if TINY_MODEL not in open_clip.list_models():
+        open_clip.add_model_config(MODEL_CONFIG_DIR)
+
+
+def select_device(device: str = "auto") -> torch.device:
+    """``auto``: the GPU when one is present, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ConfigError("reward.device", f"not a torch device: {device!r}") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("reward.device", "cuda was asked for but no GPU is available")
+    return dev
+
+
+def load_open_clip(model_name: str | None, weights: str | Path | None, device: torch.device) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, resolved_name)`` in eval mode on ``device``.
+
+    ``weights`` is a local folder (open_clip ``local-dir`` layout: ``open_clip_config.json``
+    plus a weight file, as written by ``finetune-clip``), a local weight file for the
+    architecture ``model_name``, or an open_clip pretrained tag (downloads; needs network).
+    """
+    register_model_configs()
+    precision = "fp16" if device.type == "cuda" else "fp32"
+    if weights is None:
+        raise ClipWeightsError(
+            f"no CLIP weights given for model {model_name or TINY_MODEL!r}. "
+            + how_to_get_weights(model_name or "ViT-bigG-14")
+        )
+    path = Path(weights).expanduser()
+    try:
+        if path.is_dir():
+            if not (path / "open_clip_config.json").is_file():
+                raise ClipWeightsError(
+                    f"{path} has no open_clip_config.json; pass the weight file itself with --clip-model NAME"
+                )
+            if not any(any(path.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.pth", "*.pt")):
+                raise ClipWeightsError(
+                    f"{path} holds no weight file (*.safetensors, *.bin, *.pth). "
+                    + how_to_get_weights(model_name or "ViT-bigG-14")
+                )
+            name = f"local-dir:{path}"
+            model = open_clip.create_model(name, precision=precision, device=device)
+        elif path.is_file():
+            if not model_name:
+                raise ClipWeightsError(
+                    f"{path} is a weight file: name its architecture with --clip-model (e.g. ViT-B-32)"
+                )
+            if model_name not in open_clip.list_models():
+                raise ClipWeightsError(f"unknown open_clip model {model_name!r}; see open_clip.list_models()")
+            name = model_name
+            model = open_clip.create_model(name, pretrained=str(path), precision=precision, device=device)
+        elif model_name and str(weights) in open_clip.list_pretrained_tags_by_model(model_name):
+            name = model_name
+            try:
+                model = open_clip.create_model(name, pretrained=str(weights), precision=precision, device=device)
+            except Exception as exc:  # no network, hub errors: all mean "not here"
+                raise ClipWeightsError(
+                    f"could not download {model_name} weights {weights!r} ({type(exc).__name__}: {exc}). "
+                    + how_to_get_weights(model_name)
+                ) from exc
+        else:
+            raise ClipWeightsError(
+                f"CLIP weights {str(weights)!r} not found (no such file or folder). "
+                + how_to_get_weights(model_name or "ViT-bigG-14")
+            )
+    except ClipWeightsError:
+        raise
+    except (RuntimeError, ValueError, KeyError, OSError) as exc:
+        raise ClipWeightsError(f"could not load CLIP weights from {path}: {type(exc).__name__}: {exc}") from exc
+    model.eval()
+    tokenizer = open_clip.get_tokenizer(name)
+    return model, tokenizer, name
+
+
+def projection(goal: torch.Tensor, baseline: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``P = alpha d d^T / ||d||^2 + (1 - alpha) I`` with ``d = goal - baseline``."""
+    d = goal - baseline
+    norm2 = float(d @ d)
+    if norm2 < 1e-12 and alpha > 0:
+        raise ConfigError(
+            "reward.baseline", "goal and baseline prompts embed to the same vector; choose a baseline that differs"
+        )
+    eye = torch.eye(goal.shape[0], dtype=goal.dtype, device=goal.device)
+    if alpha == 0:
+        return eye
+    return alpha * torch.outer(d, d) / norm2 + (1.0 - alpha) * eye
+
+
+def vlm_rm_reward(x: torch.Tensor, goal: torch.Tensor, baseline: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``1 - 1/2 ||(x - g) P||^2`` for each row of ``x`` (all inputs unit-normalised)."""
+    p = projection(goal, baseline, alpha)
+    diff = (x - goal) @ p
+    return 1.0 - 0.5 * (diff * diff).sum(dim=-1)
+
+
+def check_alpha(alpha: float) -> float:
+    alpha = float(alpha)
+    if not math.isfinite(alpha) or not 0.0 <= alpha <= 1.0:
+        raise ConfigError("reward.alpha", f"must be in [0, 1], got {alpha}")
+    return alpha
+
+
+def check_prompts(prompts: Sequence[str] | str, field: str) -> list[str]:
+    items = [prompts] if isinstance(prompts, str) else list(prompts)
+    if not items or any(not isinstance(p, str) or not p.strip() for p in items):
+        raise ConfigError(field, f"needs one or more non-empty prompts, got {prompts!r}")
+    return [p.strip() for p in items]
+
+
+def check_frames(frames: np.ndarray) -> np.ndarray:
+    """Frames must be ``uint8 [B, H, W, 3]`` as the renderer writes them."""
+    if not isinstance(frames, np.ndarray) or frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
+        shape = getattr(frames, "shape", None)
+        dtype = getattr(frames, "dtype", type(frames).__name__)
+        raise ValueError(f"frames must be uint8 [B, H, W, 3], got {dtype} {shape}")
+    return frames
+
+
+class ClipRewardModel:
+    """VLM-RM reward of rendered frames.
+
+    Args:
+        model: An open_clip ``CLIP`` model (eval mode, on ``device``).
+        tokenizer: Its tokenizer.
+        goal_prompts: One or several sentences describing the goal.
+        baseline_prompts: Sentences describing the scene without the goal.
+        alpha: Goal-baseline projection strength in [0, 1].
+        batch_size: Frames embedded per forward pass.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        goal_prompts: Sequence[str] | str,
+        baseline_prompts: Sequence[str] | str,
+        alpha: float = 0.5,
+        batch_size: int = 256,
+        name: str = "",
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise ConfigError("reward.batch_size", f"must be >= 1, got {batch_size}")
+        cfg = getattr(model.visual, "preprocess_cfg", {}) or {}
+        size = cfg.get("size", model.visual.image_size)
+        self.image_size = tuple(size) if isinstance(size, (list, tuple)) else (int(size), int(size))
+        self.mean = torch.tensor(cfg.get("mean", (0.48145466, 0.4578275, 0.40821073)), device=self.device).view(
+            1, 3, 1, 1
+        )
+        self.std = torch.tensor(cfg.get("std", (0.26862954, 0.26130258, 0.27577711)), device=self.device).view(
+            1, 3, 1, 1
+        )
+        self.interpolation = str(cfg.get("interpolation", "bicubic"))
+        self._text_cache: dict[str, torch.Tensor] = {}
+        self.alpha = check_alpha(alpha)
+        self.set_prompts(goal_prompts, baseline_prompts)
+
+    @classmethod
+    def load(
+        cls,
+        model_name: str | None,
+        weights: str | Path | None,
+        goal_prompts: Sequence[str] | str,
+        baseline_prompts: Sequence[str] | str,
+        alpha: float = 0.5,
+        device: str = "auto",
+        batch_size: int = 256,
+    ) -> ClipRewardModel:
+        model, tokenizer, name = load_open_clip(model_name, weights, select_device(device))
+        return cls(model, tokenizer, goal_prompts, baseline_prompts, alpha, batch_size, name=name)
+
+    # -- text ---------------------------------------------------------------
+    def set_prompts(self, goal_prompts: Sequence[str] | str, baseline_prompts: Sequence[str] | str) -> None:
+        self.goal_prompts = check_prompts(goal_prompts, "reward.goal")
+        self.baseline_prompts = check_prompts(baseline_prompts, "reward.baseline")
+        self.goal = self.prompt_embedding(self.goal_prompts)
+        self.baseline = self.prompt_embedding(self.baseline_prompts)
+        self._projection = projection(self.goal, self.baseline, self.alpha)
+
+    def set_alpha(self, alpha: float) -> None:
+        self.alpha = check_alpha(alpha)
+        self._projection = projection(self.goal, self.baseline, self.alpha)
+
+    @torch.no_grad()
+    def embed_text(self, prompts: Sequence[str]) -> torch.Tensor:
+        """Unit embeddings ``[N, D]`` (float32), cached per sentence."""
+        missing = [p for p in dict.fromkeys(prompts) if p not in self._text_cache]
+        if missing:
+            tokens = self.tokenizer(missing).to(self.device)
+            emb = self.model.encode_text(tokens).float()
+            for p, e in zip(missing, F.normalize(emb, dim=-1)):
+                self._text_cache[p] = e
+        return torch.stack([self._text_cache[p] for p in prompts])
+
+    def prompt_embedding(self, prompts: Sequence[str]) -> torch.Tensor:
+        """Mean of the prompts' unit embeddings, renormalised (VLM-RM)."""
+        return F.normalize(self.embed_text(prompts).mean(dim=0), dim=-1)
+
+    # -- images -------------------------------------------------------------
+    def preprocess(self, frames: np.ndarray) -> torch.Tensor:
+        """open_clip's eval transform (resize the shorter side, centre crop, normalise),
+        done on the whole batch as tensors instead of one PIL image at a time."""
+        x = torch.from_numpy(check_frames(frames)).to(self.device).permute(0, 3, 1, 2).float() / 255.0
+        th, tw = self.image_size
+        h, w = x.shape[-2:]
+        # torchvision's Resize(int): the shorter side to the target, the longer truncated.
+        short = max(th, tw)
+        nh, nw = (short, int(short * w / h)) if h <= w else (int(short * h / w), short)
+        if (nh, nw) != (h, w):
+            mode = self.interpolation if self.interpolation in ("bilinear", "bicubic", "nearest") else "bicubic"
+            x = F.interpolate(
+                x,
+                size=(nh, nw),
+                mode=mode,
+                antialias=mode != "nearest",
+                align_corners=False if mode != "nearest" else None,
+            )
+            x = x.clamp(0.0, 1.0)
+        top, left = int(round((nh - th) / 2.0)), int(round((nw - tw) / 2.0))  # as CenterCrop
+        x = x[:, :, top : top + th, left : left + tw]
+        return ((x - self.mean) / self.std).to(self.dtype)
+
+    @torch.no_grad()
+    def embed_images(self, frames: np.ndarray) -> torch.Tensor:
+        """Unit image embeddings ``[B, D]`` (float32), ``batch_size`` frames per pass."""
+        check_frames(frames)
+        out = []
+        for start in range(0, len(frames), self.batch_size):
+            emb = self.model.encode_image(self.preprocess(frames[start : start + self.batch_size])).float()
+            out.append(F.normalize(emb, dim=-1))
+        if not out:
+            return torch.zeros((0, self.goal.shape[0]), device=self.device)
+        return torch.cat(out)
+
+    def reward_from_embeddings(self, x: torch.Tensor) -> np.ndarray:
+        diff = (x - self.goal) @ self._projection
+        reward = (1.0 - 0.5 * (diff * diff).sum(dim=-1)).cpu().numpy().astype(np.float64)
+        if not np.all(np.isfinite(reward)):
+            raise FloatingPointError("the CLIP reward is not finite: the model produced NaN or inf embeddings")
+        return reward
+
+    def __call__(self, frames: np.ndarray) -> np.ndarray:
+        """Rewards ``[B]`` (float64) of ``uint8 [B, H, W, 3]`` frames."""
+        return self.reward_from_embeddings(self.embed_images(frames))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "goal": self.goal_prompts,
+            "baseline": self.baseline_prompts,
+            "alpha": self.alpha,
+            "image_size": list(self.image_size),
+            "device": str(self.device),
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }

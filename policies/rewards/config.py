@@ -1,0 +1,68 @@
+"""``reward:`` block of a training config: the task's own reward (default) or a
+CLIP reward of rendered frames (VLM-RM). Plain dataclass, no heavy imports, so
+``policies/config.py`` can use it without loading open_clip."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sim2real.errors import ConfigError
+
+REWARD_SOURCES = ("task", "clip")
+
+
+@dataclass
+class RewardConfig:
+    """What the policy is trained on. The task's own reward and success are always
+    what evaluation reports."""
+
+    source: str = "task"
+    """``task``: the task's reward. ``clip``: the CLIP reward of rendered frames."""
+    goal: list[str] = field(default_factory=list)
+    """Goal prompts (one or several, averaged after normalisation)."""
+    baseline: list[str] = field(default_factory=list)
+    """Baseline prompts: the scene without the goal (one or several)."""
+    alpha: float = 0.5
+    """Goal-baseline projection strength in [0, 1] (0: plain CLIP similarity)."""
+    clip_model: str | None = None
+    """open_clip architecture of a weight *file* (a folder names its own)."""
+    clip_weights: str | None = None
+    """Local weights: a folder written by ``sim2real reward finetune-clip`` (or any
+    open_clip ``local-dir`` folder), or a weight file with ``clip_model``."""
+    camera: str | None = None
+    """Camera rendered for the reward (``null``: the camera the model was trained on,
+    else the arm's wrist camera or the task's camera)."""
+    image_size: int | None = None
+    """Rendered frame size in pixels (``null``: the model's training size, else 64)."""
+    shift: float = -1.0
+    """Added to every CLIP reward. VLM-RM's reward is positive; with episodes that end
+    on success a positive reward per step teaches the policy to avoid success."""
+    batch_size: int = 256
+    """Frames per forward pass of the reward model."""
+    device: str = "auto"
+    """Device of the reward model: ``auto`` (GPU if present, half precision), ``cpu``, ``cuda``."""
+
+    def validate(self) -> None:
+        if self.source not in REWARD_SOURCES:
+            raise ConfigError("reward.source", f"must be one of {list(REWARD_SOURCES)}, got {self.source!r}")
+        if self.source == "task":
+            return
+        if not self.goal or any(not str(p).strip() for p in self.goal):
+            raise ConfigError("reward.goal", 'a CLIP reward needs at least one goal prompt (--reward "clip:...")')
+        if not self.baseline or any(not str(p).strip() for p in self.baseline):
+            raise ConfigError("reward.baseline", 'a CLIP reward needs at least one baseline prompt (--baseline "...")')
+        if not math.isfinite(self.alpha) or not 0.0 <= self.alpha <= 1.0:
+            raise ConfigError("reward.alpha", f"must be in [0, 1], got {self.alpha}")
+        if not self.clip_weights:
+            raise ConfigError(
+                "reward.clip_weights",
+                "a CLIP reward needs local weights (--clip-weights): train them with `sim2real reward finetune-clip "
+                "TASK --out models/clip-TASK`, or bring open_clip weights (docs/vlm_rewards.md)",
+            )
+        if not math.isfinite(self.shift):
+            raise ConfigError("reward.shift", f"must be finite, got {self.shift}")
+        if self.image_size is not None and not 16 <= self.image_size <= 1024:
+            raise ConfigError("reward.image_size", f"must be in [16, 1024], got {self.image_size}")
+        if self.batch_size < 1:
+            raise ConfigError("reward.batch_size", f"must be >= 1, got {self.batch_size}")

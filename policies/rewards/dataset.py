@@ -1,0 +1,157 @@
+"""Captioned frames from our own tasks: the training and evaluation data of CLIP rewards.
+
+A behaviour policy drives the batched env: the task's classical controller
+mixed, per episode, with uniform random actions (weight drawn from
+``MIX_WEIGHTS``), so the frames cover the whole range from "far from the goal"
+to "at the goal". Every step renders every environment; the frame and caption of
+an environment whose episode just ended are taken before its automatic reset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.policies.rewards.captions import captioner
+from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
+
+MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
+"""Per-episode weight of the classical controller's action (the rest is uniform noise)."""
+
+REWARD_CAMERAS = {"arm": "wrist"}
+"""Default camera per robot: the arm's wrist camera sees the target grow as the
+gripper approaches it; from the front camera a 2 cm ball is one or two pixels."""
+
+
+@dataclass
+class FrameSet:
+    """Frames with their captions and labels, in collection order."""
+
+    frames: np.ndarray
+    """``uint8 [N, H, W, 3]``."""
+    captions: list[str]
+    success: np.ndarray
+    """Ground-truth success label per frame (bool)."""
+    progress: np.ndarray
+    """Higher is closer to the goal."""
+    episode: np.ndarray
+    """Episode id per frame (unique within the set)."""
+    step: np.ndarray
+    """Step index within the episode."""
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def subset(self, mask: np.ndarray) -> FrameSet:
+        idx = np.flatnonzero(mask)
+        return FrameSet(
+            self.frames[idx],
+            [self.captions[i] for i in idx],
+            self.success[idx],
+            self.progress[idx],
+            self.episode[idx],
+            self.step[idx],
+        )
+
+
+def default_camera(task_cls: type) -> str | None:
+    return REWARD_CAMERAS.get(task_cls.robot, task_cls.render_camera)
+
+
+def behaviour_controller(venv: Any) -> Any | None:
+    """The task's classical controller, if it has one (else pure random actions)."""
+    task = venv.task
+    if task.robot == "arm" and task.action_mode in ("ee_delta", "ee_impedance"):
+        from sim2real.policies.classical.arm import ArmCartesianController
+
+        return ArmCartesianController.for_task(task)
+    if task.robot == "drone" and task.action_mode == "ctbr":
+        from sim2real.policies.classical.drone import CascadedPID
+
+        return CascadedPID(num_envs=venv.num_envs, observation_layout=task.observation_layout())
+    if task.robot == "quadruped":
+        from sim2real.policies.classical.quadruped import StandController
+
+        return StandController(task.observation_layout(), num_envs=venv.num_envs)
+    return None
+
+
+def collect_frames(
+    task: str,
+    n_frames: int,
+    n_envs: int = 16,
+    size: int = 64,
+    camera: str | None = None,
+    seed: int = 0,
+    dr: str = "train",
+    policy: Any = None,
+) -> FrameSet:
+    """``n_frames`` captioned frames of ``task``.
+
+    Args:
+        policy: Callable from observations ``[N, O]`` to actions ``[N, A]``; default:
+            the classical controller mixed with noise (see module docstring).
+    """
+    from sim2real.sim import REGISTRY, make_vec
+
+    task_cls = REGISTRY.get(task)
+    caption = captioner(task)
+    venv = make_vec(task, n_envs, dr=dr, seed=seed)
+    renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
+    rng = np.random.default_rng(seed)
+    controller = behaviour_controller(venv) if policy is None else None
+    weight = rng.choice(MIX_WEIGHTS, size=n_envs)
+    episode = np.arange(n_envs)
+    step = np.zeros(n_envs, dtype=np.int64)
+    next_episode = n_envs
+    frames: list[np.ndarray] = []
+    rows: list[tuple[str, bool, float, int, int]] = []
+
+    def record(env_ids: list[int]) -> None:
+        labels = caption(venv.task, venv.engine.phys)
+        for i in env_ids:
+            frames.append(renderer.render(i))
+            rows.append(
+                (labels.text[i], bool(labels.success[i]), float(labels.progress[i]), int(episode[i]), int(step[i]))
+            )
+
+    hook = BeforeResetHook(venv.engine, record)
+    try:
+        obs = venv.reset()
+        record(list(range(n_envs)))
+        while len(frames) < n_frames:
+            if policy is not None:
+                action = np.asarray(policy(obs), dtype=np.float32)
+            else:
+                noise = rng.uniform(-1.0, 1.0, size=(n_envs, venv.action_space.shape[0]))
+                action = (
+                    noise
+                    if controller is None
+                    else weight[:, None] * controller.act(obs) + (1 - weight[:, None]) * noise
+                )
+            venv.step_async(np.clip(action, -1.0, 1.0))
+            step += 1
+            hook.armed = True
+            try:
+                obs, _, dones, _ = venv.step_wait()
+            finally:
+                hook.armed = False
+            done_ids = np.flatnonzero(dones)
+            live = [i for i in range(n_envs) if not dones[i]]
+            record(live)
+            for i in done_ids:
+                episode[i], step[i] = next_episode, 0
+                next_episode += 1
+                weight[i] = rng.choice(MIX_WEIGHTS)
+            if len(done_ids) and controller is not None:
+                controller.reset(done_ids)
+    finally:
+        hook.remove()
+        renderer.close()
+        venv.close()
+    text, success, progress, ep, st = zip(*rows[:n_frames])
+    return FrameSet(
+        np.stack(frames[:n_frames]), list(text), np.array(success), np.array(progress), np.array(ep), np.array(st)
+    )

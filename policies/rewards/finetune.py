@@ -1,0 +1,213 @@
+"""Contrastive training of a small open_clip model on captioned simulator renders.
+
+The captions come from a handful of sentences per task, so many frames in a
+batch share a caption. Plain CLIP loss would treat those as negatives of each
+other; here the image-to-text side is a softmax over the distinct captions and
+the text-to-image side spreads its target evenly over every frame with that
+caption. Batches are drawn balanced over captions (rare "touching" frames are
+as frequent as "far" ones), and frames get DrQ-style random shifts.
+
+The result is saved in open_clip's ``local-dir`` layout (``open_clip_config.json``
++ ``open_clip_model.safetensors``) plus ``sim2real_clip.json`` (tasks, camera,
+image size, captions, held-out accuracy), which :class:`ClipRewardModel` loads.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from sim2real.errors import ConfigError
+from sim2real.policies.rewards.clip_reward import (
+    TINY_MODEL,
+    WEIGHT_FILE,
+    ClipRewardModel,
+    load_open_clip,
+    register_model_configs,
+)
+from sim2real.policies.rewards.dataset import FrameSet
+
+METADATA_FILE = "sim2real_clip.json"
+
+
+@dataclass
+class FinetuneConfig:
+    """Settings of one contrastive training run."""
+
+    steps: int = 1500
+    """Optimizer steps."""
+    batch_size: int = 128
+    """Frames per batch."""
+    learning_rate: float = 1e-3
+    """AdamW peak step size (cosine decay to 5% after a 5% warm-up)."""
+    weight_decay: float = 0.05
+    """AdamW weight decay."""
+    shift_pixels: int = 4
+    """Largest random shift (pixels) of the DrQ augmentation (0: none)."""
+    seed: int = 0
+    """Seed of the initialisation, the batches and the augmentation."""
+    model: str = TINY_MODEL
+    """open_clip architecture trained from scratch when ``init`` is not given."""
+    init: str | None = None
+    """Local weights (folder or file) to fine-tune instead of training from scratch."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Recorded in the metadata (tasks, camera, frame counts)."""
+
+
+def balanced_indices(labels: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` indices, each caption equally likely, frames uniform within a caption."""
+    counts = np.bincount(labels)
+    weights = 1.0 / counts[labels]
+    return rng.choice(len(labels), size=n, p=weights / weights.sum())
+
+
+def random_shift(x: torch.Tensor, pad: int, generator: torch.Generator) -> torch.Tensor:
+    """DrQ augmentation: replicate-pad by ``pad`` and crop back at a random offset per image."""
+    if pad <= 0:
+        return x
+    n, _, h, w = x.shape
+    padded = F.pad(x, (pad, pad, pad, pad), mode="replicate")
+    ox = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    oy = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    return torch.stack([padded[i, :, oy[i] : oy[i] + h, ox[i] : ox[i] + w] for i in range(n)])
+
+
+def multi_positive_loss(
+    image_emb: torch.Tensor, text_emb: torch.Tensor, labels: torch.Tensor, scale: torch.Tensor
+) -> torch.Tensor:
+    """Symmetric contrastive loss with captions shared by several frames."""
+    logits = scale * image_emb @ text_emb.T  # [B, C]
+    loss_image = F.cross_entropy(logits, labels)
+    present = torch.unique(labels)
+    target = (labels[None, :] == present[:, None]).float()  # [P, B]
+    target = target / target.sum(dim=1, keepdim=True)
+    log_p = F.log_softmax(logits.T[present], dim=1)  # over the batch's frames
+    loss_text = -(target * log_p).sum(dim=1).mean()
+    return 0.5 * (loss_image + loss_text)
+
+
+def caption_accuracy(reward_model: ClipRewardModel, data: FrameSet, captions: list[str]) -> float:
+    """Share of frames whose most similar caption (among ``captions``) is their own."""
+    text = reward_model.embed_text(captions)
+    image = reward_model.embed_images(data.frames)
+    predicted = (image @ text.T).argmax(dim=1).cpu().numpy()
+    truth = np.array([captions.index(c) for c in data.captions])
+    return float((predicted == truth).mean())
+
+
+def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[Any, Any, dict[str, Any]]:
+    """Train (or fine-tune) on ``train``; returns ``(model, tokenizer, stats)``."""
+    import open_clip
+
+    if len(train) == 0:
+        raise ConfigError("frames", "no training frames")
+    if cfg.steps < 1 or cfg.batch_size < 2:
+        raise ConfigError("finetune", f"steps must be >= 1 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
+    torch.manual_seed(cfg.seed)
+    register_model_configs()
+    if cfg.init is not None:
+        model, tokenizer, _ = load_open_clip(cfg.model, cfg.init, torch.device("cpu"))
+    else:
+        model = open_clip.create_model(cfg.model, pretrained=None)
+        tokenizer = open_clip.get_tokenizer(cfg.model)
+    model.train()
+    captions = sorted(set(train.captions))
+    labels_np = np.array([captions.index(c) for c in train.captions])
+    tokens = tokenizer(captions)
+    probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)  # only for preprocess
+    frames = torch.from_numpy(train.frames)
+    rng = np.random.default_rng(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "logit_scale" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or "logit_scale" in n]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.learning_rate,
+    )
+    warmup = max(1, cfg.steps // 20)
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, cfg.steps - warmup)
+        return 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * progress))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    t0, losses = time.perf_counter(), []
+    for step in range(cfg.steps):
+        idx = balanced_indices(labels_np, cfg.batch_size, rng)
+        x = probe.preprocess(frames[idx].numpy())
+        x = random_shift(x, cfg.shift_pixels, gen)
+        image = F.normalize(model.encode_image(x), dim=-1)
+        text = F.normalize(model.encode_text(tokens), dim=-1)
+        loss = multi_positive_loss(image, text, torch.from_numpy(labels_np[idx]), model.logit_scale.exp())
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"contrastive loss became {loss.item()} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, np.log(100))
+        losses.append(loss.item())
+        if log is not None and (step % 100 == 0 or step == cfg.steps - 1):
+            log(f"step {step + 1}/{cfg.steps} loss {np.mean(losses[-100:]):.3f} ({time.perf_counter() - t0:.0f} s)")
+    model.eval()
+    stats = {
+        "steps": cfg.steps,
+        "final_loss": float(np.mean(losses[-50:])),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "captions": captions,
+    }
+    return model, tokenizer, stats
+
+
+def model_config_of(model_name: str) -> dict[str, Any]:
+    import open_clip
+
+    register_model_configs()
+    cfg = open_clip.get_model_config(model_name)
+    if cfg is None:
+        raise ConfigError("model", f"unknown open_clip model {model_name!r}")
+    return cfg
+
+
+def save_model(model: Any, out: str | Path, model_cfg: dict[str, Any], metadata: dict[str, Any]) -> Path:
+    """Write the ``local-dir`` folder; every file atomically (temp file, then rename)."""
+    from safetensors.torch import save
+
+    from sim2real.policies.common.atomic import write_bytes, write_json
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    write_bytes(folder / WEIGHT_FILE, save(state))
+    preprocess = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
+    write_json(folder / "open_clip_config.json", {"model_cfg": model_cfg, "preprocess_cfg": preprocess})
+    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    write_json(folder / METADATA_FILE, {"schema": "sim2real.clip/1", "created": stamp, **metadata})
+    return folder
+
+
+def read_metadata(folder: str | Path) -> dict[str, Any]:
+    """``sim2real_clip.json`` of a folder written by :func:`save_model` (empty if absent)."""
+    path = Path(folder) / METADATA_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError("clip_weights", f"{path} is not valid JSON: {exc}") from None
+
+
+def describe_config(cfg: FinetuneConfig) -> dict[str, Any]:
+    return {k: v for k, v in asdict(cfg).items() if k != "extra"}

@@ -1,0 +1,127 @@
+"""How well a CLIP reward agrees with the task's ground truth, on held-out rollouts.
+
+For each alpha, the Pearson correlation ``rho`` between the CLIP reward of every
+frame and the frame's ground-truth success label, and the EPIC-style distance
+``D = sqrt((1 - rho) / 2)`` (0: perfectly correlated, 0.71: uncorrelated,
+1: anti-correlated), as VLM-RM reports against human labels. The correlation with
+the task's progress (e.g. minus the distance to the target) is reported too: it
+says whether the reward also *shapes* the way to success.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import ConfigError
+from sim2real.policies.rewards.clip_reward import ClipRewardModel
+from sim2real.policies.rewards.dataset import FrameSet
+
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def pearson(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Pearson correlation; ``None`` when either side is constant (undefined)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
+        raise ValueError(f"pearson needs two 1-D arrays of the same length >= 2, got {a.shape} and {b.shape}")
+    sa, sb = a.std(), b.std()
+    if sa < 1e-12 or sb < 1e-12:
+        return None
+    return float(((a - a.mean()) * (b - b.mean())).mean() / (sa * sb))
+
+
+def epic_distance(rho: float | None) -> float | None:
+    """``sqrt((1 - rho) / 2)``."""
+    if rho is None:
+        return None
+    return math.sqrt(max(0.0, (1.0 - rho) / 2.0))
+
+
+def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[float] = ALPHAS) -> dict[str, Any]:
+    """Correlations of the reward with success labels and progress, per alpha."""
+    if data.success.all() or not data.success.any():
+        raise ConfigError(
+            "episodes",
+            f"the held-out frames need both successful and unsuccessful states, got "
+            f"{int(data.success.sum())} of {len(data)} successful; collect more frames",
+        )
+    embeddings = model.embed_images(data.frames)  # once; alpha only changes the projection
+    rows = []
+    original = model.alpha
+    try:
+        for alpha in alphas:
+            model.set_alpha(alpha)
+            reward = model.reward_from_embeddings(embeddings)
+            rho = pearson(reward, data.success.astype(np.float64))
+            rows.append(
+                {
+                    "alpha": float(alpha),
+                    "pearson_success": rho,
+                    "epic_distance": epic_distance(rho),
+                    "pearson_progress": pearson(reward, data.progress),
+                    "mean_reward_success": float(reward[data.success].mean()),
+                    "mean_reward_other": float(reward[~data.success].mean()),
+                }
+            )
+    finally:
+        model.set_alpha(original)
+    return {
+        "frames": len(data),
+        "success_frames": int(data.success.sum()),
+        "episodes": int(len(np.unique(data.episode))),
+        "alphas": rows,
+    }
+
+
+def plot_episodes(models: dict[str, ClipRewardModel], data: FrameSet, out: str | Path, episodes: int = 3) -> Path:
+    """Reward along a few held-out episodes (those ending in success first), one
+    line per model, with the task's progress on a second axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sim2real.policies.common.atomic import write_bytes
+
+    ends = [e for e in dict.fromkeys(data.episode.tolist())]
+    successful = [e for e in ends if data.success[data.episode == e].any()]
+    chosen = (successful + [e for e in ends if e not in successful])[:episodes]
+    fig, axes = plt.subplots(1, len(chosen), figsize=(4.5 * len(chosen), 3.4), squeeze=False)
+    for ax, ep in zip(axes[0], chosen):
+        mask = data.episode == ep
+        order = np.argsort(data.step[mask])
+        sub = data.subset(mask)
+        for name, model in models.items():
+            reward = model(sub.frames)[order]
+            span = reward.max() - reward.min()
+            label = Path(name).name if "/" in name else name  # folder names, not full paths
+            ax.plot(
+                sub.step[order],
+                (reward - reward.min()) / (span if span > 0 else 1.0),
+                label=f"{label} (alpha {model.alpha:g})",
+            )
+        twin = ax.twinx()
+        twin.plot(sub.step[order], sub.progress[order], "k--", lw=1, label="progress (ground truth)")
+        twin.set_ylabel("progress", fontsize=8)
+        hits = sub.step[order][sub.success[order]]
+        for h in hits:
+            ax.axvline(h, color="g", alpha=0.3)
+        ax.set_title(f"episode {ep}" + (" (success)" if len(hits) else ""), fontsize=9)
+        ax.set_xlabel("step")
+        ax.set_ylabel("CLIP reward (min-max scaled)", fontsize=8)
+    axes[0][0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    write_bytes(path, buffer.getvalue())
+    return path

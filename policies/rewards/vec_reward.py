@@ -1,0 +1,170 @@
+"""Replace a batched env's reward by a CLIP reward of its rendered frames.
+
+Every step renders the frame of each of the N environments and embeds all N in
+one forward pass of the reward model (never one frame at a time). The frame of
+an environment whose episode just ended is rendered *before* the automatic
+reset, so the last transition of an episode (e.g. the one that reaches the
+target) is rewarded on what it actually reached, not on the next episode's
+first frame. The task's own reward stays in ``info["true_reward"]`` and in
+``info["episode"]["r"]`` (what the trainer logs), for evaluation only.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import mujoco
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+
+from sim2real.errors import ConfigError
+from sim2real.policies.rewards.clip_reward import ClipRewardModel
+from sim2real.sim.core.rendering import OffscreenRenderer
+
+
+class FrameRenderer:
+    """Renders any environment of a :class:`BatchedVecEnv` from one camera, small and fast.
+
+    Shadows, reflections and multisampling are off: on software GL they cost about
+    20x the rest of a 64 px frame (87 ms vs 4 ms measured here), and a reward model
+    trained on these frames does not need them.
+    """
+
+    def __init__(self, venv: Any, camera: str | None = None, width: int = 64, height: int = 64) -> None:
+        self.engine = venv.engine
+        self.camera = camera or venv.task.render_camera
+        base = copy.copy(self.engine.models[0])
+        if isinstance(self.camera, str):
+            names = [base.camera(i).name for i in range(base.ncam)]
+            if self.camera not in names:
+                raise ConfigError("reward.camera", f"no camera {self.camera!r} in this task; cameras: {names}")
+        base.vis.quality.offsamples = 0
+        self._renderer = OffscreenRenderer(base, width, height)
+        scene = self._renderer._renderer.scene
+        scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        self._data = mujoco.MjData(base)
+        self.width, self.height = width, height
+
+    def render(self, i: int) -> np.ndarray:
+        model = self.engine.load_env_into(int(i), self._data)
+        for h in range(model.nhfield):
+            self._renderer.upload_heightfield(model, h)
+        return self._renderer.render(model, self._data, self.camera)
+
+    def render_all(self) -> np.ndarray:
+        return np.stack([self.render(i) for i in range(self.engine.num_envs)])
+
+    def close(self) -> None:
+        self._renderer.close()
+
+
+class BeforeResetHook:
+    """Calls ``before_reset(env_ids)`` whenever the engine is about to reset some
+    environments while armed (i.e. inside ``step_wait``), so a caller can read the
+    last state of a finished episode before the automatic reset replaces it.
+
+    ``BatchedVecEnv`` resets finished environments inside ``step_wait``; the
+    engine's ``reset`` is the one place to see their final state.
+    """
+
+    def __init__(self, engine: Any, before_reset: Callable[[list[int]], None]) -> None:
+        self.engine = engine
+        self.before_reset = before_reset
+        self.armed = False
+        self._original = engine.reset
+        engine.reset = self._reset
+
+    def _reset(self, env_ids: Any = None) -> None:
+        if self.armed and env_ids is not None:
+            self.before_reset([int(i) for i in env_ids])
+        self._original(env_ids)
+
+    def remove(self) -> None:
+        self.engine.reset = self._original
+
+
+class ClipRewardVecEnv(VecEnvWrapper):
+    """A ``BatchedVecEnv`` whose reward is ``reward_model(frame) + shift``.
+
+    Args:
+        venv: The batched env (must expose ``engine``, as ``BatchedVecEnv`` does).
+        reward_model: Maps ``uint8 [B, H, W, 3]`` frames to rewards ``[B]``.
+        camera: Camera to render (default: the task's render camera).
+        size: Rendered frame width and height in pixels.
+        shift: Added to every reward. VLM-RM's reward is positive; with episodes that
+            *end* on success, a positive reward per step teaches the policy to avoid
+            success, so the default ``-1`` makes it non-positive.
+    """
+
+    def __init__(
+        self,
+        venv: Any,
+        reward_model: ClipRewardModel,
+        camera: str | None = None,
+        size: int = 64,
+        shift: float = -1.0,
+    ) -> None:
+        super().__init__(venv)
+        self.reward_model = reward_model
+        self.renderer = FrameRenderer(venv, camera, size, size)
+        self.shift = float(shift)
+        self.render_seconds = 0.0
+        self.reward_seconds = 0.0
+        self.frames = 0
+        self._terminal_frames: dict[int, np.ndarray] = {}
+        self._clip_return = np.zeros(self.num_envs)
+        self._hook = BeforeResetHook(venv.engine, self._render_terminal_frames)
+
+    def _render_terminal_frames(self, env_ids: list[int]) -> None:
+        t0 = time.perf_counter()
+        for i in env_ids:
+            self._terminal_frames[i] = self.renderer.render(i)
+        self.render_seconds += time.perf_counter() - t0
+
+    def reset(self) -> np.ndarray:
+        self._clip_return[:] = 0.0
+        return self.venv.reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        self._terminal_frames.clear()
+        self._hook.armed = True
+        try:
+            obs, true_reward, dones, infos = self.venv.step_wait()
+        finally:
+            self._hook.armed = False
+        t0 = time.perf_counter()
+        frames = np.stack(
+            [
+                self._terminal_frames.get(i) if i in self._terminal_frames else self.renderer.render(i)
+                for i in range(self.num_envs)
+            ]
+        )
+        t1 = time.perf_counter()
+        reward = self.reward_model(frames) + self.shift
+        t2 = time.perf_counter()
+        self.render_seconds += t1 - t0
+        self.reward_seconds += t2 - t1
+        self.frames += len(frames)
+        self._clip_return += reward
+        for i, info in enumerate(infos):
+            info["true_reward"] = float(true_reward[i])
+            info["clip_reward"] = float(reward[i])
+            if dones[i]:
+                if "episode" in info:
+                    info["episode"]["clip_r"] = float(self._clip_return[i])
+                self._clip_return[i] = 0.0
+        return obs, reward.astype(np.float32), dones, infos
+
+    def timing(self) -> dict[str, float]:
+        """Seconds spent rendering and in the reward model, and frames rewarded."""
+        return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds, "frames": self.frames}
+
+    def close(self) -> None:
+        self._hook.remove()
+        self.renderer.close()
+        self.venv.close()

@@ -1,0 +1,187 @@
+"""CLIP reward throughput: frames/s of the reward model batched vs one frame at a
+time, frames/s of the reward renderer vs the env's default renderer, and where the
+wall-clock of a PPO run on the CLIP reward goes (rendering, reward model, the rest)
+next to the same run on the task's own reward, all measured in the same run."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+HELP = "CLIP reward frames/s (batched vs one at a time) and its share of training wall-clock"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", default="ArmReach")
+    parser.add_argument(
+        "--clip-weights",
+        help="local weights folder (default: a random-initialised sim2real-tiny-vit; speed does not depend on weights)",
+    )
+    parser.add_argument("--frames", type=int, default=256, help="frames embedded per measurement")
+    parser.add_argument("--train-steps", type=int, default=8192, help="PPO env steps per training measurement")
+    parser.add_argument("--n-envs", type=int, default=32)
+    add_json_flag(parser)
+
+
+def _rate(fn: Any, n: int, repeats: int = 2) -> float:
+    """Items/s of ``fn()`` processing ``n`` items, best of ``repeats`` after a warm-up."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def _reward_model(weights: str | None, tmp: Path) -> tuple[Any, str]:
+    import open_clip
+    import torch
+
+    from sim2real.policies.rewards.clip_reward import TINY_MODEL, register_model_configs
+    from sim2real.policies.rewards.finetune import model_config_of, save_model
+
+    if weights:
+        return weights, weights
+    register_model_configs()
+    torch.manual_seed(0)
+    model = open_clip.create_model(TINY_MODEL, pretrained=None).eval()
+    save_model(model, tmp / "tiny", model_config_of(TINY_MODEL), {"image_size": 64})
+    return str(tmp / "tiny"), f"random-initialised {TINY_MODEL}"
+
+
+def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | None, out: Path) -> dict[str, Any]:
+    from sim2real.policies.config_loading import resolve_config
+    from sim2real.policies.trainer import Trainer
+
+    overrides: dict[str, Any] = {
+        "total_steps": steps,
+        "n_envs": n_envs,
+        "eval.every_steps": 0,
+        "eval.episodes": 1,
+        "eval.n_envs": 1,
+        "checkpoint.every_steps": 10 * steps,
+    }
+    for key, value in (reward or {}).items():
+        overrides[f"reward.{key}"] = value
+    trainer = Trainer(resolve_config(task, overrides=overrides), out, progress=False)
+    try:
+        t0 = time.perf_counter()
+        trainer.model.learn(steps)  # only learning: no evaluation or checkpoint inside the measurement
+        wall = time.perf_counter() - t0
+        wrapper = trainer.env.venv
+        timing = wrapper.timing() if hasattr(wrapper, "timing") else {}
+    finally:
+        trainer.close()
+    row: dict[str, Any] = {"steps": steps, "wall_s": round(wall, 2), "steps_per_s": round(steps / wall, 1)}
+    if timing:
+        row["render_share"] = round(timing["render_seconds"] / wall, 3)
+        row["reward_model_share"] = round(timing["reward_seconds"] / wall, 3)
+        row["rest_share"] = round(1 - row["render_share"] - row["reward_model_share"], 3)
+    return row
+
+
+def run_reward_bench(
+    task: str, weights: str | None, n_frames: int, train_steps: int, n_envs: int, log: Any = print
+) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    from sim2real.policies.rewards.captions import GOAL_PROMPTS
+    from sim2real.policies.rewards.clip_reward import ClipRewardModel
+    from sim2real.policies.rewards.dataset import default_camera
+    from sim2real.policies.rewards.training import DEFAULT_IMAGE_SIZE
+    from sim2real.policies.rewards.vec_reward import FrameRenderer
+    from sim2real.sim import REGISTRY, make_vec
+    from sim2real.sim.core.registry import gym_id
+
+    torch.set_num_threads(1)
+    task_id = gym_id(REGISTRY.get(task))
+    goal, baseline = GOAL_PROMPTS.get(task_id, ("a robot reaching its goal", "a robot"))
+    camera = default_camera(REGISTRY.get(task))
+    out: dict[str, Any] = {
+        "benchmark": "reward",
+        "task": task_id,
+        "camera": camera,
+        "image_size": DEFAULT_IMAGE_SIZE,
+        "torch_threads": 1,
+    }
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        weights_path, label = _reward_model(weights, tmp)
+        model = ClipRewardModel.load(None, weights_path, goal, baseline, device="cpu")
+        out["model"] = label
+        out["device"] = str(model.device)
+        venv = make_vec(
+            task_id, min(n_envs, n_frames), seed=0, camera=camera, width=DEFAULT_IMAGE_SIZE, height=DEFAULT_IMAGE_SIZE
+        )
+        venv.reset()
+        renderer = FrameRenderer(venv, camera, DEFAULT_IMAGE_SIZE, DEFAULT_IMAGE_SIZE)
+        log("rendering")
+        out["render_fps"] = round(_rate(renderer.render_all, venv.num_envs), 1)
+        out["default_render_fps"] = round(_rate(lambda: [venv.render_env(i) for i in range(4)], 4, repeats=1), 1)
+        frames = np.concatenate([renderer.render_all() for _ in range(-(-n_frames // venv.num_envs))])[:n_frames]
+        renderer.close()
+        venv.close()
+        log("embedding")
+        rates = {}
+        for batch in (1, 32, 256):
+            model.batch_size = batch
+            subset = frames if batch > 1 else frames[:64]
+            rates[batch] = round(_rate(lambda s=subset: model(s), len(subset)), 1)
+        out["reward_fps"] = {f"batch_{b}": r for b, r in rates.items()}
+        out["batched_vs_one_frame"] = round(rates[256] / rates[1], 2)
+        log("training on the task reward, then on the CLIP reward")
+        base = _train_seconds(task_id, train_steps, n_envs, None, tmp / "task")
+        clip = _train_seconds(
+            task_id,
+            train_steps,
+            n_envs,
+            {
+                "source": "clip",
+                "goal": [goal],
+                "baseline": [baseline],
+                "clip_weights": weights_path,
+                "camera": camera,
+                "device": "cpu",
+            },
+            tmp / "clip",
+        )
+        out["training"] = {
+            "task_reward": base,
+            "clip_reward": clip,
+            "clip_vs_task_speed": round(clip["steps_per_s"] / base["steps_per_s"], 3),
+        }
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    result = run_reward_bench(
+        args.task, args.clip_weights, args.frames, args.train_steps, args.n_envs, log=lambda m: console.print(m)
+    )
+    if args.json:
+        emit_json(result)
+        return 0
+    r = result
+    stdout.print(
+        f"CLIP reward on {r['task']} ({r['model']}, {r['camera']} camera, {r['image_size']} px, {r['device']})"
+    )
+    stdout.print(f"  render: {r['render_fps']} frames/s (default renderer with shadows: {r['default_render_fps']})")
+    stdout.print(
+        "  reward model: "
+        + ", ".join(f"{k}: {v} frames/s" for k, v in r["reward_fps"].items())
+        + f"; batched / one frame: {r['batched_vs_one_frame']}x"
+    )
+    t = r["training"]
+    stdout.print(
+        f"  PPO: {t['task_reward']['steps_per_s']} steps/s on the task reward, "
+        f"{t['clip_reward']['steps_per_s']} on the CLIP reward "
+        f"({t['clip_vs_task_speed']}x); CLIP run wall-clock: rendering {t['clip_reward']['render_share']:.0%}, "
+        f"reward model {t['clip_reward']['reward_model_share']:.0%}, the rest {t['clip_reward']['rest_share']:.0%}"
+    )
+    return 0

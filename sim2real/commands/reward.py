@@ -1,0 +1,226 @@
+"""Vision-language (CLIP) rewards: train a small local CLIP model on simulator
+renders, and measure how well a CLIP reward agrees with the task's ground truth.
+
+Examples:
+  sim2real reward finetune-clip ArmReach --out models/clip-reach --steps 1200 --batch-size 96   # ~17 min, 2 CPU cores
+  sim2real reward eval ArmReach --clip-weights models/clip-reach --include-untrained --plot reach.png
+  sim2real reward eval ArmReach --prompt "the gripper touches the green ball" \\
+      --baseline "the gripper is very far from the green ball" --clip-weights models/clip-reach --json
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ft = sub.add_parser("finetune-clip", help="train a small open_clip model on captioned renders of tasks")
+    ft.add_argument("tasks", nargs="+", help="captioned task(s), e.g. ArmReach DroneHover")
+    ft.add_argument("--out", type=Path, required=True, help="output folder (open_clip local-dir layout)")
+    ft.add_argument("--frames", type=int, default=6000, help="rendered frames per task (default 6000)")
+    ft.add_argument("--steps", type=int, default=1500, help="optimizer steps (default 1500)")
+    ft.add_argument("--batch-size", type=int, default=128)
+    ft.add_argument("--lr", type=float, default=1e-3)
+    ft.add_argument("--size", type=int, default=64, help="rendered frame size in pixels (default 64)")
+    ft.add_argument("--camera", help="camera (default: wrist for the arm, else the task's camera)")
+    ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
+    ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit)")
+    ft.add_argument("--seed", type=int, default=0)
+    ft.add_argument("--n-envs", type=int, default=16)
+    add_json_flag(ft)
+
+    ev = sub.add_parser("eval", help="correlation of a CLIP reward with ground-truth success on held-out rollouts")
+    ev.add_argument("task")
+    ev.add_argument(
+        "--prompt", action="append", help="goal prompt (repeat for several; default: the task's goal caption)"
+    )
+    ev.add_argument("--baseline", action="append", help="baseline prompt (repeat for several)")
+    ev.add_argument(
+        "--clip-weights", action="append", required=True, help="local weights folder or file (repeat to compare)"
+    )
+    ev.add_argument("--clip-model", help="open_clip architecture of a weight file")
+    ev.add_argument(
+        "--include-untrained",
+        action="store_true",
+        help="also evaluate a randomly initialised model (the state before training)",
+    )
+    ev.add_argument("--frames", type=int, default=3000, help="held-out frames to render (default 3000)")
+    ev.add_argument("--camera")
+    ev.add_argument("--seed", type=int, default=12345, help="seed of the held-out rollouts (differs from training's)")
+    ev.add_argument("--plot", type=Path, help="PNG of the reward along held-out episodes")
+    add_json_flag(ev)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "finetune-clip":
+        return _finetune(args)
+    return _eval(args)
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from sim2real.policies.rewards.captions import captioner
+    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
+    from sim2real.policies.rewards.dataset import collect_frames, default_camera
+    from sim2real.policies.rewards.finetune import (
+        FinetuneConfig,
+        caption_accuracy,
+        describe_config,
+        model_config_of,
+        save_model,
+        train_clip,
+    )
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.registry import gym_id
+
+    torch.set_num_threads(1)
+    for task in args.tasks:
+        captioner(task)  # fail before rendering anything when a task has no captions
+    sets, cameras = [], {}
+    for i, task in enumerate(args.tasks):
+        camera = args.camera or default_camera(REGISTRY.get(task))
+        cameras[gym_id(REGISTRY.get(task))] = camera
+        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {args.size} px)")
+        sets.append(
+            collect_frames(task, args.frames, n_envs=args.n_envs, size=args.size, camera=camera, seed=args.seed + i)
+        )
+    # Hold out the last 15% of each task's episodes for the accuracy check.
+    train_parts, held_parts = [], []
+    for fs in sets:
+        cut = np.quantile(fs.episode, 0.85)
+        train_parts.append(fs.subset(fs.episode <= cut))
+        held_parts.append(fs.subset(fs.episode > cut))
+    train_set, held_set = _concat(train_parts), _concat(held_parts)
+    cfg = FinetuneConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        seed=args.seed,
+        model=args.model or TINY_MODEL,
+        init=args.init,
+    )
+    model, tokenizer, stats = train_clip(train_set, cfg, log=console.print)
+    captions = stats["captions"]
+    probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)
+    accuracy = {
+        "train": caption_accuracy(probe, train_set.subset(np.arange(len(train_set)) < 2000), captions),
+        "heldout": caption_accuracy(probe, held_set, captions),
+    }
+    metadata = {
+        "tasks": [gym_id(REGISTRY.get(t)) for t in args.tasks],
+        "cameras": cameras,
+        "image_size": args.size,
+        "frames": {"train": len(train_set), "heldout": len(held_set)},
+        "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
+        "caption_accuracy": accuracy,
+        "training": {**describe_config(cfg), **stats},
+    }
+    save_model(
+        model,
+        args.out,
+        model_config_of(cfg.model) if cfg.init is None else _config_of_init(cfg.init, cfg.model),
+        metadata,
+    )
+    summary = {"out": str(args.out), **metadata}
+    if args.json:
+        emit_json(summary)
+    else:
+        stdout.print(
+            f"trained {cfg.model} for {cfg.steps} steps in {stats['seconds']:.0f} s on {len(train_set)} frames; "
+            f"caption accuracy {accuracy['train']:.0%} train, {accuracy['heldout']:.0%} held-out; saved {args.out}"
+        )
+    return 0
+
+
+def _config_of_init(init: str, model: str):
+    import json
+
+    folder = Path(init)
+    if folder.is_dir():
+        return json.loads((folder / "open_clip_config.json").read_text())["model_cfg"]
+    from sim2real.policies.rewards.finetune import model_config_of
+
+    return model_config_of(model)
+
+
+def _concat(parts):
+    import numpy as np
+
+    from sim2real.policies.rewards.dataset import FrameSet
+
+    offset, episodes = 0, []
+    for p in parts:  # keep episode ids unique across tasks
+        episodes.append(p.episode + offset)
+        offset += int(p.episode.max()) + 1 if len(p) else 0
+    return FrameSet(
+        np.concatenate([p.frames for p in parts]),
+        [c for p in parts for c in p.captions],
+        np.concatenate([p.success for p in parts]),
+        np.concatenate([p.progress for p in parts]),
+        np.concatenate(episodes),
+        np.concatenate([p.step for p in parts]),
+    )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
+    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
+    from sim2real.policies.rewards.dataset import collect_frames, default_camera
+    from sim2real.policies.rewards.finetune import read_metadata
+    from sim2real.policies.rewards.reward_eval import evaluate_reward, plot_episodes
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.registry import gym_id
+
+    torch.set_num_threads(1)
+    task_id = gym_id(REGISTRY.get(args.task))
+    captioner(task_id)
+    goal_default, baseline_default = GOAL_PROMPTS[task_id]
+    goal = args.prompt or [goal_default]
+    baseline = args.baseline or [baseline_default]
+    models: dict[str, ClipRewardModel] = {}
+    meta = {}
+    for weights in args.clip_weights:
+        models[str(weights)] = ClipRewardModel.load(args.clip_model, weights, goal, baseline, alpha=0.5)
+        if not meta and Path(weights).is_dir():  # camera and frame size the first model was trained with
+            meta = read_metadata(weights)
+    if args.include_untrained:
+        import open_clip
+
+        register_model_configs()
+        torch.manual_seed(0)
+        name = args.clip_model or TINY_MODEL
+        untrained = open_clip.create_model(name, pretrained=None).eval()
+        models[f"untrained {name}"] = ClipRewardModel(
+            untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
+        )
+    first = next(iter(models.values()))
+    camera = args.camera or meta.get("cameras", {}).get(task_id) or default_camera(REGISTRY.get(task_id))
+    size = int(meta.get("image_size", first.image_size[0]))
+    console.print(
+        f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
+    )
+    data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed)
+    results = {name: evaluate_reward(m, data) for name, m in models.items()}
+    out = {"task": task_id, "goal": goal, "baseline": baseline, "camera": camera, "image_size": size, "models": results}
+    if args.plot:
+        out["plot"] = str(plot_episodes(models, data, args.plot))
+    if args.json:
+        emit_json(out)
+        return 0
+    for name, res in results.items():
+        stdout.print(f"{name}: {res['frames']} frames, {res['success_frames']} successful, {res['episodes']} episodes")
+        for row in res["alphas"]:
+            rho, d, rp = row["pearson_success"], row["epic_distance"], row["pearson_progress"]
+            fmt = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
+            stdout.print(f"  alpha {row['alpha']:.2f}: rho(success) {fmt(rho)}  EPIC {fmt(d)}  rho(progress) {fmt(rp)}")
+    if args.plot:
+        stdout.print(f"plot: {out['plot']}")
+    return 0

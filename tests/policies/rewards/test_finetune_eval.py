@@ -1,0 +1,143 @@
+"""Captions from simulator state, contrastive training that actually learns, and
+the reward evaluation (Pearson, EPIC distance, plot)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sim2real.policies.rewards.captions import REACH_BINS, REACH_FAR, captioner
+from sim2real.policies.rewards.clip_reward import ClipRewardModel
+from sim2real.policies.rewards.dataset import FrameSet, collect_frames
+from sim2real.policies.rewards.finetune import FinetuneConfig, caption_accuracy, train_clip
+from sim2real.policies.rewards.reward_eval import ALPHAS, epic_distance, evaluate_reward, pearson, plot_episodes
+
+
+def test_reach_frames_are_captioned_from_the_state_including_the_successful_last_frames():
+    from sim2real.policies.classical.arm import ArmCartesianController
+    from sim2real.sim import make_vec
+
+    probe = make_vec("ArmReach", 1)
+    controller = ArmCartesianController.for_task(probe.task)
+    probe.close()
+    data = collect_frames("ArmReach", 240, n_envs=4, size=32, seed=3, policy=controller.act)
+    assert data.frames.shape == (240, 32, 32, 3) and data.frames.dtype == np.uint8
+    for caption, progress in zip(data.captions, data.progress):
+        distance = -progress
+        expected = next((text for bound, text in REACH_BINS if distance < bound), REACH_FAR)
+        assert caption == expected
+    # Success ends a reach episode: its frame exists only because it is taken before the reset.
+    assert data.success.any()
+    assert all(data.captions[i] == "the gripper touches the green ball" for i in np.flatnonzero(data.success))
+    assert len(np.unique(data.episode)) > 4
+
+
+def test_tasks_without_captions_are_refused():
+    from sim2real.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no captions"):
+        captioner("ArmMaze")
+
+
+def synthetic_frames(n: int, seed: int) -> FrameSet:
+    """Red frames are 'successes', blue ones are not; a brightness ramp as progress."""
+    rng = np.random.default_rng(seed)
+    red = rng.random(n) < 0.5
+    frames = np.zeros((n, 32, 32, 3), dtype=np.uint8)
+    level = rng.integers(120, 255, n)
+    frames[red, :, :, 0] = level[red, None, None]
+    frames[~red, :, :, 2] = level[~red, None, None]
+    frames = np.clip(frames.astype(int) + rng.integers(0, 30, frames.shape), 0, 255).astype(np.uint8)
+    captions = ["a red square" if r else "a blue square" for r in red]
+    return FrameSet(frames, captions, red, red.astype(float), np.arange(n) // 10, np.arange(n) % 10)
+
+
+def test_contrastive_training_learns_the_captions_and_the_reward_then_separates_success(micro_model_name, tmp_path):
+    train = synthetic_frames(200, seed=0)
+    cfg = FinetuneConfig(steps=60, batch_size=32, learning_rate=3e-3, model=micro_model_name, shift_pixels=2)
+    model, tokenizer, stats = train_clip(train, cfg)
+    assert stats["captions"] == ["a blue square", "a red square"]
+    reward = ClipRewardModel(model, tokenizer, "a red square", "a blue square", alpha=0.5)
+    held = synthetic_frames(100, seed=1)
+    assert caption_accuracy(reward, held, stats["captions"]) > 0.95
+    result = evaluate_reward(reward, held)
+    assert [row["alpha"] for row in result["alphas"]] == list(ALPHAS)
+    for row in result["alphas"]:
+        assert row["pearson_success"] > 0.8
+        assert row["epic_distance"] == pytest.approx(np.sqrt((1 - row["pearson_success"]) / 2))
+        assert row["mean_reward_success"] > row["mean_reward_other"]
+    assert reward.alpha == 0.5  # restored after the sweep
+    png = plot_episodes({"trained": reward}, held, tmp_path / "plot.png", episodes=2)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pearson_and_epic_distance():
+    a = np.array([0.0, 1.0, 2.0, 3.0])
+    assert pearson(a, 2 * a + 1) == pytest.approx(1.0)
+    assert pearson(a, -a) == pytest.approx(-1.0)
+    assert pearson(a, np.ones(4)) is None  # undefined, not a number pretending to be one
+    assert epic_distance(1.0) == 0.0 and epic_distance(-1.0) == pytest.approx(1.0)
+    assert epic_distance(0.0) == pytest.approx(np.sqrt(0.5))
+    with pytest.raises(ValueError):
+        pearson(a, a[:3])
+
+
+def test_evaluation_needs_both_kinds_of_frames(micro_checkpoint):
+    from sim2real.errors import ConfigError
+
+    model = ClipRewardModel.load(None, micro_checkpoint, "a red square", "a blue square", device="cpu")
+    data = synthetic_frames(20, seed=2)
+    only_failures = data.subset(~data.success)
+    with pytest.raises(ConfigError, match="both successful and unsuccessful"):
+        evaluate_reward(model, only_failures)
+
+
+def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, capsys):
+    from sim2real.cli import main
+
+    out = tmp_path / "clip"
+    code = main(
+        [
+            "reward",
+            "finetune-clip",
+            "ArmReach",
+            "--out",
+            str(out),
+            "--frames",
+            "120",
+            "--steps",
+            "3",
+            "--batch-size",
+            "16",
+            "--size",
+            "32",
+            "--model",
+            micro_model_name,
+            "--n-envs",
+            "4",
+            "--json",
+        ]
+    )
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["cameras"] == {"sim2real/ArmReach-v0": "wrist"} and summary["image_size"] == 32
+    assert set(summary["caption_accuracy"]) == {"train", "heldout"}
+    meta = json.loads((out / "sim2real_clip.json").read_text())
+    assert meta["training"]["steps"] == 3
+    model = ClipRewardModel.load(
+        None, out, "the gripper touches the green ball", "the gripper is far from the green ball", device="cpu"
+    )
+    assert model(np.zeros((1, 32, 32, 3), dtype=np.uint8)).shape == (1,)
+
+
+@pytest.mark.parametrize("task", ["DroneHover", "QuadrupedVelocity"])
+def test_drone_and_quadruped_frames_are_captioned(task):
+    from sim2real.policies.rewards.captions import GOAL_PROMPTS
+
+    data = collect_frames(task, 16, n_envs=4, size=32, seed=0)
+    assert data.frames.shape == (16, 32, 32, 3)
+    assert all(isinstance(c, str) and c.startswith(("the drone", "the robot dog")) for c in data.captions)
+    goal, baseline = GOAL_PROMPTS[f"sim2real/{task}-v0"]
+    assert goal != baseline
