@@ -110,7 +110,12 @@ def train_or_load(
                 return path
         except Exception:
             pass
-    config = resolve_config(cfg.task, None, overrides)
+    if resume:
+        # An existing run keeps its own config; only its step budget may grow.
+        config = RunDir(path).read_config()
+        config.total_steps = max(config.total_steps, cfg.steps)
+    else:
+        config = resolve_config(cfg.task, None, overrides)
     log(f"{'resuming' if resume else 'training'} {path.name} ({config.algo}, {cfg.steps:,} steps)")
     Trainer(config, path, resume=resume, progress=False).run()
     return path

@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sensitivity-limits", type=float, nargs="*", default=[0.25, 3.0], help="further cost limits for the sweep"
     )
+    p.add_argument("--lambda-lr", type=float, default=0.02, help="aware policies: integral gain of the multiplier")
+    p.add_argument("--lambda-kp", type=float, default=0.1, help="aware policies: proportional gain of the multiplier")
     p.add_argument("--sensitivity-seeds", type=int, default=1, help="seeds per extra cost limit")
     p.add_argument("--episodes", type=int, default=24, help="evaluation episodes per policy and filter setting")
     p.add_argument("--dr", choices=["train", "heldout", "none"], default="train", help="evaluation randomization")
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         steps=args.steps,
         n_envs=args.n_envs,
         cost_limit=args.cost_limit,
+        lambda_lr=args.lambda_lr,
+        lambda_kp=args.lambda_kp,
         sensitivity_limits=list(args.sensitivity_limits),
         sensitivity_seeds=args.sensitivity_seeds,
         episodes=args.episodes,
