@@ -183,16 +183,10 @@ class HardwareBridge(ManagedNode):
 
     # -- ROS -> robot ----------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
-        labels = M.command_labels(msg)
-        if len(msg.data) != self.space.size or (labels and labels != list(self.space.names)):
+        values, key, reason = M.driver_command(msg, self.space.names)
+        if values is None:
             self.commands_rejected += 1
-            self.log_throttled("bad_command", f"rejected command: {len(msg.data)} values {labels or ''}, expected "
-                               f"{self.space.size} ({', '.join(self.space.names)})", level="error")
-            return
-        values = np.asarray(msg.data, dtype=np.float64)
-        if not np.all(np.isfinite(values)):
-            self.commands_rejected += 1
-            self.log_throttled("nan_command", "rejected command with non-finite values", level="error")
+            self.log_throttled(key, reason, level="error")
             return
         self.commands_received += 1
         if not self.active or self.link is None:

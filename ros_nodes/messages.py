@@ -165,6 +165,20 @@ def command_labels(msg: Float64MultiArray) -> list[str]:
     return labels if any(labels) else []
 
 
+def driver_command(msg: Float64MultiArray, names: list[str] | tuple[str, ...]) -> tuple[np.ndarray | None, str, str]:
+    """What a robot driver accepts on ``command``: ``(values, "", "")``, or ``(None, key,
+    reason)`` for a wrong length, element names that differ from ``names`` (when the
+    sender labelled them) or non-finite values, so the caller can count and log it."""
+    labels = command_labels(msg)
+    if len(msg.data) != len(names) or (labels and labels != list(names)):
+        reason = f"rejected command: {len(msg.data)} values {labels or ''}, expected {len(names)} ({', '.join(names)})"
+        return None, "bad_command", reason
+    values = np.asarray(msg.data, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        return None, "nan_command", "rejected command with non-finite values"
+    return values, "", ""
+
+
 def twist(linear: np.ndarray, angular: np.ndarray) -> Twist:
     msg = Twist()
     msg.linear.x, msg.linear.y, msg.linear.z = (float(v) for v in linear)

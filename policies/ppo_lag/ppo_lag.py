@@ -22,13 +22,13 @@ point ``min_{lambda >= 0} max_pi J_r - lambda (J_c - d)`` (Ray, Achiam and Amode
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from sim2real.policies.common.lagrangian import LagrangeMultiplier
 from sim2real.policies.ppo.ppo import AdaptivePPO
 
 
@@ -59,7 +59,7 @@ class _CostTap(BaseCallback):
         return True
 
 
-class PPOLagrangian(AdaptivePPO):
+class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
     """:class:`AdaptivePPO` with a cost critic and a PID-controlled Lagrange multiplier.
 
     Args:
@@ -88,14 +88,8 @@ class PPOLagrangian(AdaptivePPO):
         **kwargs: Any,
     ) -> None:
         self.cost_metric = cost_metric
-        self.cost_limit = float(cost_limit)
-        self.lagrange_multiplier = float(lambda_init)
-        self.lambda_lr, self.lambda_kp, self.lambda_kd = lambda_lr, lambda_kp, lambda_kd
-        self.lambda_max = lambda_max
+        self.init_multiplier(cost_limit, lambda_init, lambda_lr, lambda_kp, lambda_kd, lambda_max)
         self.cost_gamma, self.cost_gae_lambda = cost_gamma, cost_gae_lambda
-        self.pid_integral = float(lambda_init) / lambda_lr if lambda_lr > 0 else 0.0
-        self.previous_episode_cost = 0.0
-        self.ep_cost_buffer: deque[float] = deque(maxlen=100)
         super().__init__(*args, **kwargs)
 
     # -- model -------------------------------------------------------------------
@@ -174,16 +168,6 @@ class PPOLagrangian(AdaptivePPO):
         self._cost_adv, self._cost_returns = adv, adv + values
 
     # -- updates -----------------------------------------------------------------
-    def update_multiplier(self, episode_cost: float) -> float:
-        """One PID step of the multiplier from the mean recent episode cost."""
-        error = episode_cost - self.cost_limit
-        self.pid_integral = max(0.0, self.pid_integral + error)
-        derivative = max(0.0, episode_cost - self.previous_episode_cost)
-        self.previous_episode_cost = episode_cost
-        value = self.lambda_kp * error + self.lambda_lr * self.pid_integral + self.lambda_kd * derivative
-        self.lagrange_multiplier = float(np.clip(value, 0.0, self.lambda_max))
-        return self.lagrange_multiplier
-
     def train(self) -> None:
         buf = self.rollout_buffer
         episode_cost = float(np.mean(self.ep_cost_buffer)) if self.ep_cost_buffer else 0.0
@@ -212,8 +196,3 @@ class PPOLagrangian(AdaptivePPO):
                 self.cost_optimizer.step()
                 losses.append(loss.item())
         return float(np.mean(losses))
-
-    def progress_fields(self) -> str:
-        """What the progress bar shows next to return and success."""
-        cost = np.mean(self.ep_cost_buffer) if self.ep_cost_buffer else float("nan")
-        return f"cost {cost:.3g}/{self.cost_limit:.3g} lambda {self.lagrange_multiplier:.3g}"

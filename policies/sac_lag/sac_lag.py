@@ -6,12 +6,11 @@ sampled batch is relabelled with the *current* multiplier, ``r - lambda c``, so 
 critics learn the Lagrangian return of the current saddle-point problem (one set of
 critics; the relabelling keeps old transitions consistent as lambda moves). The
 multiplier follows the recent training episodes' cost with the same PID update as
-PPO-Lagrangian (:meth:`sim2real.policies.ppo_lag.PPOLagrangian.update_multiplier`).
+PPO-Lagrangian (:mod:`sim2real.policies.common.lagrangian`).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from sim2real.policies.ppo_lag.ppo_lag import PPOLagrangian
+from sim2real.policies.common.lagrangian import LagrangeMultiplier
 
 
 class CostReplayBuffer(ReplayBuffer):
@@ -62,7 +61,7 @@ class CostReplayBuffer(ReplayBuffer):
         return ReplayBufferSamples(*tuple(map(self.to_torch, data)))
 
 
-class SACLagrangian(SAC):
+class SACLagrangian(LagrangeMultiplier, SAC):
     """SB3 SAC with a :class:`CostReplayBuffer` and a PID-controlled multiplier.
 
     Args:
@@ -74,9 +73,6 @@ class SACLagrangian(SAC):
         *args, **kwargs: Passed to :class:`stable_baselines3.SAC` (``cost_metric`` goes
             to the replay buffer through ``replay_buffer_kwargs``).
     """
-
-    update_multiplier = PPOLagrangian.update_multiplier
-    progress_fields = PPOLagrangian.progress_fields
 
     def __init__(
         self,
@@ -90,13 +86,8 @@ class SACLagrangian(SAC):
         lambda_every: int = 2048,
         **kwargs: Any,
     ) -> None:
-        self.cost_limit = float(cost_limit)
-        self.lagrange_multiplier = float(lambda_init)
-        self.lambda_lr, self.lambda_kp, self.lambda_kd, self.lambda_max = lambda_lr, lambda_kp, lambda_kd, lambda_max
+        self.init_multiplier(cost_limit, lambda_init, lambda_lr, lambda_kp, lambda_kd, lambda_max)
         self.lambda_every = int(lambda_every)
-        self.pid_integral = float(lambda_init) / lambda_lr if lambda_lr > 0 else 0.0
-        self.previous_episode_cost = 0.0
-        self.ep_cost_buffer: deque[float] = deque(maxlen=100)
         self._next_lambda_update = 0
         kwargs["replay_buffer_class"] = CostReplayBuffer
         super().__init__(*args, **kwargs)
