@@ -249,7 +249,11 @@ class PolicyNode(ManagedNode):
             self.log_throttled("inference", f"not acting: inference failed ({exc})", level="error")
             return
         self.last_action = np.clip(np.nan_to_num(action), -1.0, 1.0)
-        self.pub.publish(M.command_array(self.space.action_to_command(action), self.space.names))
+        command = self.space.action_to_command(action)
+        reference = self.task.deploy_reference()  # e.g. the quadruped's trot (gait_residual)
+        if reference is not None:
+            command = command + reference
+        self.pub.publish(M.command_array(command, self.space.names))
         self.compute.append(time.perf_counter() - t0)
         self.published += 1
         newest = max(self.state_header[t] for t in self.required)

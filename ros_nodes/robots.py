@@ -49,6 +49,24 @@ def robot_info(robot: str) -> RobotInfo:
     return ROBOTS[robot]
 
 
+QUADRUPED_DRIVER_SCALE = 2.0
+"""Rad of servo target per unit action in the simulated quadruped driver: the largest
+scale the task allows, so any target within +-2 rad of the default pose (then the joint
+limits) passes unchanged, as a real driver accepts any target within its limits."""
+
+
+def driver_mode(robot: str, action_mode: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The action mode and task options of the robot's driver (the sim bridge) for a
+    policy trained in ``action_mode`` with ``options``: the driver executes the
+    filtered commands, not the policy's actions. A quadruped's policy in
+    ``gait_residual`` mode publishes joint targets with the gait already added."""
+    options = dict(options)
+    if robot == "quadruped":
+        options["action_scale"] = QUADRUPED_DRIVER_SCALE
+        return "joint_pos", options
+    return action_mode, options
+
+
 def make_task(task: str, action_mode: str, options: dict[str, Any] | None = None) -> Task:
     """One-environment task instance with its model built (sizes, sensor slices)."""
     task_cls = REGISTRY.get(task)

@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from sim2real.policies.safety.spaces import CommandSpace, command_space
-from sim2real.ros_nodes.robots import Measurements, robot_info
+from sim2real.ros_nodes.robots import Measurements, driver_mode, robot_info
 from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.registry import REGISTRY
 
@@ -46,8 +46,7 @@ class SimRobot:
         self.robot = robot
         self.info = info
         self.task_name = task or info.task
-        mode = action_mode or info.action_mode
-        options = dict(task_options or {})
+        mode, options = driver_mode(robot, action_mode or info.action_mode, task_options or {})
         kwargs: dict[str, Any] = {}
         if render_size[0] > 0:
             kwargs = {"render_mode": "rgb_array", "width": render_size[0], "height": render_size[1]}

@@ -18,6 +18,9 @@ import numpy as np
 
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped.constants import static_knee_offset
+from sim2real.sim.quadruped.gait import leg_ik
+
+__all__ = ["StandController", "TrotGait", "leg_ik"]
 
 
 def _block(layout: Sequence[tuple[str, int]], name: str) -> slice:
@@ -98,20 +101,6 @@ class StandController:
         command = desired + blend * self.offset + self.outer_gain * (desired - q)
         self.elapsed += self.dt
         return np.clip(command / self.action_scale, -1.0, 1.0)
-
-
-def leg_ik(x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Thigh and calf angles placing the foot at ``(x, z)`` from the thigh joint in
-    the leg's sagittal plane (x forward, z up), knee pointing backwards.
-
-    With equal thigh and calf lengths ``l`` the hip-foot distance is
-    ``2 l cos(knee_bend / 2)`` and the thigh sits half the bend behind the foot ray.
-    """
-    length = c.THIGH_LENGTH
-    d = np.clip(np.hypot(x, z), 1e-3, 2 * length - 1e-6)
-    bend = 2.0 * np.arccos(d / (2 * length))
-    ray = np.arctan2(-x, -z)  # angle of the hip-foot ray from straight down, positive backwards
-    return ray + bend / 2, -bend
 
 
 class TrotGait:

@@ -125,7 +125,9 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
             robot, action_mode, (*ARM.ARM_JOINTS, "gripper"), ("Nm",) * 7 + ("m",),
             offset=np.r_[np.zeros(7), grip_off], scale=np.r_[ARM.TORQUE_LIMIT, grip_scale], control_dt=ARM.CONTROL_DT,
         )
-    if robot == "quadruped" and action_mode == "joint_pos":
+    if robot == "quadruped" and action_mode in ("joint_pos", "gait_residual"):
+        # gait_residual commands are joint targets too: the policy node adds the task's
+        # gait reference (Task.deploy_reference) to the mapped action before publishing.
         scale = QUAD.ACTION_SCALE if action_scale is None else float(action_scale)
         return CommandSpace(
             robot, action_mode, QUAD.JOINT_NAMES, ("rad",) * 12,

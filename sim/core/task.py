@@ -195,6 +195,13 @@ class Task(abc.ABC):
         """Update task variables after a control step (resample commands, advance
         waypoints). Default: nothing."""
 
+    def deploy_reference(self) -> np.ndarray | None:
+        """Deployment (one env, once per control period): a reference command in
+        physical units that the policy node adds to the policy's mapped action, then
+        advances by one period; ``None`` (default) when the action mode has none.
+        The simulated counterpart lives in :meth:`action_to_ctrl`."""
+        return None
+
     def task_state(self, env_id: int) -> dict[str, Any]:
         """The sampled task variables of one env (targets, commands) for ``info``."""
         return {}

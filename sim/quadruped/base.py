@@ -19,11 +19,14 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import frames, rewards
+from sim2real.sim.quadruped.gait import TrotReference
 from sim2real.sim.quadruped.randomize import QuadrupedRandomization
 from sim2real.sim.quadruped.scene import add_flat_floor, add_lighting, robot_spec
 
 CONTACT_THRESHOLD = 1.0
 """Touch-sensor force (N) above which a foot or the trunk counts as in contact."""
+MOVING_THRESHOLD = 0.1
+"""Commands below this (m/s or rad/s) count as 'stand still'."""
 MAX_TILT_COS = 0.5
 """A trunk tilted more than 60 degrees (gravity z in body frame above -0.5) has fallen."""
 
@@ -66,10 +69,17 @@ class QuadrupedTask(Task):
             outweigh its tracking rewards; with negative steps PPO learns that falling
             at once is the best return. Clipping removes that incentive; the
             termination penalty is added after the clip so falls still cost.
+        gait_frequency_hz, gait_step_height: The trot reference of the
+            ``gait_residual`` action mode (:mod:`~sim2real.sim.quadruped.gait`).
+
+    Action modes: ``joint_pos`` (servo targets around the default pose) and, in
+    tasks that command a body twist, ``gait_residual`` (the same targets added to
+    a trot reference; the observation then ends with the reference's clock, and
+    the air-time bonus is off because the reference sets the swing timing).
     """
 
     robot: ClassVar[str] = "quadruped"
-    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos",)
+    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos", "gait_residual")
     physics_dt: ClassVar[float] = c.PHYSICS_DT
     control_dt: ClassVar[float] = c.CONTROL_DT
     episode_seconds: ClassVar[float] = 20.0
@@ -91,6 +101,8 @@ class QuadrupedTask(Task):
         init_joint_noise: float = 0.1,
         init_velocity_noise: float = 0.2,
         only_positive_rewards: bool = True,
+        gait_frequency_hz: float = 3.0,
+        gait_step_height: float = 0.08,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
@@ -108,6 +120,13 @@ class QuadrupedTask(Task):
         self.init_joint_noise = float(init_joint_noise)
         self.init_velocity_noise = float(init_velocity_noise)
         self.weights = dict(self.REWARD_WEIGHTS)
+        self.gait: TrotReference | None = None
+        if self.action_mode == "gait_residual":
+            try:
+                self.gait = TrotReference(num_envs, gait_frequency_hz, gait_step_height)
+            except ValueError as exc:
+                raise ConfigError("gait_frequency_hz/gait_step_height", str(exc)) from None
+            self.weights["feet_air_time"] = 0.0
         for key, value in (reward_weights or {}).items():
             if key not in self.weights:
                 raise ConfigError(f"reward_weights.{key}", f"unknown term; known: {sorted(self.weights)}")
@@ -196,6 +215,8 @@ class QuadrupedTask(Task):
         data.ctrl[:] = data.qpos[7:19]
         self.last_action[env_id] = 0.0
         self.prev_joint_vel[env_id] = 0.0
+        if self.gait is not None:
+            self.gait.reset(env_id, rng.uniform())
         self.air.reset(env_id)
         # The randomized model of this env: what the critic may know about it.
         self.dynamics[env_id, 0] = model.geom_friction[self.foot_geom_ids[0], 0]
@@ -211,8 +232,51 @@ class QuadrupedTask(Task):
         return np.array([0.0, 0.0, c.STANDING_HEIGHT + 0.01]), float(rng.uniform(-np.pi, np.pi))
 
     def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        target = c.DEFAULT_POSE + self.action_scale * action
+        if self.gait is not None:
+            target = target + self.gait.joint_offsets(self.reference_twist())
         # minimum/maximum: np.clip's argument handling costs more than the arithmetic here
-        return np.minimum(np.maximum(c.DEFAULT_POSE + self.action_scale * action, self.ctrl_low), self.ctrl_high)
+        return np.minimum(np.maximum(target, self.ctrl_low), self.ctrl_high)
+
+    def action_scaling(self) -> dict[str, Any]:
+        """For the export metadata: how an action becomes servo targets."""
+        out: dict[str, Any] = {
+            "formula": "q_target = default_pose + action_scale * action"
+            + (" + gait_reference(phase, command)" if self.gait is not None else ""),
+            "default_pose": c.DEFAULT_POSE.tolist(),
+            "action_scale": self.action_scale,
+        }
+        if self.gait is not None:
+            out["gait_reference"] = {
+                "implementation": "sim2real.sim.quadruped.gait.TrotReference",
+                "frequency_hz": self.gait.frequency,
+                "step_height": self.gait.step_height,
+                "phase_advance": "frequency_hz * control_dt per control step; observation block gait_clock",
+            }
+        return out
+
+    # -- gait reference ---------------------------------------------------------------
+    def reference_twist(self) -> np.ndarray:
+        """``[B, 3]`` body twist (vx, vy, yaw rate) the gait reference steps for;
+        tasks that support ``gait_residual`` return their command."""
+        raise ConfigError("action_mode", f"{self.name} has no commanded twist for the gait_residual mode")
+
+    def advance_reference(self) -> None:
+        """Run the gait clock one control period (call once per control step)."""
+        if self.gait is not None:
+            twist = self.reference_twist()
+            self.gait.advance(self.control_dt, (np.abs(twist) > MOVING_THRESHOLD).any(axis=1))
+
+    def deploy_reference(self) -> np.ndarray | None:
+        """Deployment (one env): the joint-target offsets (rad) of the gait reference
+        for this control period, then one clock advance; ``None`` without a reference.
+        The policy node adds them to the policy's mapped command, as
+        :meth:`action_to_ctrl` does in simulation."""
+        if self.gait is None:
+            return None
+        offsets = self.gait.joint_offsets(self.reference_twist())[0]
+        self.advance_reference()
+        return offsets
 
     # -- state ------------------------------------------------------------------------
     def base_state(self, phys: PhysicsBatch) -> BaseState:
@@ -237,8 +301,10 @@ class QuadrupedTask(Task):
         return state
 
     def proprioception(self, st: BaseState) -> dict[str, np.ndarray]:
-        """The proprioceptive observation blocks by layout name."""
+        """The proprioceptive observation blocks by layout name (and the gait clock)."""
+        clock = {} if self.gait is None else {"gait_clock": self.gait.clock()}
         return {
+            **clock,
             "base_lin_vel": st.lin_vel,
             "base_ang_vel": st.ang_vel,
             "projected_gravity": st.gravity,

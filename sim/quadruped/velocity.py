@@ -11,10 +11,7 @@ import numpy as np
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 from sim2real.sim.quadruped import rewards
-from sim2real.sim.quadruped.base import QuadrupedTask
-
-MOVING_THRESHOLD = 0.1
-"""Commands below this (m/s or rad/s) count as 'stand still'."""
+from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
 
 
 def _check_range(name: str, value: Any, bound: float) -> tuple[float, float]:
@@ -87,6 +84,7 @@ class Velocity(QuadrupedTask):
             ("joint_pos", 12),
             ("joint_vel", 12),
             ("last_action", 12),
+            *([("gait_clock", 2)] if self.gait is not None else []),
         ]
 
     # -- commands ------------------------------------------------------------------------
@@ -110,7 +108,11 @@ class Velocity(QuadrupedTask):
         self._error_sum[env_id] = 0.0
         self._steps[env_id] = 0.0
 
+    def reference_twist(self) -> np.ndarray:
+        return self.command
+
     def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
+        self.advance_reference()  # with the command that was just acted on
         self.time_to_resample -= self.control_dt
         due = np.flatnonzero(self.time_to_resample <= 0.0)
         if len(due):

@@ -69,6 +69,7 @@ class Waypoints(QuadrupedTask):
     """
 
     name: ClassVar[str] = "waypoints"
+    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos",)  # no commanded twist for a gait reference
     render_camera: ClassVar[str | None] = "chase"
     REWARD_WEIGHTS: ClassVar[dict[str, float]] = WAYPOINT_WEIGHTS
     TRUNK_CONTACT_ENDS_EPISODE: ClassVar[bool] = False

@@ -36,13 +36,20 @@ def test_observation_from_topics_equals_the_simulators(robot: str) -> None:
     sim = SimRobot(robot, seed=3, task_options={"start": "air"} if robot == "drone" else None)
     task = make_task(sim.task_name, sim.space.action_mode, {"start": "air"} if robot == "drone" else None)
     builder = ObservationBuilder(robot, task, sim.space.size)
+    policy_space = command_space(robot, sim.space.action_mode)  # the quadruped's driver takes a wider range
+    layout = task.observation_layout()
+    starts = np.cumsum([0] + [n for _, n in layout])
     rng = np.random.default_rng(0)
     for _ in range(25):
         action = rng.uniform(-0.5, 0.5, sim.space.size)
-        sim.step(sim.space.action_to_command(action))
+        sim.step(policy_space.action_to_command(action))
         m = through_messages(sim)
         assert builder.missing(m) == []
-        np.testing.assert_allclose(builder.build(m, action), sim.env.engine.observe()[0], atol=1e-9)
+        expected = sim.env.engine.observe()[0]
+        for k, (name, _) in enumerate(layout):
+            if name == "last_action":  # the simulated driver saw it in its own action units
+                expected[starts[k]:starts[k + 1]] = action
+        np.testing.assert_allclose(builder.build(m, action), expected, atol=1e-9)
 
 
 def test_missing_measurements_are_named() -> None:
@@ -75,3 +82,32 @@ def test_command_space_inverts_the_action_map(robot: str, mode: str) -> None:
     a = np.random.default_rng(1).uniform(-1, 1, space.size)
     np.testing.assert_allclose(space.command_to_action(space.action_to_command(a)), a, atol=1e-12)
     np.testing.assert_allclose(space.command_to_action(space.upper + 10 * np.abs(space.scale)), 1.0)
+
+
+def test_gait_residual_deployment_replays_training_exactly() -> None:
+    """Policy node side (observation from topics, mapped action + the task's gait
+    reference) driving the joint-target driver gives the trajectory and observations
+    the policy had in training, where the reference runs inside the simulator."""
+    import sim2real.sim as S
+
+    opts = {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0}
+    train = S.make("sim2real/QuadrupedVelocity-v0", action_mode="gait_residual", dr=None, seed=3, **opts)
+    train_obs, _ = train.reset(seed=3)
+    driver = SimRobot("quadruped", seed=3, task_options=opts)
+    assert driver.space.action_mode == "joint_pos"
+    np.testing.assert_array_equal(driver.env.engine.phys.qpos, train.engine.phys.qpos)
+    task = make_task("QuadrupedVelocity", "gait_residual", opts)
+    task.gait.phase[:] = train.task.gait.phase  # the node's clock starts where the robot's does
+    builder = ObservationBuilder("quadruped", task, 12)
+    space = command_space("quadruped", "gait_residual")
+    rng = np.random.default_rng(1)
+    last = np.zeros(12)
+    for _ in range(50):
+        m = through_messages(driver)
+        obs = builder.build(m, last)
+        np.testing.assert_allclose(obs, train_obs, atol=1e-9)
+        action = rng.uniform(-1, 1, 12)
+        driver.step(space.action_to_command(action) + task.deploy_reference())
+        train_obs, *_ = train.step(action)
+        last = action
+    np.testing.assert_allclose(driver.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)
