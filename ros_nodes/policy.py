@@ -249,10 +249,8 @@ class PolicyNode(ManagedNode):
             self.log_throttled("inference", f"not acting: inference failed ({exc})", level="error")
             return
         self.last_action = np.clip(np.nan_to_num(action), -1.0, 1.0)
-        command = self.space.action_to_command(action)
-        reference = self.task.deploy_reference()  # e.g. the quadruped's trot (gait_residual)
-        if reference is not None:
-            command = command + reference
+        # Reference modes (quadruped trot, drone PID) add their reference here.
+        command = self.task.deploy_command(action, obs, self.space.action_to_command)
         self.pub.publish(M.command_array(command, self.space.names))
         self.compute.append(time.perf_counter() - t0)
         self.published += 1

@@ -127,7 +127,7 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
         )
     if robot == "quadruped" and action_mode in ("joint_pos", "gait_residual"):
         # gait_residual commands are joint targets too: the policy node adds the task's
-        # gait reference (Task.deploy_reference) to the mapped action before publishing.
+        # gait reference (Task.deploy_command) to the mapped action before publishing.
         scale = QUAD.ACTION_SCALE if action_scale is None else float(action_scale)
         return CommandSpace(
             robot, action_mode, QUAD.JOINT_NAMES, ("rad",) * 12,

@@ -224,14 +224,15 @@ class Engine:
 
     def step(self, action: Any) -> StepOutput:
         a = self.validate_action(action)
+        sent = self.task.compose_action(a, self.phys)  # the policy's action, or reference + residual
         # Latency: the actuators see the action from `latency` control steps ago (ring buffer).
         depth = self._action_hist.shape[0]
         if depth > 1:
             self._hist_head = (self._hist_head + 1) % depth
-            self._action_hist[self._hist_head] = a
+            self._action_hist[self._hist_head] = sent
             applied = self._action_hist[(self._hist_head - self.latency) % depth, self._env_index]
         else:
-            applied = a
+            applied = sent
 
         phys = self.phys
         time_before = phys.time.copy()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import mujoco
@@ -195,12 +196,23 @@ class Task(abc.ABC):
         """Update task variables after a control step (resample commands, advance
         waypoints). Default: nothing."""
 
-    def deploy_reference(self) -> np.ndarray | None:
-        """Deployment (one env, once per control period): a reference command in
-        physical units that the policy node adds to the policy's mapped action, then
-        advances by one period; ``None`` (default) when the action mode has none.
-        The simulated counterpart lives in :meth:`action_to_ctrl`."""
-        return None
+    def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        """The action sent to the actuators for the policy's clipped ``action [B, A]``,
+        before the randomized actuation latency. Default: the policy's action. Residual
+        modes add a state-feedback reference here, so the latency delays the sum, as on
+        a robot, where the policy node sends the sum."""
+        return action
+
+    def deploy_command(
+        self, action: np.ndarray, obs: np.ndarray, to_command: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """Deployment (one env, called once per control period by the policy node): the
+        command for the policy's ``action [A]`` given its observation ``obs [O]``;
+        ``to_command`` is the robot's affine action-to-command map. Default:
+        ``to_command(action)``. Modes with a reference (the quadruped's trot, the
+        drone's PID) add it here exactly as :meth:`compose_action` or
+        :meth:`action_to_ctrl` do in simulation."""
+        return to_command(action)
 
     def task_state(self, env_id: int) -> dict[str, Any]:
         """The sampled task variables of one env (targets, commands) for ``info``."""

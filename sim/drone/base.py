@@ -8,6 +8,12 @@ Action modes:
     (:mod:`sim2real.sim.drone.rate_control`) runs every ``inner_dt`` (250 Hz) and
     mixes to rotor thrusts. Learned quadrotor controllers transfer best with this
     interface (Kaufmann et al., ICRA 2022), so it is the default.
+``ctbr_residual``: ``ctbr`` commands computed as ``clip(pid + residual_scale * a)``,
+    where ``pid`` is the cascaded position PID
+    (:mod:`sim2real.sim.drone.position_control`) on the current observation: the
+    policy learns corrections to a working controller (residual policy learning,
+    Johannink et al., ICRA 2019; Silver et al., 2018). The sum is what the actuation
+    latency delays, as when the policy node sends it to a robot.
 ``rotor_thrust``: the four rotor commands directly, ``[-1, 1]`` mapped to
     ``[0, 0.15 N]``; no inner loop.
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import mujoco
@@ -27,6 +34,7 @@ import numpy as np
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
 
@@ -74,10 +82,12 @@ class DroneTask(Task):
         start: ``"ground"`` (resting on the landing pad, motors off), ``"air"``
             (near the task's start point with a small random tilt, velocity and
             motors at hover) or ``"mixed"`` (each half of the time).
+        residual_scale: ``ctbr_residual`` only: the policy's share of the action range
+            around the PID's action.
     """
 
     robot: ClassVar[str] = "drone"
-    action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust")
+    action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust", "ctbr_residual")
     physics_dt: ClassVar[float] = C.PHYSICS_DT
     control_dt: ClassVar[float] = C.CONTROL_DT
     inner_dt: ClassVar[float | None] = C.INNER_DT
@@ -89,9 +99,13 @@ class DroneTask(Task):
     success_hold_seconds: ClassVar[float] = 5.0
     crash_penalty: ClassVar[float] = 10.0
 
-    def __init__(self, num_envs: int, action_mode: str | None = None, start: str = "ground", **options: Any) -> None:
+    def __init__(
+        self, num_envs: int, action_mode: str | None = None, start: str = "ground", residual_scale: float = 0.3,
+        **options: Any,
+    ) -> None:
         if options:
             known = [p for p in inspect.signature(type(self).__init__).parameters if p not in _NOT_OPTIONS]
+            known += [] if "residual_scale" in known else ["start", "residual_scale"]
             raise ConfigError(next(iter(options)), f"unknown option for drone/{self.name}; known: {known}")
         super().__init__(num_envs, action_mode)
         if start not in START_MODES:
@@ -108,6 +122,12 @@ class DroneTask(Task):
         self.mass = np.full(B, C.MASS)
         self.thrust_scale = np.ones((B, 4))
         self.rate_controller = BodyRateController(B, C.INNER_DT)
+        if not np.isfinite(residual_scale) or not 0.0 < residual_scale <= 2.0:
+            raise ConfigError("residual_scale", f"must be in (0, 2], got {residual_scale}")
+        self.residual_scale = float(residual_scale)
+        self.reference: CascadedPID | None = None
+        if self.action_mode == "ctbr_residual":
+            self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt)
         self._gyro = slice(0, 3)
         self._touch = 0
         self._drone = 1
@@ -140,7 +160,7 @@ class DroneTask(Task):
         return []
 
     def action_layout(self) -> list[tuple[str, int]]:
-        if self.action_mode == "ctbr":
+        if self.action_mode != "rotor_thrust":
             return [("collective_thrust", 1), ("body_rates", 3)]
         return [("rotor_thrust", 4)]
 
@@ -177,6 +197,8 @@ class DroneTask(Task):
         self.prev_vel[env_id] = 0.0
         self.prev_action[env_id] = 0.0
         self.rate_controller.reset(env_id)
+        if self.reference is not None:
+            self.reference.reset(env_id)
 
     def air_start_position(self, env_id: int, rng: np.random.Generator) -> np.ndarray:
         """Start position of an ``air`` start (default: within 0.4 m of the target, at
@@ -199,6 +221,18 @@ class DroneTask(Task):
             return 0.5 * (action + 1.0)
         collective = 0.5 * (action[:, 0] + 1.0) * C.MAX_COLLECTIVE_THRUST
         return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE])
+
+    def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        if self.reference is None:
+            return action
+        return np.clip(self.reference.act(self.observe(phys)) + self.residual_scale * action, -1.0, 1.0)
+
+    def deploy_command(
+        self, action: np.ndarray, obs: np.ndarray, to_command: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        if self.reference is None:
+            return to_command(action)
+        return to_command(np.clip(self.reference.act(obs) + self.residual_scale * action, -1.0, 1.0))
 
     def inner_control(self, setpoint: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         # The gyro, as on the real flight controller (one physics step old, see task.py).

@@ -10,6 +10,7 @@ reads ``qpos``/``qvel``/``sensordata`` only, so the same code serves one env
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import mujoco
@@ -267,16 +268,17 @@ class QuadrupedTask(Task):
             twist = self.reference_twist()
             self.gait.advance(self.control_dt, (np.abs(twist) > MOVING_THRESHOLD).any(axis=1))
 
-    def deploy_reference(self) -> np.ndarray | None:
-        """Deployment (one env): the joint-target offsets (rad) of the gait reference
-        for this control period, then one clock advance; ``None`` without a reference.
-        The policy node adds them to the policy's mapped command, as
-        :meth:`action_to_ctrl` does in simulation."""
+    def deploy_command(
+        self, action: np.ndarray, obs: np.ndarray, to_command: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """Joint targets for ``action``; in ``gait_residual`` mode plus the gait
+        reference of this control period, after which the clock advances one period."""
+        command = to_command(action)
         if self.gait is None:
-            return None
-        offsets = self.gait.joint_offsets(self.reference_twist())[0]
+            return command
+        command = command + self.gait.joint_offsets(self.reference_twist())[0]
         self.advance_reference()
-        return offsets
+        return command
 
     # -- state ------------------------------------------------------------------------
     def base_state(self, phys: PhysicsBatch) -> BaseState:

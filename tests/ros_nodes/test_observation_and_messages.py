@@ -107,7 +107,7 @@ def test_gait_residual_deployment_replays_training_exactly() -> None:
         obs = builder.build(m, last)
         np.testing.assert_allclose(obs, train_obs, atol=1e-9)
         action = rng.uniform(-1, 1, 12)
-        driver.step(space.action_to_command(action) + task.deploy_reference())
+        driver.step(task.deploy_command(action, obs, space.action_to_command))
         train_obs, *_ = train.step(action)
         last = action
     np.testing.assert_allclose(driver.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)

@@ -115,7 +115,7 @@ def test_gait_residual_task_wiring() -> None:
         Velocity(num_envs=1, action_mode="gait_residual", gait_step_height=0.5)
 
 
-def test_deploy_reference_replays_the_simulated_reference() -> None:
+def test_deploy_command_replays_the_simulated_reference() -> None:
     """The policy node's copy of the task (one env, no physics) produces the same
     targets, period after period, as the simulated task's action_to_ctrl."""
     sim = Velocity(num_envs=1, action_mode="gait_residual")
@@ -127,6 +127,8 @@ def test_deploy_reference_replays_the_simulated_reference() -> None:
     for _ in range(40):
         expected = sim.gait.joint_offsets(sim.command)[0]
         sim.advance_reference()
-        np.testing.assert_allclose(node.deploy_reference(), expected, atol=1e-12)
+        command = node.deploy_command(np.zeros(12), np.zeros(50), lambda a: c.DEFAULT_POSE + 0.3 * a)
+        np.testing.assert_allclose(command, c.DEFAULT_POSE + expected, atol=1e-12)
     np.testing.assert_allclose(node.gait.phase, sim.gait.phase)
-    assert Velocity(num_envs=1).deploy_reference() is None
+    plain = Velocity(num_envs=1).deploy_command(np.ones(12), np.zeros(48), lambda a: c.DEFAULT_POSE + 0.3 * a)
+    np.testing.assert_allclose(plain, c.DEFAULT_POSE + 0.3)
