@@ -59,11 +59,15 @@ def driver_mode(robot: str, action_mode: str, options: dict[str, Any]) -> tuple[
     """The action mode and task options of the robot's driver (the sim bridge) for a
     policy trained in ``action_mode`` with ``options``: the driver executes the
     filtered commands, not the policy's actions. A quadruped's policy in
-    ``gait_residual`` mode publishes joint targets with the gait already added."""
+    ``gait_residual`` mode publishes joint targets with the gait already added, a
+    drone's in ``ctbr_residual`` mode CTBR commands with the PID already added."""
     options = dict(options)
     if robot == "quadruped":
         options["action_scale"] = QUADRUPED_DRIVER_SCALE
         return "joint_pos", options
+    if robot == "drone" and action_mode == "ctbr_residual":
+        options.pop("residual_scale", None)
+        return "ctbr", options
     return action_mode, options
 
 

@@ -171,10 +171,12 @@ class SafetyFilterNode(ManagedNode):
     def _state_arrived(self, topic: str) -> None:
         t0 = time.perf_counter()
         self.arrivals[topic] = self.now_s()
-        if topic != self.primary or len(self.arrivals) < len(self.required):
+        if any(t not in self.arrivals for t in self.required):
             return
+        # Re-dated on every stream, not only the primary: the bridge publishes odom just
+        # after joint_states, and dating at joint_states alone aged the state by a period.
         self.state.state_stamp = min(self.arrivals[t] for t in self.required)
-        if self.on_state:
+        if self.on_state and topic == self.primary:
             self._run(t0, from_state=True)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -228,8 +230,8 @@ class SafetyFilterNode(ManagedNode):
         if not self.active or self.chain is None:
             return
         self.state.now = self.now_s()
-        out = self.chain.step(self.state)
-        if out.command is None or (only_safe and out.mode != "safe"):
+        out = self.chain.step(self.state, only_safe=only_safe)
+        if out.command is None:
             return
         self.pub.publish(M.command_array(out.command, self.space.names))
         self.processing.append(time.perf_counter() - t0)

@@ -115,7 +115,15 @@ class SafetyChain:
         return cleared
 
     # -- one pass ----------------------------------------------------------------------
-    def step(self, state: SafetyState) -> ChainOutput:
+    def step(self, state: SafetyState, only_safe: bool = False) -> ChainOutput:
+        """One pass over guards, fallback and limits.
+
+        Args:
+            only_safe: The caller sends the result only if the chain is in safe mode (a
+                watchdog tick between commands). A nominal result is then not committed:
+                the limits keep the last *sent* output and its time as their reference,
+                so a rate limit still grants the full period to the next command.
+        """
         state.command_stamp = self.command_stamp
         if state.state_stamp is None:
             return ChainOutput(None, "idle", [], reason="no state received yet")
@@ -146,6 +154,8 @@ class SafetyChain:
                 break
         if out is None:
             return ChainOutput(None, "idle", reports, reason="; ".join(f"{c.name}: {c.reason}" for c in causes))
+        if only_safe and self.mode == "nominal":
+            return ChainOutput(None, "nominal", reports)
         for f in self.filters:
             f.observe_output(out, state)
         self.last_output = out.copy()

@@ -133,11 +133,11 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
             robot, action_mode, QUAD.JOINT_NAMES, ("rad",) * 12,
             offset=QUAD.DEFAULT_POSE.copy(), scale=np.full(12, scale), control_dt=QUAD.CONTROL_DT,
         )
-    if robot == "drone" and action_mode == "ctbr":
+    if robot == "drone" and action_mode in ("ctbr", "ctbr_residual"):  # residual: PID + policy, as ctbr
         half = DRONE.MAX_COLLECTIVE_THRUST / 2
         return CommandSpace(
             robot, action_mode, ("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
             offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, DRONE.MAX_BODY_RATE], control_dt=DRONE.CONTROL_DT,
         )
-    supported = "arm ee_delta|ee_impedance|joint_torque, quadruped joint_pos, drone ctbr"
+    supported = "arm ee_delta|ee_impedance|joint_torque, quadruped joint_pos|gait_residual, drone ctbr|ctbr_residual"
     raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; supported: {supported}")

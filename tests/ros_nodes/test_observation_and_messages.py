@@ -84,30 +84,40 @@ def test_command_space_inverts_the_action_map(robot: str, mode: str) -> None:
     np.testing.assert_allclose(space.command_to_action(space.upper + 10 * np.abs(space.scale)), 1.0)
 
 
-def test_gait_residual_deployment_replays_training_exactly() -> None:
-    """Policy node side (observation from topics, mapped action + the task's gait
-    reference) driving the joint-target driver gives the trajectory and observations
-    the policy had in training, where the reference runs inside the simulator."""
+REFERENCE_MODES = [
+    ("quadruped", "QuadrupedVelocity", "gait_residual", "joint_pos",
+     {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0}),
+    ("drone", "DroneHover", "ctbr_residual", "ctbr", {"start": "air", "residual_scale": 0.5}),
+]
+
+
+@pytest.mark.parametrize(("robot", "task_name", "mode", "driver", "opts"), REFERENCE_MODES)
+def test_reference_mode_deployment_replays_training_exactly(
+    robot: str, task_name: str, mode: str, driver: str, opts: dict
+) -> None:
+    """Policy node side (observation from topics, then the task's deploy_command: the
+    mapped action plus the quadruped's trot or the drone's PID) driving the robot's
+    plain driver gives the trajectory and observations the policy had in training,
+    where the reference runs inside the simulator."""
     import sim2real.sim as S
 
-    opts = {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0}
-    train = S.make("sim2real/QuadrupedVelocity-v0", action_mode="gait_residual", dr=None, seed=3, **opts)
+    train = S.make(f"sim2real/{task_name}-v0", action_mode=mode, dr=None, seed=3, **opts)
     train_obs, _ = train.reset(seed=3)
-    driver = SimRobot("quadruped", seed=3, task_options=opts)
-    assert driver.space.action_mode == "joint_pos"
-    np.testing.assert_array_equal(driver.env.engine.phys.qpos, train.engine.phys.qpos)
-    task = make_task("QuadrupedVelocity", "gait_residual", opts)
-    task.gait.phase[:] = train.task.gait.phase  # the node's clock starts where the robot's does
-    builder = ObservationBuilder("quadruped", task, 12)
-    space = command_space("quadruped", "gait_residual")
+    robot_sim = SimRobot(robot, task=task_name, action_mode=mode, seed=3, task_options=opts)
+    assert robot_sim.space.action_mode == driver
+    np.testing.assert_array_equal(robot_sim.env.engine.phys.qpos, train.engine.phys.qpos)
+    task = make_task(task_name, mode, opts)
+    if robot == "quadruped":
+        task.gait.phase[:] = train.task.gait.phase  # the node's clock starts where the robot's does
+    builder = ObservationBuilder(robot, task, train.action_space.shape[0])
+    space = command_space(robot, mode)
     rng = np.random.default_rng(1)
-    last = np.zeros(12)
+    last = np.zeros(train.action_space.shape[0])
     for _ in range(50):
-        m = through_messages(driver)
-        obs = builder.build(m, last)
+        obs = builder.build(through_messages(robot_sim), last)
         np.testing.assert_allclose(obs, train_obs, atol=1e-9)
-        action = rng.uniform(-1, 1, 12)
-        driver.step(task.deploy_command(action, obs, space.action_to_command))
+        action = rng.uniform(-1, 1, len(last))
+        robot_sim.step(task.deploy_command(action, obs, space.action_to_command))
         train_obs, *_ = train.step(action)
         last = action
-    np.testing.assert_allclose(driver.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)
+    np.testing.assert_allclose(robot_sim.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)

@@ -187,3 +187,31 @@ def test_drone_geofence_hovers_then_lands_and_cuts_the_motors() -> None:
     ground = nominal_state("drone", 6.0)
     ground.base_pos = np.array([2.7, 0.0, 0.02])
     assert np.allclose(chain.step(ground).command, 0.0)  # landed: motors off
+
+
+def test_watchdog_ticks_between_commands_do_not_tighten_the_rate_limit() -> None:
+    """The node ticks the chain every quarter period and sends only safe actions from
+    there. Those unsent passes must not move the rate limit's reference: a step of
+    0.6 rad per 20 ms period (30 rad/s, under the 40 rad/s limit and the servo effort
+    limit) passes unchanged, however the ticks fall."""
+    space = command_space("quadruped", "gait_residual")
+    chain = make_chain(space)
+    dt = space.control_dt
+    target = QUAD.DEFAULT_POSE.copy()
+    t = 0.0
+    chain.accept(target, t)
+    chain.step(nominal_state("quadruped", t))
+    for k in range(6):
+        for tick in (0.25, 0.5, 0.75):  # watchdog ticks: nothing is sent
+            out = chain.step(nominal_state("quadruped", t + tick * dt), only_safe=True)
+            assert out.command is None and out.mode == "nominal"
+        t += dt
+        target = target + (0.6 if k % 2 == 0 else -0.6) * np.array([0, 1.0, 0] * 4)
+        chain.accept(target, t)
+        out = chain.step(nominal_state("quadruped", t))
+        np.testing.assert_allclose(out.command, target, atol=1e-12)
+    # A jump past the limits is still cut (to at most 40 rad/s over the period).
+    chain.step(nominal_state("quadruped", t + 0.5 * dt), only_safe=True)
+    chain.accept(target + 2.0, t + dt)
+    out = chain.step(nominal_state("quadruped", t + dt))
+    assert 0.0 < np.abs(out.command - target).max() <= 40.0 * dt + 1e-12

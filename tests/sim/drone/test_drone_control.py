@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from sim2real.policies.classical.drone import HOVER_LAYOUT, CascadedPID
 from sim2real.sim import make, make_vec
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.rate_control import mix
 
@@ -95,3 +98,37 @@ def test_cascaded_pid_rejects_observations_it_cannot_read() -> None:
         pid.act(np.zeros((3, 22)))
     assert pid.act(np.zeros((2, 22))).shape == (2, 4)
     assert CascadedPID(1).act(np.zeros(22)).shape == (4,)
+
+
+def test_ctbr_residual_adds_the_policy_to_the_pid_before_the_latency() -> None:
+    """Zero residual flies exactly the PID; the actuation latency delays PID and
+    residual together (the command a policy node would send)."""
+    from sim2real.sim.drone.hover import Hover
+
+    pid_env = make("sim2real/DroneHover-v0", dr=None, seed=4, start="air")
+    res_env = make("sim2real/DroneHover-v0", action_mode="ctbr_residual", dr=None, seed=4, start="air")
+    pid_obs, _ = pid_env.reset(seed=4)
+    res_env.reset(seed=4)
+    pid = CascadedPID(observation_layout=pid_env.task.observation_layout())
+    for _ in range(40):
+        pid_obs, *_ = pid_env.step(pid.act(pid_obs))
+        res_env.step(np.zeros(4))
+    # 1e-6: the env hands the external PID float32 observations, the task float64 state.
+    np.testing.assert_allclose(res_env.engine.phys.qpos, pid_env.engine.phys.qpos, atol=1e-6)
+
+    # Under one step of latency the ring buffer holds the sum, computed with the PID's state
+    # at the time of sending (a copy, so the check does not advance the real integrator).
+    env = make("sim2real/DroneHover-v0", action_mode="ctbr_residual", dr="train", seed=0, start="air",
+               residual_scale=0.5)
+    env.reset(seed=0)
+    eng = env.engine
+    for _ in range(3):
+        pid_copy = copy.deepcopy(eng.task.reference)
+        expected = np.clip(pid_copy.act(eng.task.observe(eng.phys)) + 0.5 * 0.2, -1, 1)
+        env.step(np.full(4, 0.2))
+        np.testing.assert_allclose(eng._action_hist[eng._hist_head, 0], expected[0], atol=1e-12)
+        np.testing.assert_allclose(eng.phys.last_action[0], 0.2)  # the policy's own action is observed
+    assert Hover(num_envs=1, action_mode="ctbr_residual").action_layout() == [("collective_thrust", 1),
+                                                                               ("body_rates", 3)]
+    with pytest.raises(ConfigError, match="residual_scale"):
+        Hover(num_envs=1, action_mode="ctbr_residual", residual_scale=0.0)
