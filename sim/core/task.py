@@ -21,8 +21,8 @@ step, 1-5 ms, older than ``qpos``/``qvel``). Tasks treat sensors accordingly.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import mujoco

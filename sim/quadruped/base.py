@@ -9,8 +9,8 @@ reads ``qpos``/``qvel``/``sensordata`` only, so the same code serves one env
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import mujoco
