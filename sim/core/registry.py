@@ -34,7 +34,10 @@ class TaskInfo:
     control_hz: float
     physics_hz: float
     obs_size: int
+    """Observation size in the default (first) action mode."""
     action_sizes: dict[str, int]
+    obs_sizes: dict[str, int]
+    """Observation size per action mode (reference modes may add a clock)."""
 
 
 class Registry:
@@ -70,11 +73,11 @@ class Registry:
 
     def info(self, task_cls: type[Task]) -> TaskInfo:
         sizes: dict[str, int] = {}
-        obs = 0
+        obs_sizes: dict[str, int] = {}
         for mode in task_cls.action_modes:
             task = task_cls(num_envs=1, action_mode=mode)
             sizes[mode] = sum(n for _, n in task.action_layout())
-            obs = sum(n for _, n in task.observation_layout())
+            obs_sizes[mode] = sum(n for _, n in task.observation_layout())
         return TaskInfo(
             id=gym_id(task_cls),
             robot=task_cls.robot,
@@ -82,8 +85,9 @@ class Registry:
             action_modes=task_cls.action_modes,
             control_hz=round(1.0 / task_cls.control_dt, 3),
             physics_hz=round(1.0 / task_cls.physics_dt, 3),
-            obs_size=obs,
+            obs_size=obs_sizes[task_cls.action_modes[0]],
             action_sizes=sizes,
+            obs_sizes=obs_sizes,
         )
 
     def __iter__(self):
