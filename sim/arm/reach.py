@@ -8,6 +8,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.arm.base import ArmTask
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 
 TARGET_LOW = np.array([0.35, -0.30, 0.10])
@@ -18,13 +19,30 @@ SUCCESS_RADIUS = 0.02
 
 class ArmReach(ArmTask):
     """Dense reward ``-distance``; the episode ends when the fingertip is within
-    ``SUCCESS_RADIUS`` of the target (a green sphere, a mocap marker)."""
+    ``SUCCESS_RADIUS`` of the target (a green sphere, a mocap marker).
+
+    Options (besides :class:`ArmTask`'s):
+        action_cost: Weight of the squared excess of each action element over
+            ``action_soft_limit``, summed and subtracted every step (0: off). Without
+            it PPO learns a bang-bang policy that always asks for the full action range
+            (1 m/s, 3 rad/s in ``ee_delta``), which the deployment safety filter
+            (0.8 m/s, 2 rad/s) then clips on every step.
+        action_soft_limit: Action magnitude in [0, 1) that costs nothing; 0.6 keeps
+            ``ee_delta`` at 0.6 m/s and 1.8 rad/s, inside the filter's limits.
+    """
 
     name: ClassVar[str] = "reach"
     episode_seconds: ClassVar[float] = 5.0
 
-    def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
+    def __init__(self, num_envs: int, action_mode: str | None = None, action_cost: float = 0.0,
+                 action_soft_limit: float = 0.0, **options: Any) -> None:
         super().__init__(num_envs, action_mode, **options)
+        if not np.isfinite(action_cost) or action_cost < 0:
+            raise ConfigError("action_cost", f"must be a finite number >= 0, got {action_cost}")
+        if not 0.0 <= action_soft_limit < 1.0:
+            raise ConfigError("action_soft_limit", f"must be in [0, 1), got {action_soft_limit}")
+        self.action_cost = float(action_cost)
+        self.action_soft_limit = float(action_soft_limit)
         self.targets = np.zeros((num_envs, 3))
 
     def add_scene(self, spec: mujoco.MjSpec) -> None:
@@ -58,8 +76,11 @@ class ArmReach(ArmTask):
     def evaluate_task(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
         dist = np.linalg.norm(self.target_rel_ee(phys), axis=1)
         success = dist < SUCCESS_RADIUS
-        reward = -dist + 1.0 * success
-        return StepResult(reward=reward, terminated=success, success=success, metrics={"ee_distance": dist})
+        excess = np.maximum(np.abs(action) - self.action_soft_limit, 0.0)
+        effort = (excess * excess).sum(axis=1)
+        reward = -dist + 1.0 * success - self.action_cost * effort
+        return StepResult(reward=reward, terminated=success, success=success,
+                          metrics={"ee_distance": dist, "action_excess_sq": effort})
 
     def task_state(self, env_id: int) -> dict[str, Any]:
         return {"target": self.targets[env_id].round(4).tolist()}
