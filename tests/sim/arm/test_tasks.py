@@ -190,3 +190,20 @@ def test_maze_geodesic_distance_falls_along_the_path() -> None:
     dist, at_exit = task.geodesic_distance(centres)
     assert np.all(np.diff(dist) < 0) and at_exit[-1] and not at_exit[:-1].any()
     assert dist[0] == pytest.approx((len(path) - 1) * maze_task.CELL)  # cell-centre to cell-centre moves
+
+
+def test_reach_action_cost_charges_only_the_excess_over_the_soft_limit() -> None:
+    from sim2real.sim.arm.reach import ArmReach
+
+    plain = sim.make("sim2real/ArmReach-v0", seed=0)
+    costly = sim.make("sim2real/ArmReach-v0", seed=0, action_cost=2.0, action_soft_limit=0.6)
+    plain.reset(seed=0)
+    costly.reset(seed=0)
+    action = np.array([0.9, -0.5, 0.0, 0.0, 0.0, 0.7, 1.0])
+    _, r_plain, *_ = plain.step(action)
+    _, r_costly, _, _, info = costly.step(action)
+    excess = 0.3**2 + 0.1**2 + 0.4**2
+    assert r_plain - r_costly == pytest.approx(2.0 * excess, abs=1e-9)
+    assert info["metrics"]["action_excess_sq"] == pytest.approx(excess)
+    with pytest.raises(ConfigError, match="action_soft_limit"):
+        ArmReach(num_envs=1, action_soft_limit=1.0)
