@@ -36,6 +36,10 @@ def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path
 
     frames = iio.imread(tmp_path / "drone.mp4")
     assert frames.shape[0] >= 30 and frames.std() > 1  # ~10 frames/s of replayed, non-blank video
+    # Running the demo again into the same folder replaces its recording (rosbag2 refuses
+    # an existing output folder, which once made a second `make demo` fail).
+    again = run_demo("--robot", "drone", "--seconds", "3", "--out", str(tmp_path))
+    assert again["robots"]["drone"]["interventions"]["filter_steps"] > 50
 
 
 def test_classical_demo_runs_every_case(tmp_path: Path) -> None:

@@ -61,6 +61,12 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
     from sim2real.ros_nodes.graph import config_dir, load_config
 
     bag = out / "bags" / robot
+    if bag.is_dir():
+        # rosbag2 refuses an existing output folder; this one is the previous demo's own
+        # recording of this robot (the report is rewritten too), so it is replaced.
+        import shutil
+
+        shutil.rmtree(bag)
     topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(STATE_TOPICS[robot]))
     opts = DeployOptions(
         robot=robot,
