@@ -15,6 +15,10 @@ HELP = "PPO and SAC env steps/s on a task vs SB3 on Gymnasium Ant-v5 (same setti
 
 def _learn_rate(model: Any, steps: int) -> float:
     """Env steps/s of ``model.learn(steps)`` after a short warm-up."""
+    from stable_baselines3.common.logger import Logger
+
+    # A logger with no outputs: without one, SB3's learn() makes an empty /tmp/SB3-<date> folder.
+    model.set_logger(Logger(folder=None, output_formats=[]))
     # Warm-up: allocations, the first rollout, and (off-policy) filling the buffer past
     # learning_starts so every measured step also pays for its gradient update.
     model.learn(total_timesteps=max(min(steps // 5, 4096), getattr(model, "learning_starts", 0) + 64))

@@ -8,7 +8,7 @@ import io
 import pytest
 from policy_helpers import tiny_config
 from stable_baselines3 import PPO
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.logger import Logger
 
 from sim2real.policies.common.envs import make_train_env
 from sim2real.policies.ppo import AdaptivePPO, build_ppo
@@ -21,7 +21,7 @@ def model(puck):
 
 
 def with_logger(model: AdaptivePPO) -> AdaptivePPO:
-    model.set_logger(configure(None, []))  # learn() would set one; train() records into it
+    model.set_logger(Logger(None, []))  # learn() would set one; train() records into it (no /tmp folder)
     return model
 
 

@@ -162,7 +162,10 @@ def test_vec_env_works_with_stable_baselines3_ppo() -> None:
     from stable_baselines3 import PPO
 
     env = BatchedVecEnv(PuckTask, 4, seed=0, dr="train")
+    from stable_baselines3.common.logger import Logger
+
     model = PPO("MlpPolicy", env, n_steps=16, batch_size=32, n_epochs=1, verbose=0, device="cpu")
+    model.set_logger(Logger(None, []))  # without one, learn() leaves an empty /tmp/SB3-<date> folder
     model.learn(total_timesteps=128)
     assert model.num_timesteps >= 128
 
