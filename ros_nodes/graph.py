@@ -111,7 +111,9 @@ class InProcessGraph:
 
         for name, node in self.nodes.items():
             if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                raise RuntimeError(f"node {name} failed to configure (see its log)")
+                from sim2real.sim.core.errors import ConfigError
+
+                raise ConfigError(name, "node failed to configure (its log above says why)")
             node.trigger_activate()
         self.executor = self._make_executor()
         for node in self.nodes.values():

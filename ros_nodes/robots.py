@@ -114,10 +114,34 @@ def required_topics(robot: str, task: Task) -> list[str]:
     return topics
 
 
+ROS_OBSERVABLE: dict[str, frozenset[str]] = {
+    "arm": frozenset({"joint_pos", "joint_vel", "ee_pos", "ee_rot6d", "gripper_width", "setpoint_offset",
+                      "target_rel_ee", "last_action"}),
+    "quadruped": frozenset({"base_lin_vel", "base_ang_vel", "projected_gravity", "command", "joint_pos",
+                            "joint_vel", "last_action", "gait_clock"}),
+    "drone": frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action"}),
+}
+"""Observation blocks the state topics (joint_states, odom, ee poses, goal, cmd_vel) and
+the node's own state (last action, gait clock) determine. Blocks of other tasks (a
+maze layout, a cube's pose, the waypoint after the current one) have no topic yet."""
+
+
 class ObservationBuilder:
-    """Measurements -> the task's observation, through ``task.observe``."""
+    """Measurements -> the task's observation, through ``task.observe``.
+
+    Raises:
+        ConfigError: the task's observation has blocks no topic provides; a policy
+            fed zeros there would act on an observation it never saw in training.
+    """
 
     def __init__(self, robot: str, task: Task, last_action_size: int) -> None:
+        unknown = [b for b, _ in task.observation_layout() if b not in ROS_OBSERVABLE[robot]]
+        if unknown:
+            raise ConfigError(
+                "policy",
+                f"{task.robot}/{task.name}: observation blocks {unknown} have no ROS 2 source yet "
+                f"(rebuildable: {sorted(ROS_OBSERVABLE[robot])}); this policy cannot be deployed as is",
+            )
         self.robot = robot
         self.task = task
         model: mujoco.MjModel = task.model_for_deploy  # type: ignore[attr-defined]

@@ -121,3 +121,15 @@ def test_reference_mode_deployment_replays_training_exactly(
         train_obs, *_ = train.step(action)
         last = action
     np.testing.assert_allclose(robot_sim.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)
+
+
+@pytest.mark.parametrize(("robot", "task_name"), [("drone", "DroneWaypoints"), ("arm", "ArmMaze"),
+                                                  ("quadruped", "QuadrupedWaypoints")])
+def test_observations_without_a_topic_source_are_refused(robot: str, task_name: str) -> None:
+    """Fail closed: a policy whose observation the topics cannot rebuild is refused at
+    configure time, with the blocks named, instead of acting on zeros."""
+    from sim2real.sim.core.errors import ConfigError
+
+    task = make_task(task_name, "")
+    with pytest.raises(ConfigError, match="no ROS 2 source"):
+        ObservationBuilder(robot, task, sum(n for _, n in task.action_layout()))
