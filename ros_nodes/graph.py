@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from sim2real.sim.core.errors import ConfigError
+
 NODE_MODULES: dict[str, str] = {
     "sim_bridge": "sim2real.ros_nodes.sim_bridge",
     "hardware_bridge": "sim2real.ros_nodes.hardware_bridge",
@@ -111,8 +113,6 @@ class InProcessGraph:
 
         for name, node in self.nodes.items():
             if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                from sim2real.sim.core.errors import ConfigError
-
                 raise ConfigError(name, "node failed to configure (its log above says why)")
             node.trigger_activate()
         self.executor = self._make_executor()

@@ -66,7 +66,6 @@ def driver_mode(robot: str, action_mode: str, options: dict[str, Any]) -> tuple[
         options["action_scale"] = QUADRUPED_DRIVER_SCALE
         return "joint_pos", options
     if robot == "drone" and action_mode == "ctbr_residual":
-        options.pop("residual_scale", None)
         return "ctbr", options
     return action_mode, options
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped.constants import static_knee_offset
-from sim2real.sim.quadruped.gait import leg_ik
+from sim2real.sim.quadruped.gait import TrotReference, leg_ik
 
 __all__ = ["StandController", "TrotGait", "leg_ik"]
 
@@ -106,14 +106,13 @@ class StandController:
 class TrotGait:
     """Open-loop trot: diagonal leg pairs (FR+RL, FL+RR) swing in antiphase.
 
-    Each foot follows a fixed loop in its leg plane, computed with :func:`leg_ik`:
-    in stance it slides back by ``speed / (2 * frequency)`` at the default stance
-    height, in swing it returns on an arc ``step_height`` high. The static knee
-    offset of :class:`StandController` keeps the stance height. A reference motion
-    with no feedback; it walks roughly straight on flat ground.
+    The trot reference of the ``gait_residual`` action mode
+    (:class:`~sim2real.sim.quadruped.gait.TrotReference`) at full amplitude for a fixed
+    forward speed, with the plain standing knee offset: in stance each foot slides back
+    by ``speed / (2 * frequency)`` at the default stance height, in swing it returns
+    on an arc ``step_height`` high. A reference motion with no feedback; it walks
+    roughly straight on flat ground.
     """
-
-    PHASE = np.array([0.0, 0.5, 0.5, 0.0])  # cycle fraction of FR, FL, RR, RL
 
     def __init__(
         self,
@@ -127,28 +126,19 @@ class TrotGait:
         if frequency_hz <= 0 or not 0 <= step_height <= 0.12:
             raise ValueError("frequency_hz must be positive and step_height in [0, 0.12] m")
         self.num_envs = num_envs
-        self.speed = speed
-        self.frequency = frequency_hz
-        self.step_height = step_height
         self.action_scale = action_scale
         self.dt = control_dt
-        self.time = np.zeros(num_envs)
-        self.offset = static_knee_offset()
-        self.stance_height = 2 * c.THIGH_LENGTH * np.cos(c.DEFAULT_POSE[1])
+        self.reference = TrotReference(num_envs, frequency_hz, step_height, knee_load_shift=0.0)
+        self.command = np.tile([speed, 0.0, 0.0], (num_envs, 1))
+        self.reset()
 
     def reset(self, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
-        self.time[slice(None) if env_ids is None else np.asarray(env_ids)] = 0.0
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids)
+        self.reference.reset(ids, 0.0)
+        self.reference.amplitude[ids] = 1.0  # stepping from the first action
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Actions ``[B, 12]``; the observation is only used for its batch size."""
-        obs = np.atleast_2d(obs)
-        cycle = (self.frequency * self.time[:, None] + self.PHASE[None]) % 1.0  # [B, 4]
-        stride = self.speed / (2 * self.frequency)
-        in_swing = cycle < 0.5
-        s = np.where(in_swing, cycle / 0.5, (cycle - 0.5) / 0.5)  # progress within the half cycle
-        x = np.where(in_swing, -stride / 2 * np.cos(np.pi * s), stride / 2 - stride * s)
-        z = -self.stance_height + np.where(in_swing, self.step_height * np.sin(np.pi * s), 0.0)
-        thigh, calf = leg_ik(x, z)
-        q = np.stack([np.zeros_like(thigh), thigh, calf], axis=2).reshape(-1, 12)
-        self.time += self.dt
-        return np.clip((q - c.DEFAULT_POSE + self.offset) / self.action_scale, -1.0, 1.0)
+        offsets = self.reference.joint_offsets(self.command)
+        self.reference.advance(self.dt, np.ones(self.num_envs, dtype=bool))
+        return np.clip(offsets / self.action_scale, -1.0, 1.0)

@@ -104,8 +104,8 @@ class DroneTask(Task):
         **options: Any,
     ) -> None:
         if options:
-            known = [p for p in inspect.signature(type(self).__init__).parameters if p not in _NOT_OPTIONS]
-            known += [] if "residual_scale" in known else ["start", "residual_scale"]
+            classes = [k for k in type(self).__mro__ if isinstance(k, type) and issubclass(k, DroneTask)]
+            known = sorted({p for k in classes for p in inspect.signature(k.__init__).parameters} - set(_NOT_OPTIONS))
             raise ConfigError(next(iter(options)), f"unknown option for drone/{self.name}; known: {known}")
         super().__init__(num_envs, action_mode)
         if start not in START_MODES:
@@ -222,17 +222,19 @@ class DroneTask(Task):
         collective = 0.5 * (action[:, 0] + 1.0) * C.MAX_COLLECTIVE_THRUST
         return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE])
 
-    def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+    def _with_reference(self, action: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """``clip(pid(obs) + residual_scale * action)``; the action itself without a reference."""
         if self.reference is None:
             return action
-        return np.clip(self.reference.act(self.observe(phys)) + self.residual_scale * action, -1.0, 1.0)
+        return np.clip(self.reference.act(obs) + self.residual_scale * action, -1.0, 1.0)
+
+    def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        return action if self.reference is None else self._with_reference(action, self.observe(phys))
 
     def deploy_command(
         self, action: np.ndarray, obs: np.ndarray, to_command: Callable[[np.ndarray], np.ndarray]
     ) -> np.ndarray:
-        if self.reference is None:
-            return to_command(action)
-        return to_command(np.clip(self.reference.act(obs) + self.residual_scale * action, -1.0, 1.0))
+        return to_command(self._with_reference(action, obs))
 
     def inner_control(self, setpoint: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         # The gyro, as on the real flight controller (one physics step old, see task.py).

@@ -57,16 +57,20 @@ class TrotReference:
         step_height: Peak foot lift (m) at full amplitude.
         blend_seconds: Time to fade stepping in when a motion is commanded and out
             when the command returns to standing (the feet then stand still).
+        knee_load_shift: Share of the standing knee offset moved from swing to stance
+            legs while stepping (:data:`KNEE_LOAD_SHIFT`; 0 keeps the standing offset).
     """
 
     def __init__(
-        self, num_envs: int, frequency_hz: float = 3.0, step_height: float = 0.08, blend_seconds: float = 0.25
+        self, num_envs: int, frequency_hz: float = 3.0, step_height: float = 0.08, blend_seconds: float = 0.25,
+        knee_load_shift: float = KNEE_LOAD_SHIFT,
     ) -> None:
         if not 0.5 <= frequency_hz <= 5.0 or not 0.0 <= step_height <= 0.12 or blend_seconds <= 0:
             raise ValueError("frequency_hz in [0.5, 5], step_height in [0, 0.12] m and blend_seconds > 0 required")
         self.frequency = float(frequency_hz)
         self.step_height = float(step_height)
         self.blend_rate = 1.0 / float(blend_seconds)
+        self.knee_load_shift = float(knee_load_shift)
         self.phase = np.zeros(num_envs)
         """Cycle fraction in [0, 1) of the FR/RL pair."""
         self.amplitude = np.zeros(num_envs)
@@ -116,6 +120,6 @@ class TrotReference:
         q = np.stack([hip, thigh, calf], axis=2)
         # In a trot two legs carry the weight: stance knees need more than the standing
         # offset against the servo's sag, swinging ones (light calves) less.
-        load = 1.0 + KNEE_LOAD_SHIFT * amp * np.where(swing, -1.0, 1.0)  # [B, 4]
+        load = 1.0 + self.knee_load_shift * amp * np.where(swing, -1.0, 1.0)  # [B, 4]
         q = q + load[:, :, None] * self.knee_offset.reshape(4, 3)[None]
         return q.reshape(-1, c.NUM_JOINTS) - c.DEFAULT_POSE

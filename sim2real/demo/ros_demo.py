@@ -14,6 +14,7 @@ would stall its control loop.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,6 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
     if bag.is_dir():
         # rosbag2 refuses an existing output folder; this one is the previous demo's own
         # recording of this robot (the report is rewritten too), so it is replaced.
-        import shutil
-
         shutil.rmtree(bag)
     topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(STATE_TOPICS[robot]))
     opts = DeployOptions(
