@@ -26,6 +26,9 @@ METHODS = ("sac", "rlpd", "hil")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=6000, help="env steps per run")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per method")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first run; with an existing OUT/results.json the new runs are "
+                             "added to it (same --steps only), so more seeds or methods can follow later")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of sac,rlpd,hil")
     parser.add_argument("--demos", type=int, default=20, help="demonstrations for rlpd and hil")
     parser.add_argument("--obs-mode", choices=("pixels", "state"), default="state")
@@ -131,9 +134,11 @@ def run(args: argparse.Namespace) -> int:
         return _report(args, json.loads((args.out / "results.json").read_text())["runs"])
     torch.set_num_threads(1)
     methods = [m for m in args.methods.split(",") if m]
-    results: dict[str, dict[str, Any]] = {m: {} for m in methods}
+    results = _previous_runs(args)
+    for m in methods:
+        results.setdefault(m, {})
     args.out.mkdir(parents=True, exist_ok=True)
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for method in methods:
             cfg = _config(args, seed)
             demos = _demos(cfg, args.demos, args.out / f"demos-seed{seed}") if method != "sac" else None
@@ -153,6 +158,18 @@ def run(args: argparse.Namespace) -> int:
             settings = {k: str(v) for k, v in vars(args).items() if not k.startswith("_")}
             atomic.write_json(args.out / "results.json", {"args": settings, "runs": results})
     return _report(args, results)
+
+
+def _previous_runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Runs already in OUT/results.json, when they were measured with the same budget."""
+    path = args.out / "results.json"
+    if not path.exists():
+        return {}
+    previous = json.loads(path.read_text())
+    steps = (previous.get("args") or {}).get("steps")
+    if steps is not None and int(steps) != args.steps:
+        raise SystemExit(f"{path} holds runs of {steps} steps, not {args.steps}: use another --out")
+    return previous.get("runs", {})
 
 
 def _report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> int:

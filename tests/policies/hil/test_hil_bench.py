@@ -38,3 +38,14 @@ def test_bench_hil_smoke(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
                  "--eval-every", "20", "--eval-episodes", "1", "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert set(summary) >= {"sac", "hil"} and (out / "curves.png").exists()
+    # More seeds later: the second call adds to the first call's results.
+    assert main(["bench", "hil", "--steps", "40", "--seeds", "1", "--first-seed", "1", "--methods", "sac",
+                 "--eval-every", "20", "--eval-episodes", "1", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["sac"]["seeds"] == 2 and summary["hil"]["seeds"] == 1
+
+
+def test_bench_hil_refuses_to_mix_budgets(tmp_path: Path) -> None:
+    (tmp_path / "results.json").write_text(json.dumps({"args": {"steps": "6000"}, "runs": {"sac": {"0": run([0.0])}}}))
+    with pytest.raises(SystemExit, match="6000 steps"):
+        main(["bench", "hil", "--steps", "40", "--seeds", "1", "--out", str(tmp_path)])
