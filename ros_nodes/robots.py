@@ -117,11 +117,11 @@ ROS_OBSERVABLE: dict[str, frozenset[str]] = {
     "arm": frozenset({"joint_pos", "joint_vel", "ee_pos", "ee_rot6d", "gripper_width", "setpoint_offset",
                       "target_rel_ee", "last_action"}),
     "quadruped": frozenset({"base_lin_vel", "base_ang_vel", "projected_gravity", "command", "joint_pos",
-                            "joint_vel", "last_action", "gait_clock"}),
+                            "joint_vel", "last_action", "gait_clock", "history"}),
     "drone": frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action"}),
 }
 """Observation blocks the state topics (joint_states, odom, ee poses, goal, cmd_vel) and
-the node's own state (last action, gait clock) determine. Blocks of other tasks (a
+the node's own state (last action, gait clock, the history of what it observed) determine. Blocks of other tasks (a
 maze layout, a cube's pose, the waypoint after the current one) have no topic yet."""
 
 
@@ -181,8 +181,9 @@ class ObservationBuilder:
         p.time[0] = self._tick  # a fresh time: tasks cache derived state per time stamp
         p.last_action[0] = last_action
         getattr(self, f"_fill_{self.robot}")(m)
-        obs = self.task.observe(p)[0]
-        return np.asarray(obs, dtype=np.float64)
+        obs = self.task.observe(p)
+        self.task.record_observation(obs, p)
+        return np.asarray(obs[0], dtype=np.float64)
 
     def _fill_arm(self, m: Measurements) -> None:
         p, t = self.phys, self.task

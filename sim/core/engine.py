@@ -266,6 +266,7 @@ class Engine:
         obs = self.task.observe(self.phys)
         if self._noise is not None:
             obs = obs + self._next_noise() * self._noise
+        self.task.record_observation(obs, self.phys)
         return obs
 
     def _next_noise(self) -> np.ndarray:

@@ -176,6 +176,11 @@ class Task(abc.ABC):
     def observe(self, phys: PhysicsBatch) -> np.ndarray:
         """Noise-free policy observation ``[B, O]`` following :meth:`observation_layout`."""
 
+    def record_observation(self, obs: np.ndarray, phys: PhysicsBatch) -> None:
+        """The observation ``[B, O]`` the policy was given (after noise), once it is
+        final; tasks with an observation history remember it. Called by the engine
+        and by deployment's observation builder. Default: nothing."""
+
     def privileged(self, phys: PhysicsBatch) -> np.ndarray:
         """Privileged state ``[B, P]`` for asymmetric critics."""
         return np.zeros((phys.batch_size, 0))

@@ -9,6 +9,7 @@ reads ``qpos``/``qvel``/``sensordata`` only, so the same code serves one env
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -17,6 +18,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.history import ObservationHistory
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import frames, rewards
@@ -72,6 +74,11 @@ class QuadrupedTask(Task):
             termination penalty is added after the clip so falls still cost.
         gait_frequency_hz, gait_step_height: The trot reference of the
             ``gait_residual`` action mode (:mod:`~sim2real.sim.quadruped.gait`).
+        history_steps: Append the joint positions, velocities and actions the
+            policy saw at the previous ``history_steps`` control steps (a
+            ``history`` block, :mod:`~sim2real.sim.core.history`), so the policy
+            can infer payload, friction and motor strength from how the legs
+            responded. 0 (default): no history.
 
     Action modes: ``joint_pos`` (servo targets around the default pose) and, in
     tasks that command a body twist, ``gait_residual`` (the same targets added to
@@ -104,6 +111,7 @@ class QuadrupedTask(Task):
         only_positive_rewards: bool = True,
         gait_frequency_hz: float = 3.0,
         gait_step_height: float = 0.08,
+        history_steps: int = 0,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
@@ -117,6 +125,10 @@ class QuadrupedTask(Task):
         ):
             if not np.isfinite(value) or not 0.0 <= value <= high or (name == "action_scale" and value == 0):
                 raise ConfigError(name, f"must be in {'(0' if name == 'action_scale' else '[0'}, {high}], got {value}")
+        if isinstance(history_steps, bool) or not isinstance(history_steps, int) or not 0 <= history_steps <= 50:
+            raise ConfigError("history_steps", f"must be a whole number in [0, 50], got {history_steps!r}")
+        self.history_steps = history_steps
+        self.history: ObservationHistory | None = None  # made once the layout is known (needs self.gait)
         self.action_scale = float(action_scale)
         self.init_joint_noise = float(init_joint_noise)
         self.init_velocity_noise = float(init_velocity_noise)
@@ -326,8 +338,32 @@ class QuadrupedTask(Task):
         """Every block :meth:`privileged_layout` names."""
         return self.privileged_base(self.base_state(phys), phys)
 
+    HISTORY_BLOCKS: ClassVar[tuple[str, ...]] = ("joint_pos", "joint_vel", "last_action")
+    """The blocks ``history_steps`` remembers."""
+
+    @abc.abstractmethod
+    def present_layout(self) -> list[tuple[str, int]]:
+        """The observation blocks of the present step (everything but ``history``)."""
+
+    def observation_layout(self) -> list[tuple[str, int]]:
+        layout = self.present_layout()
+        if self.history_steps == 0:
+            return layout
+        if self.history is None:
+            self.history = ObservationHistory(self.num_envs, layout, self.HISTORY_BLOCKS, self.history_steps)
+        return [*layout, ("history", self.history.size)]
+
     def observe(self, phys: PhysicsBatch) -> np.ndarray:
-        return self.assemble(self.observation_blocks(phys), self.observation_layout())
+        present = self.assemble(self.observation_blocks(phys), self.present_layout())
+        if self.history_steps == 0:
+            return present
+        self.observation_layout()  # makes self.history on first use
+        assert self.history is not None
+        return np.concatenate([present, self.history.block(present, phys.time)], axis=1)
+
+    def record_observation(self, obs: np.ndarray, phys: PhysicsBatch) -> None:
+        if self.history is not None:
+            self.history.record(obs, phys.time)
 
     def privileged(self, phys: PhysicsBatch) -> np.ndarray:
         return self.assemble(self.privileged_blocks(phys), self.privileged_layout())

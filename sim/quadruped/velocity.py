@@ -75,7 +75,7 @@ class Velocity(QuadrupedTask):
         self._steps = np.zeros(num_envs)
 
     # -- layouts -------------------------------------------------------------------------
-    def observation_layout(self) -> list[tuple[str, int]]:
+    def present_layout(self) -> list[tuple[str, int]]:
         return [
             ("base_lin_vel", 3),
             ("base_ang_vel", 3),

@@ -141,7 +141,7 @@ class Waypoints(QuadrupedTask):
         self.range_idx = self._sensor_index([f"range_{n}" for n in RANGEFINDERS])
 
     # -- layouts -------------------------------------------------------------------------
-    def observation_layout(self) -> list[tuple[str, int]]:
+    def present_layout(self) -> list[tuple[str, int]]:
         return [
             ("base_lin_vel", 3),
             ("base_ang_vel", 3),
@@ -158,8 +158,8 @@ class Waypoints(QuadrupedTask):
 
     def observation_noise(self) -> np.ndarray:
         noise = super().observation_noise()
-        start = sum(n for name, n in self.observation_layout() if name != "ranges")
-        noise[start:] = 0.02  # rangefinder noise (m)
+        start = sum(n for name, n in self.present_layout() if name != "ranges")
+        noise[start : start + len(RANGEFINDERS)] = 0.02  # rangefinder noise (m)
         return noise
 
     # -- episode -----------------------------------------------------------------------
