@@ -142,6 +142,9 @@ class PolicyNode(ManagedNode):
         self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
 
     def start(self) -> None:
+        # An activation starts from rest, as a training episode does.
+        self.last_action[:] = 0.0
+        self.builder.restart()
         self._last_tick = self.now_s()
         self._timer = self.create_timer(self.period, self._tick)
         self._status_timer = self.create_timer(1.0, self.report)

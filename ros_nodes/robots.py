@@ -174,6 +174,13 @@ class ObservationBuilder:
             need.append("cmd_vel")
         return [n for n in need if getattr(m, n) is None]
 
+    def restart(self) -> None:
+        """Start over as at an episode's start: the observation history (if the task
+        keeps one) is forgotten, so a re-activated node does not act on a history
+        from before its pause."""
+        if self.task.history is not None:
+            self.task.history.restart()
+
     def build(self, m: Measurements, last_action: np.ndarray) -> np.ndarray:
         """The observation ``[O]`` (call :meth:`missing` first)."""
         p = self.phys

@@ -63,6 +63,11 @@ class ObservationHistory:
             out[fresh] = current[fresh][:, None, self.columns]
         return out.reshape(len(out), -1)
 
+    def restart(self) -> None:
+        """Forget everything: the next observation starts a fresh history (a robot
+        re-activated after a pause, whose old history no longer describes it)."""
+        self._recorded_at[:] = np.nan
+
     def record(self, obs: np.ndarray, time: np.ndarray) -> None:
         """Remember the observation ``[B, O]`` the policy was given at ``time``."""
         entry = obs[:, self.columns]

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.history import ObservationHistory
 from sim2real.sim.core.randomization import DomainRandomization
 
 
@@ -114,6 +115,8 @@ class Task(abc.ABC):
     push_dofs: ClassVar[tuple[int, int] | None] = None
     """``qvel`` slice ``(start, stop)`` that random pushes kick (e.g. ``(0, 2)``:
     the free joint's world-frame x/y velocity); ``None``: the robot is never pushed."""
+    history: ObservationHistory | None = None
+    """The observation history of tasks that keep one (see :meth:`record_observation`)."""
     wants_substeps: bool = False
     """Set (per instance) when the task integrates quantities over every physics
     step, e.g. the energy a damper dissipates: the engine then calls

@@ -135,3 +135,24 @@ def test_observations_without_a_topic_source_are_refused(robot: str, task_name: 
     task = make_task(task_name, "")
     with pytest.raises(ConfigError, match="no ROS 2 source"):
         ObservationBuilder(robot, task, sum(n for _, n in task.action_layout()))
+
+
+def test_restart_forgets_the_observation_history() -> None:
+    """A re-activated node starts a fresh history instead of one from before its pause."""
+    opts = {"history_steps": 2}
+    sim = SimRobot("quadruped", task="QuadrupedVelocity", action_mode="gait_residual", seed=2, task_options=opts)
+    task = make_task(sim.task_name, "gait_residual", opts)
+    builder = ObservationBuilder("quadruped", task, 12)
+    layout = task.observation_layout()
+    start = {name: sum(n for _, n in layout[:i]) for i, (name, _) in enumerate(layout)}
+    cols = np.concatenate([np.arange(start[b], start[b] + 12) for b in ("joint_pos", "joint_vel", "last_action")])
+    space = command_space("quadruped", "gait_residual")
+    action = np.full(12, 0.3)
+    for _ in range(5):
+        obs = builder.build(through_messages(sim), action)
+        sim.step(task.deploy_command(action, obs, space.action_to_command))
+    obs = builder.build(through_messages(sim), action)
+    assert np.abs(obs[start["history"]:][:36] - obs[cols]).max() > 1e-3  # the previous step, not this one
+    builder.restart()
+    obs = builder.build(through_messages(sim), action)
+    np.testing.assert_allclose(obs[start["history"]:], np.tile(obs[cols], 2))
