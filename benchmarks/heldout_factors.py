@@ -4,6 +4,9 @@ then under the whole held-out preset.
 
     python benchmarks/heldout_factors.py policies/baselines/QuadrupedVelocity --episodes 32
 
+With ``--drop-one`` it goes the other way: the held-out preset with one field at a
+time back at its training range (which range, taken out of the conjunction, helps most).
+
 With ``--sweep FIELD=LOW:HIGH,LOW:HIGH,...`` it instead evaluates the whole held-out
 preset with that one range narrowed to each interval in turn (e.g. how success falls
 with the size of the pushes), and ``--reference`` adds the task's reference
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=32, help="episodes per case")
     parser.add_argument("--n-envs", type=int, default=16)
     parser.add_argument("--sweep", metavar="FIELD=LOW:HIGH,...", help="narrow one held-out range in steps")
+    parser.add_argument("--drop-one", action="store_true",
+                        help="held-out preset with one field at a time back at its training range")
     parser.add_argument("--reference", action="store_true", help="also evaluate the reference alone")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -43,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     task_cls = REGISTRY.get(policy.task)
     options = dict(policy.metadata.get("task_options") or {})
     train, held = task_cls.dr_class.train(), task_cls.dr_class.heldout()
-    cases = sweep_cases(held, args.sweep) if args.sweep else factor_cases(train, held)
+    if args.sweep:
+        cases = sweep_cases(held, args.sweep)
+    elif args.drop_one:
+        cases = factor_cases(held, train, labels=("heldout (all)", "heldout but training", "train"))
+    else:
+        cases = factor_cases(train, held)
     act_size = sum(int(n) for _, n in policy.action_layout)
     controllers = {"": policy}
     if args.reference:
@@ -65,13 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def factor_cases(train: Any, held: Any) -> list[tuple[str, Any]]:
-    """The training preset, then one held-out range at a time, then the held-out preset."""
-    cases = [("train", train)]
-    for f in dataclasses.fields(train):
-        if getattr(train, f.name) != getattr(held, f.name):
-            cases.append((f"heldout {f.name}", dataclasses.replace(train, **{f.name: getattr(held, f.name)})))
-    cases.append(("heldout (all)", held))
+def factor_cases(base: Any, other: Any, labels: tuple[str, str, str] = ("train", "heldout", "heldout (all)")
+                 ) -> list[tuple[str, Any]]:
+    """``base``, then ``base`` with one field at a time taken from ``other``, then ``other``."""
+    cases = [(labels[0], base)]
+    for f in dataclasses.fields(base):
+        if getattr(base, f.name) != getattr(other, f.name):
+            cases.append((f"{labels[1]} {f.name}", dataclasses.replace(base, **{f.name: getattr(other, f.name)})))
+    cases.append((labels[2], other))
     return cases
 
 
