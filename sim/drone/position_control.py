@@ -50,18 +50,12 @@ class CascadedPIDGains:
     """m/s, horizontal and vertical speed limits of the velocity setpoint."""
     max_tilt: float = np.deg2rad(35.0)
     """rad, largest tilt the horizontal acceleration may ask for."""
-    integral_zone: tuple[float, float] = (1.0, 0.4)
+    integral_zone: tuple[float, float] = (0.5, 0.25)
     """(m, m/s): the integrator only runs while the distance to the target and the speed
-    are both below these, i.e. near a steady state, so fast approaches and take-offs do
-    not wind it up. The distance gate is wide because a weak drone's proportional terms
-    alone settle far below the target (1.8x the thrust the feedforward assumes leaves
-    0.8 m of error; a 0.5 m gate left such drones there for good); wider still and the
-    integrator winds up between waypoints. The speed gate sits above the 0.3 m/s
-    training gusts so the integrator keeps working through them."""
-    max_integral_accel: float = 9.0
-    """m/s^2, clamp on the integrator's acceleration (anti-windup). It must cover the
-    thrust the mass feedforward misses: a 25 % heavier drone whose rotors give 20 %
-    less thrust needs 0.8 g more."""
+    are both below these, i.e. near a steady state, so approaches and take-offs do not
+    wind it up."""
+    max_integral_accel: float = 4.0
+    """m/s^2, clamp on the integrator's acceleration (anti-windup)."""
 
 
 class CascadedPID:
