@@ -128,7 +128,7 @@ class QuadrupedTask(Task):
         if isinstance(history_steps, bool) or not isinstance(history_steps, int) or not 0 <= history_steps <= 50:
             raise ConfigError("history_steps", f"must be a whole number in [0, 50], got {history_steps!r}")
         self.history_steps = history_steps
-        self.history: ObservationHistory | None = None  # made once the layout is known (needs self.gait)
+        self.history: ObservationHistory | None = None
         self.action_scale = float(action_scale)
         self.init_joint_noise = float(init_joint_noise)
         self.init_velocity_noise = float(init_velocity_noise)
@@ -345,21 +345,21 @@ class QuadrupedTask(Task):
     def present_layout(self) -> list[tuple[str, int]]:
         """The observation blocks of the present step (everything but ``history``)."""
 
+    def _history_buffer(self) -> ObservationHistory:
+        if self.history is None:  # not in __init__: subclasses finish what present_layout needs after it
+            self.history = ObservationHistory(self.num_envs, self.present_layout(), self.HISTORY_BLOCKS,
+                                              self.history_steps)
+        return self.history
+
     def observation_layout(self) -> list[tuple[str, int]]:
         layout = self.present_layout()
-        if self.history_steps == 0:
-            return layout
-        if self.history is None:
-            self.history = ObservationHistory(self.num_envs, layout, self.HISTORY_BLOCKS, self.history_steps)
-        return [*layout, ("history", self.history.size)]
+        return [*layout, ("history", self._history_buffer().size)] if self.history_steps else layout
 
     def observe(self, phys: PhysicsBatch) -> np.ndarray:
         present = self.assemble(self.observation_blocks(phys), self.present_layout())
         if self.history_steps == 0:
             return present
-        self.observation_layout()  # makes self.history on first use
-        assert self.history is not None
-        return np.concatenate([present, self.history.block(present, phys.time)], axis=1)
+        return np.concatenate([present, self._history_buffer().block(present, phys.time)], axis=1)
 
     def record_observation(self, obs: np.ndarray, phys: PhysicsBatch) -> None:
         if self.history is not None:
