@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench-hil"))
     parser.add_argument("--from-results", action="store_true",
                         help="only summarise and plot the runs already in OUT/results.json")
+    parser.add_argument("--include", type=Path, action="append", default=[], metavar="DIR",
+                        help="with --from-results: take the runs from DIR/results.json instead (repeatable: "
+                             "seeds or methods measured separately) and write the merged results to OUT")
     add_json_flag(parser)
 
 
@@ -131,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.policies.hil.devices import ScriptedOperator
 
     if args.from_results:
-        return _report(args, json.loads((args.out / "results.json").read_text())["runs"])
+        return _report(args, _merged_runs(args.include or [args.out]))
     torch.set_num_threads(1)
     methods = [m for m in args.methods.split(",") if m]
     results = _previous_runs(args)
@@ -158,6 +161,25 @@ def run(args: argparse.Namespace) -> int:
             settings = {k: str(v) for k, v in vars(args).items() if not k.startswith("_")}
             atomic.write_json(args.out / "results.json", {"args": settings, "runs": results})
     return _report(args, results)
+
+
+def _merged_runs(folders: list[Path]) -> dict[str, dict[str, Any]]:
+    """The runs of several benchmark folders together; one method and seed may come from one folder only."""
+    merged: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        path = folder / "results.json"
+        if not path.exists():
+            raise SystemExit(f"{path} does not exist")
+        for method, runs in json.loads(path.read_text()).get("runs", {}).items():
+            for seed, run in runs.items():
+                if seed in merged.get(method, {}):
+                    raise SystemExit(f"{method} seed {seed} is in more than one of {[str(f) for f in folders]}")
+                others = list(merged.get(method, {}).values())
+                if others and others[0]["env_steps"] != run["env_steps"]:
+                    raise SystemExit(f"{method} runs in {folder} were evaluated at other steps than the "
+                                     "others: a method's seeds must share one budget")
+                merged.setdefault(method, {})[seed] = run
+    return merged
 
 
 def _previous_runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:

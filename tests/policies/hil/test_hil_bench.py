@@ -49,3 +49,23 @@ def test_bench_hil_refuses_to_mix_budgets(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text(json.dumps({"args": {"steps": "6000"}, "runs": {"sac": {"0": run([0.0])}}}))
     with pytest.raises(SystemExit, match="6000 steps"):
         main(["bench", "hil", "--steps", "40", "--seeds", "1", "--out", str(tmp_path)])
+
+
+def test_from_results_merges_separately_measured_seeds(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for seed, success in (("0", [0.5, 0.9]), ("1", [0.85, 1.0])):
+        (tmp_path / seed).mkdir()
+        (tmp_path / seed / "results.json").write_text(json.dumps({"runs": {"hil": {seed: run(success)}}}))
+    out = tmp_path / "all"
+    assert main(["bench", "hil", "--from-results", "--include", str(tmp_path / "0"), "--include",
+                 str(tmp_path / "1"), "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["hil"]["seeds"] == 2 and summary["hil"]["steps_to_80"] == [1000, 500]
+    assert (out / "curves.png").exists()
+    with pytest.raises(SystemExit, match="more than one"):
+        main(["bench", "hil", "--from-results", "--include", str(tmp_path / "0"), "--include", str(tmp_path / "0"),
+              "--out", str(out)])
+    (tmp_path / "2").mkdir()
+    (tmp_path / "2" / "results.json").write_text(json.dumps({"runs": {"hil": {"2": run([0.1, 0.2, 0.3])}}}))
+    with pytest.raises(SystemExit, match="one budget"):
+        main(["bench", "hil", "--from-results", "--include", str(tmp_path / "0"), "--include", str(tmp_path / "2"),
+              "--out", str(out)])
