@@ -182,7 +182,9 @@ class Task(abc.ABC):
     def record_observation(self, obs: np.ndarray, phys: PhysicsBatch) -> None:
         """The observation ``[B, O]`` the policy was given (after noise), once it is
         final; tasks with an observation history remember it. Called by the engine
-        and by deployment's observation builder. Default: nothing."""
+        and by deployment's observation builder."""
+        if self.history is not None:
+            self.history.record(obs, phys.time)
 
     def privileged(self, phys: PhysicsBatch) -> np.ndarray:
         """Privileged state ``[B, P]`` for asymmetric critics."""

@@ -361,10 +361,6 @@ class QuadrupedTask(Task):
             return present
         return np.concatenate([present, self._history_buffer().block(present, phys.time)], axis=1)
 
-    def record_observation(self, obs: np.ndarray, phys: PhysicsBatch) -> None:
-        if self.history is not None:
-            self.history.record(obs, phys.time)
-
     def privileged(self, phys: PhysicsBatch) -> np.ndarray:
         return self.assemble(self.privileged_blocks(phys), self.privileged_layout())
 
