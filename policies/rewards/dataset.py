@@ -20,9 +20,12 @@ from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
 MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
 """Per-episode weight of the classical controller's action (the rest is uniform noise)."""
 
-REWARD_CAMERAS = {"arm": "wrist"}
-"""Default camera per robot: the arm's wrist camera sees the target grow as the
-gripper approaches it; from the front camera a 2 cm ball is one or two pixels."""
+REWARD_CAMERAS = {"sim2real/ArmReach-v0": "reach_view+wrist", "arm": "wrist"}
+"""Default reward camera per task (Gymnasium id), else per robot. For reach, the
+fixed ``reach_view`` shows where the gripper is relative to the target from any
+distance, and the ``wrist`` close-up resolves the last centimetres: the wrist view
+alone loses the 2 cm target beyond about 10 cm, and a fixed view alone shows it as
+two pixels. Robots not listed use their task's render camera."""
 
 
 @dataclass
@@ -57,7 +60,9 @@ class FrameSet:
 
 
 def default_camera(task_cls: type) -> str | None:
-    return REWARD_CAMERAS.get(task_cls.robot, task_cls.render_camera)
+    from sim2real.sim.core.registry import gym_id
+
+    return REWARD_CAMERAS.get(gym_id(task_cls), REWARD_CAMERAS.get(task_cls.robot, task_cls.render_camera))
 
 
 def behaviour_controller(venv: Any) -> Any | None:

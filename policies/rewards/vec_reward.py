@@ -27,7 +27,13 @@ from sim2real.sim.core.rendering import OffscreenRenderer
 
 
 class FrameRenderer:
-    """Renders any environment of a :class:`BatchedVecEnv` from one camera, small and fast.
+    """Renders any environment of a :class:`BatchedVecEnv` from one camera or
+    several, small and fast.
+
+    ``camera`` may join several camera names with ``+`` (``"reach_view+wrist"``):
+    the frame then stacks the views top to bottom, each ``width`` wide and an equal
+    share of ``height`` tall. One picture can so hold a view of the whole workspace
+    (where the gripper is, coarsely) and a close-up (how close it is, finely).
 
     Shadows, reflections and multisampling are off: on software GL they cost about
     20x the rest of a 64 px frame (87 ms vs 4 ms measured here), and a reward model
@@ -38,29 +44,42 @@ class FrameRenderer:
         self.engine = venv.engine
         self.camera = camera or venv.task.render_camera
         base = copy.copy(self.engine.models[0])
-        if isinstance(self.camera, str):
-            names = [base.camera(i).name for i in range(base.ncam)]
-            if self.camera not in names:
-                raise ConfigError("reward.camera", f"no camera {self.camera!r} in this task; cameras: {names}")
+        views: list[str | int] = self.camera.split("+") if isinstance(self.camera, str) else [self.camera]
+        names = [base.camera(i).name for i in range(base.ncam)]
+        for view in views:
+            if isinstance(view, str) and view not in names:
+                raise ConfigError("reward.camera", f"no camera {view!r} in this task; cameras: {names}")
+        if height < len(views):
+            raise ConfigError("reward.camera", f"{len(views)} views do not fit in {height} px")
         base.vis.quality.offsamples = 0
-        self._renderer = OffscreenRenderer(base, width, height)
-        scene = self._renderer._renderer.scene
-        scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        # Every view gets height // n rows; the first takes what the division leaves over.
+        heights = [height // len(views)] * len(views)
+        heights[0] += height - sum(heights)
+        self._views = []
+        for view, h in zip(views, heights):
+            renderer = OffscreenRenderer(base, width, h)
+            scene = renderer._renderer.scene
+            scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+            scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+            self._views.append((view, renderer))
         self._data = mujoco.MjData(base)
         self.width, self.height = width, height
 
     def render(self, i: int) -> np.ndarray:
         model = self.engine.load_env_into(int(i), self._data)
-        for h in range(model.nhfield):
-            self._renderer.upload_heightfield(model, h)
-        return self._renderer.render(model, self._data, self.camera)
+        images = []
+        for view, renderer in self._views:
+            for h in range(model.nhfield):
+                renderer.upload_heightfield(model, h)
+            images.append(renderer.render(model, self._data, view))
+        return images[0] if len(images) == 1 else np.concatenate(images, axis=0)
 
     def render_all(self) -> np.ndarray:
         return np.stack([self.render(i) for i in range(self.engine.num_envs)])
 
     def close(self) -> None:
-        self._renderer.close()
+        for _, renderer in self._views:
+            renderer.close()
 
 
 class BeforeResetHook:

@@ -15,6 +15,10 @@ TARGET_LOW = np.array([0.35, -0.30, 0.10])
 TARGET_HIGH = np.array([0.70, 0.30, 0.50])
 """Target sampling box (m, world frame), inside the clipping workspace."""
 SUCCESS_RADIUS = 0.02
+REACH_VIEW = {"pos": [1.1, -0.55, 0.8], "xyaxes": [0.675, 0.737, 0.0, -0.375, 0.344, 0.861], "fovy": 32.0}
+"""A fixed camera framing the target box from the front right, above it (looking at
+(0.5, 0, 0.32)): both the target and the gripper are in view wherever the target is,
+which the wrist camera cannot promise. CLIP rewards of this task render it."""
 
 
 class ArmReach(ArmTask):
@@ -55,6 +59,7 @@ class ArmReach(ArmTask):
             conaffinity=0,
             rgba=[0.1, 0.8, 0.2, 0.5],
         )
+        spec.worldbody.add_camera(name="reach_view", **REACH_VIEW)
 
     def task_observation_layout(self) -> list[tuple[str, int]]:
         return [("target_rel_ee", 3)]

@@ -25,8 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ft.add_argument("--steps", type=int, default=1500, help="optimizer steps (default 1500)")
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
-    ft.add_argument("--size", type=int, default=64, help="rendered frame size in pixels (default 64)")
-    ft.add_argument("--camera", help="camera (default: wrist for the arm, else the task's camera)")
+    ft.add_argument("--size", type=int, help="rendered frame size in pixels (default: the model's input size)")
+    ft.add_argument(
+        "--camera",
+        help="camera, or several joined by + and stacked in one frame (default: reach_view+wrist for ArmReach, "
+        "wrist for other arm tasks, else the task's camera)",
+    )
     ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
     ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit)")
     ft.add_argument("--seed", type=int, default=0)
@@ -82,14 +86,15 @@ def _finetune(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     for task in args.tasks:
         captioner(task)  # fail before rendering anything when a task has no captions
+    model_name = args.model or TINY_MODEL
+    model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
+    size = args.size or _square_size(model_cfg["vision_cfg"]["image_size"])
     sets, cameras = [], {}
     for i, task in enumerate(args.tasks):
         camera = args.camera or default_camera(REGISTRY.get(task))
         cameras[gym_id(REGISTRY.get(task))] = camera
-        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {args.size} px)")
-        sets.append(
-            collect_frames(task, args.frames, n_envs=args.n_envs, size=args.size, camera=camera, seed=args.seed + i)
-        )
+        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
+        sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera, seed=args.seed + i))
     # Hold out the last 15% of each task's episodes for the accuracy check.
     train_parts, held_parts = [], []
     for fs in sets:
@@ -102,7 +107,7 @@ def _finetune(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         learning_rate=args.lr,
         seed=args.seed,
-        model=args.model or TINY_MODEL,
+        model=model_name,
         init=args.init,
     )
     model, tokenizer, stats = train_clip(train_set, cfg, log=console.print)
@@ -115,7 +120,7 @@ def _finetune(args: argparse.Namespace) -> int:
     metadata = {
         "tasks": [gym_id(REGISTRY.get(t)) for t in args.tasks],
         "cameras": cameras,
-        "image_size": args.size,
+        "image_size": size,
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
         "caption_accuracy": accuracy,
@@ -124,7 +129,7 @@ def _finetune(args: argparse.Namespace) -> int:
     save_model(
         model,
         args.out,
-        model_config_of(cfg.model) if cfg.init is None else _config_of_init(cfg.init, cfg.model),
+        model_cfg,
         metadata,
     )
     summary = {"out": str(args.out), **metadata}
@@ -147,6 +152,11 @@ def _config_of_init(init: str, model: str):
     from sim2real.policies.rewards.finetune import model_config_of
 
     return model_config_of(model)
+
+
+def _square_size(image_size) -> int:
+    """An open_clip ``image_size`` (an int or ``[h, w]``) as one side in pixels."""
+    return int(image_size if isinstance(image_size, int) else image_size[0])
 
 
 def _concat(parts):

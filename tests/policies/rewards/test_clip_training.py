@@ -144,3 +144,34 @@ def test_an_unknown_camera_is_refused_by_name(micro_checkpoint):
             ClipRewardVecEnv(venv, model, camera="nose", size=32)
     finally:
         venv.close()
+
+
+def test_joined_cameras_stack_their_views_top_to_bottom():
+    from sim2real.errors import ConfigError
+    from sim2real.policies.rewards.vec_reward import FrameRenderer
+
+    venv = make_vec("ArmReach", 2, seed=0)
+    venv.reset()
+    stacked = FrameRenderer(venv, "reach_view+wrist", 48, 33)
+    fixed, wrist = FrameRenderer(venv, "reach_view", 48, 17), FrameRenderer(venv, "wrist", 48, 16)
+    try:
+        frame = stacked.render(1)
+        assert frame.shape == (33, 48, 3)  # the first view takes the odd row
+        np.testing.assert_array_equal(frame[:17], fixed.render(1))
+        np.testing.assert_array_equal(frame[17:], wrist.render(1))
+        assert not np.array_equal(frame[17:], stacked.render(0)[17:])  # each env's own state
+        with pytest.raises(ConfigError, match=r"no camera 'nose'"):
+            FrameRenderer(venv, "reach_view+nose", 48, 32)
+    finally:
+        for r in (stacked, fixed, wrist):
+            r.close()
+        venv.close()
+
+
+def test_reach_rewards_default_to_the_fixed_view_and_the_wrist_close_up():
+    from sim2real.policies.rewards.dataset import default_camera
+    from sim2real.sim import REGISTRY
+
+    assert default_camera(REGISTRY.get("ArmReach")) == "reach_view+wrist"
+    assert default_camera(REGISTRY.get("ArmPush")) == "wrist"
+    assert default_camera(REGISTRY.get("DroneHover")) == REGISTRY.get("DroneHover").render_camera

@@ -111,8 +111,6 @@ def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, 
             "3",
             "--batch-size",
             "16",
-            "--size",
-            "32",
             "--model",
             micro_model_name,
             "--n-envs",
@@ -122,7 +120,8 @@ def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, 
     )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["cameras"] == {"sim2real/ArmReach-v0": "wrist"} and summary["image_size"] == 32
+    # The frame size defaults to the model's input size; reach renders the fixed view above the wrist's.
+    assert summary["cameras"] == {"sim2real/ArmReach-v0": "reach_view+wrist"} and summary["image_size"] == 32
     assert set(summary["caption_accuracy"]) == {"train", "heldout"}
     meta = json.loads((out / "sim2real_clip.json").read_text())
     assert meta["training"]["steps"] == 3
