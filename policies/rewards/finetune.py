@@ -52,6 +52,13 @@ class FinetuneConfig:
     """AdamW weight decay."""
     shift_pixels: int = 4
     """Largest random shift (pixels) of the DrQ augmentation (0: none)."""
+    ordinal_smoothing: float = 1.0
+    """Temperature (in caption ranks) of the soft targets of the image-to-caption loss:
+    caption ``k`` gets weight ``exp(-|rank(own caption) - rank(k)| / T)``, ranks ordered by
+    the mean progress of each caption's frames. Plain one-hot targets (``0``) order the
+    captions arbitrarily in the embedding space, so a goal-baseline reward need not rise
+    from "very far" to "far"; soft ordinal targets make image similarity fall off with
+    the distance between bands. ``0``: one-hot."""
     seed: int = 0
     """Seed of the initialisation, the batches and the augmentation."""
     model: str = TINY_MODEL
@@ -80,12 +87,32 @@ def random_shift(x: torch.Tensor, pad: int, generator: torch.Generator) -> torch
     return torch.stack([padded[i, :, oy[i] : oy[i] + h, ox[i] : ox[i] + w] for i in range(n)])
 
 
+def ordinal_targets(progress: np.ndarray, labels: np.ndarray, n_captions: int, temperature: float) -> torch.Tensor:
+    """``[C, C]`` soft targets: row ``c`` is the target distribution of a frame captioned
+    ``c``, decaying with the distance in rank, captions ranked by their frames' mean progress."""
+    if temperature <= 0:
+        return torch.eye(n_captions)
+    mean_progress = np.array([progress[labels == c].mean() if (labels == c).any() else 0.0 for c in range(n_captions)])
+    rank = np.empty(n_captions)
+    rank[np.argsort(mean_progress, kind="stable")] = np.arange(n_captions)
+    weights = np.exp(-np.abs(rank[:, None] - rank[None, :]) / temperature)
+    return torch.from_numpy(weights / weights.sum(axis=1, keepdims=True)).float()
+
+
 def multi_positive_loss(
-    image_emb: torch.Tensor, text_emb: torch.Tensor, labels: torch.Tensor, scale: torch.Tensor
+    image_emb: torch.Tensor,
+    text_emb: torch.Tensor,
+    labels: torch.Tensor,
+    scale: torch.Tensor,
+    targets: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Symmetric contrastive loss with captions shared by several frames."""
+    """Symmetric contrastive loss with captions shared by several frames; ``targets``
+    (``[C, C]``, see :func:`ordinal_targets`) softens the image-to-caption targets."""
     logits = scale * image_emb @ text_emb.T  # [B, C]
-    loss_image = F.cross_entropy(logits, labels)
+    if targets is None:
+        loss_image = F.cross_entropy(logits, labels)
+    else:
+        loss_image = -(targets[labels] * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
     present = torch.unique(labels)
     target = (labels[None, :] == present[:, None]).float()  # [P, B]
     target = target / target.sum(dim=1, keepdim=True)
@@ -121,6 +148,7 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
     model.train()
     captions = sorted(set(train.captions))
     labels_np = np.array([captions.index(c) for c in train.captions])
+    targets = ordinal_targets(train.progress, labels_np, len(captions), cfg.ordinal_smoothing)
     tokens = tokenizer(captions)
     probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)  # only for preprocess
     frames = torch.from_numpy(train.frames)
@@ -148,7 +176,7 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
         x = random_shift(x, cfg.shift_pixels, gen)
         image = F.normalize(model.encode_image(x), dim=-1)
         text = F.normalize(model.encode_text(tokens), dim=-1)
-        loss = multi_positive_loss(image, text, torch.from_numpy(labels_np[idx]), model.logit_scale.exp())
+        loss = multi_positive_loss(image, text, torch.from_numpy(labels_np[idx]), model.logit_scale.exp(), targets)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"contrastive loss became {loss.item()} at step {step}")
         opt.zero_grad(set_to_none=True)

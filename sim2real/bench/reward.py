@@ -20,8 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default="ArmReach")
     parser.add_argument(
         "--clip-weights",
-        help="local weights folder (default: a random-initialised sim2real-tiny-vit; speed does not depend on weights)",
+        help="local weights folder; its camera and frame size are used (default: a random-initialised --model; "
+        "speed does not depend on the weights)",
     )
+    parser.add_argument("--model", default="sim2real-tiny-vit-96", help="architecture of the random model")
     parser.add_argument("--frames", type=int, default=256, help="frames embedded per measurement")
     parser.add_argument("--train-steps", type=int, default=8192, help="PPO env steps per training measurement")
     parser.add_argument("--n-envs", type=int, default=32)
@@ -39,20 +41,30 @@ def _rate(fn: Any, n: int, repeats: int = 2) -> float:
     return n / best
 
 
-def _reward_model(weights: str | None, tmp: Path) -> tuple[Any, str]:
+def _reward_model(weights: str | None, model_name: str, task_id: str, camera: str | None, tmp: Path) -> dict[str, Any]:
+    """Weights folder, label, camera and frame size: a given folder's own, else a random model's."""
     import open_clip
     import torch
 
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, register_model_configs
-    from sim2real.policies.rewards.finetune import model_config_of, save_model
+    from sim2real.policies.rewards.clip_reward import register_model_configs
+    from sim2real.policies.rewards.finetune import model_config_of, read_metadata, save_model
 
     if weights:
-        return weights, weights
+        meta = read_metadata(weights)
+        return {
+            "weights": weights,
+            "label": weights,
+            "camera": meta.get("cameras", {}).get(task_id, camera),
+            "size": int(meta.get("image_size", 64)),
+        }
     register_model_configs()
     torch.manual_seed(0)
-    model = open_clip.create_model(TINY_MODEL, pretrained=None).eval()
-    save_model(model, tmp / "tiny", model_config_of(TINY_MODEL), {"image_size": 64})
-    return str(tmp / "tiny"), f"random-initialised {TINY_MODEL}"
+    cfg = model_config_of(model_name)
+    size = cfg["vision_cfg"]["image_size"]
+    size = int(size if isinstance(size, int) else size[0])
+    model = open_clip.create_model(model_name, pretrained=None).eval()
+    save_model(model, tmp / "random", cfg, {"image_size": size, "cameras": {task_id: camera}})
+    return {"weights": str(tmp / "random"), "label": f"random-initialised {model_name}", "camera": camera, "size": size}
 
 
 def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | None, out: Path) -> dict[str, Any]:
@@ -87,7 +99,13 @@ def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | 
 
 
 def run_reward_bench(
-    task: str, weights: str | None, n_frames: int, train_steps: int, n_envs: int, log: Any = print
+    task: str,
+    weights: str | None,
+    n_frames: int,
+    train_steps: int,
+    n_envs: int,
+    log: Any = print,
+    model_name: str = "sim2real-tiny-vit-96",
 ) -> dict[str, Any]:
     import numpy as np
     import torch
@@ -95,7 +113,6 @@ def run_reward_bench(
     from sim2real.policies.rewards.captions import GOAL_PROMPTS
     from sim2real.policies.rewards.clip_reward import ClipRewardModel
     from sim2real.policies.rewards.dataset import default_camera
-    from sim2real.policies.rewards.training import DEFAULT_IMAGE_SIZE
     from sim2real.policies.rewards.vec_reward import FrameRenderer
     from sim2real.sim import REGISTRY, make_vec
     from sim2real.sim.core.registry import gym_id
@@ -103,25 +120,25 @@ def run_reward_bench(
     torch.set_num_threads(1)
     task_id = gym_id(REGISTRY.get(task))
     goal, baseline = GOAL_PROMPTS.get(task_id, ("a robot reaching its goal", "a robot"))
-    camera = default_camera(REGISTRY.get(task))
-    out: dict[str, Any] = {
-        "benchmark": "reward",
-        "task": task_id,
-        "camera": camera,
-        "image_size": DEFAULT_IMAGE_SIZE,
-        "torch_threads": 1,
-    }
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        weights_path, label = _reward_model(weights, tmp)
+        chosen = _reward_model(weights, model_name, task_id, default_camera(REGISTRY.get(task)), tmp)
+        weights_path, camera, size = chosen["weights"], chosen["camera"], chosen["size"]
+        out: dict[str, Any] = {
+            "benchmark": "reward",
+            "task": task_id,
+            "camera": camera,
+            "image_size": size,
+            "torch_threads": 1,
+        }
         model = ClipRewardModel.load(None, weights_path, goal, baseline, device="cpu")
-        out["model"] = label
+        out["model"] = chosen["label"]
         out["device"] = str(model.device)
-        venv = make_vec(
-            task_id, min(n_envs, n_frames), seed=0, camera=camera, width=DEFAULT_IMAGE_SIZE, height=DEFAULT_IMAGE_SIZE
-        )
+        # The env's own renderer takes one camera: the first view of a stacked frame.
+        first_view = camera.split("+")[0] if isinstance(camera, str) else camera
+        venv = make_vec(task_id, min(n_envs, n_frames), seed=0, camera=first_view, width=size, height=size)
         venv.reset()
-        renderer = FrameRenderer(venv, camera, DEFAULT_IMAGE_SIZE, DEFAULT_IMAGE_SIZE)
+        renderer = FrameRenderer(venv, camera, size, size)
         log("rendering")
         out["render_fps"] = round(_rate(renderer.render_all, venv.num_envs), 1)
         out["default_render_fps"] = round(_rate(lambda: [venv.render_env(i) for i in range(4)], 4, repeats=1), 1)
@@ -162,7 +179,13 @@ def run_reward_bench(
 
 def run(args: argparse.Namespace) -> int:
     result = run_reward_bench(
-        args.task, args.clip_weights, args.frames, args.train_steps, args.n_envs, log=lambda m: console.print(m)
+        args.task,
+        args.clip_weights,
+        args.frames,
+        args.train_steps,
+        args.n_envs,
+        log=lambda m: console.print(m),
+        model_name=args.model,
     )
     if args.json:
         emit_json(result)

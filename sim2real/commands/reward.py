@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
     ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit)")
+    ft.add_argument(
+        "--ordinal-smoothing",
+        type=float,
+        default=1.0,
+        help="soft image-to-caption targets, temperature in caption ranks (0: one-hot; default 1)",
+    )
     ft.add_argument("--seed", type=int, default=0)
     ft.add_argument("--n-envs", type=int, default=16)
     add_json_flag(ft)
@@ -109,6 +115,7 @@ def _finetune(args: argparse.Namespace) -> int:
         seed=args.seed,
         model=model_name,
         init=args.init,
+        ordinal_smoothing=args.ordinal_smoothing,
     )
     model, tokenizer, stats = train_clip(train_set, cfg, log=console.print)
     captions = stats["captions"]

@@ -175,3 +175,16 @@ def test_reach_rewards_default_to_the_fixed_view_and_the_wrist_close_up():
     assert default_camera(REGISTRY.get("ArmReach")) == "reach_view+wrist"
     assert default_camera(REGISTRY.get("ArmPush")) == "wrist"
     assert default_camera(REGISTRY.get("DroneHover")) == REGISTRY.get("DroneHover").render_camera
+
+
+@pytest.mark.slow
+def test_reward_bench_uses_the_models_camera_and_size(micro_checkpoint):
+    from sim2real.bench.reward import run_reward_bench
+
+    result = run_reward_bench("ArmReach", str(micro_checkpoint), 16, 512, 8, log=lambda m: None)
+    assert result["camera"] == "wrist" and result["image_size"] == 32  # the checkpoint's metadata
+    assert set(result["reward_fps"]) == {"batch_1", "batch_32", "batch_256"}
+    clip = result["training"]["clip_reward"]
+    assert clip["steps"] == 512 and 0 < clip["render_share"] < 1 and 0 < clip["reward_model_share"] < 1
+    fresh = run_reward_bench("ArmReach", None, 16, 512, 8, log=lambda m: None)
+    assert fresh["camera"] == "reach_view+wrist" and fresh["image_size"] == 96

@@ -11,7 +11,13 @@ import pytest
 from sim2real.policies.rewards.captions import REACH_BINS, REACH_FAR, captioner
 from sim2real.policies.rewards.clip_reward import ClipRewardModel
 from sim2real.policies.rewards.dataset import FrameSet, collect_frames
-from sim2real.policies.rewards.finetune import FinetuneConfig, caption_accuracy, train_clip
+from sim2real.policies.rewards.finetune import (
+    FinetuneConfig,
+    caption_accuracy,
+    multi_positive_loss,
+    ordinal_targets,
+    train_clip,
+)
 from sim2real.policies.rewards.reward_eval import ALPHAS, epic_distance, evaluate_reward, pearson, plot_episodes
 
 
@@ -71,6 +77,55 @@ def test_contrastive_training_learns_the_captions_and_the_reward_then_separates_
     assert reward.alpha == 0.5  # restored after the sweep
     png = plot_episodes({"trained": reward}, held, tmp_path / "plot.png", episodes=2)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ordinal_targets_rank_captions_by_their_frames_mean_progress():
+    import torch
+
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    progress = np.array([3.0, 3.2, 1.0, 0.8, 2.0, 2.1])  # caption 1 is the farthest, 0 the closest
+    targets = ordinal_targets(progress, labels, 3, temperature=1.0).numpy()
+    np.testing.assert_allclose(targets.sum(axis=1), 1.0, rtol=1e-6)
+    assert targets[1, 1] > targets[1, 2] > targets[1, 0]  # rank distance 0, 1, 2
+    np.testing.assert_allclose(targets[1, 2] / targets[1, 0], np.e, rtol=1e-5)
+    np.testing.assert_array_equal(ordinal_targets(progress, labels, 3, temperature=0.0).numpy(), np.eye(3))
+    # One-hot targets give the plain contrastive loss.
+    gen = torch.Generator().manual_seed(0)
+    image = torch.nn.functional.normalize(torch.randn(6, 8, generator=gen), dim=1)
+    text = torch.nn.functional.normalize(torch.randn(3, 8, generator=gen), dim=1)
+    scale, y = torch.tensor(10.0), torch.from_numpy(labels)
+    assert multi_positive_loss(image, text, y, scale, torch.eye(3)).item() == pytest.approx(
+        multi_positive_loss(image, text, y, scale).item(), rel=1e-6
+    )
+
+
+def graded_frames(n: int, seed: int, levels: int = 5) -> FrameSet:
+    """Green squares whose size grows with the level (0: none, the goal at the top level)."""
+    rng = np.random.default_rng(seed)
+    level = rng.integers(0, levels, n)
+    frames = np.full((n, 32, 32, 3), 90, dtype=np.uint8)
+    for i, k in enumerate(level):
+        half = 3 * int(k)
+        cy, cx = rng.integers(12, 20, 2)
+        frames[i, max(cy - half, 0) : cy + half, max(cx - half, 0) : cx + half] = (40, 200, 60)
+    frames = np.clip(frames.astype(int) + rng.integers(0, 20, frames.shape), 0, 255).astype(np.uint8)
+    captions = [f"level {'abcde'[k]}" for k in level]
+    return FrameSet(frames, captions, level == levels - 1, level.astype(float), np.arange(n) // 10, np.arange(n) % 10)
+
+
+def test_with_ordinal_targets_the_goal_baseline_reward_follows_the_levels(micro_model_name):
+    # Captions in alphabetical order are not the levels' order ("level a" < ... happens to be);
+    # the ranks come from progress, so shuffle the names to make sure nothing relies on it.
+    train, held = graded_frames(400, seed=0), graded_frames(300, seed=1)
+    names = dict(zip("abcde", "dbeac"))
+    for data in (train, held):
+        data.captions[:] = [f"level {names[c[-1]]}" for c in data.captions]
+    cfg = FinetuneConfig(steps=150, batch_size=40, learning_rate=3e-3, model=micro_model_name, shift_pixels=1)
+    model, tokenizer, _ = train_clip(train, cfg)
+    reward = ClipRewardModel(model, tokenizer, f"level {names['e']}", f"level {names['a']}", alpha=1.0)
+    r = reward(held.frames)
+    assert pearson(r, held.progress) > 0.85
+    assert r[held.progress == 4].mean() > r[held.progress == 0].mean() + 0.2
 
 
 def test_pearson_and_epic_distance():
