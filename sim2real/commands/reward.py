@@ -213,7 +213,8 @@ def _eval(args: argparse.Namespace) -> int:
 
         register_model_configs()
         torch.manual_seed(0)
-        name = args.clip_model or TINY_MODEL
+        # The same architecture as the (first) trained model: the "before" of its training.
+        name = args.clip_model or meta.get("training", {}).get("model") or TINY_MODEL
         untrained = open_clip.create_model(name, pretrained=None).eval()
         models[f"untrained {name}"] = ClipRewardModel(
             untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name

@@ -184,6 +184,14 @@ def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, 
         None, out, "the gripper touches the green ball", "the gripper is far from the green ball", device="cpu"
     )
     assert model(np.zeros((1, 32, 32, 3), dtype=np.uint8)).shape == (1,)
+    # Its evaluation renders what it was trained on and compares with the same architecture untrained.
+    code = main(
+        ["reward", "eval", "ArmReach", "--clip-weights", str(out), "--include-untrained", "--frames", "400", "--json"]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["camera"] == "reach_view+wrist" and report["image_size"] == 32
+    assert set(report["models"]) == {str(out), f"untrained {micro_model_name}"}
 
 
 @pytest.mark.parametrize("task", ["DroneHover", "QuadrupedVelocity"])
