@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[flo
             f"{int(data.success.sum())} of {len(data)} successful; collect more frames",
         )
     embeddings = model.embed_images(data.frames)  # once; alpha only changes the projection
+    captions = np.array(data.captions)
+    # Captions from the farthest from the goal to the closest (by their frames' mean progress).
+    bands = sorted(set(data.captions), key=lambda c: data.progress[captions == c].mean())
     rows = []
     original = model.alpha
     try:
@@ -66,6 +70,7 @@ def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[flo
                     "pearson_progress": pearson(reward, data.progress),
                     "mean_reward_success": float(reward[data.success].mean()),
                     "mean_reward_other": float(reward[~data.success].mean()),
+                    "mean_reward_by_caption": by_caption(reward, captions, bands),
                 }
             )
     finally:
@@ -75,6 +80,19 @@ def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[flo
         "success_frames": int(data.success.sum()),
         "episodes": int(len(np.unique(data.episode))),
         "alphas": rows,
+    }
+
+
+def by_caption(reward: np.ndarray, captions: np.ndarray, bands: list[str]) -> dict[str, Any]:
+    """Mean reward of each caption's frames, farthest band first, and how often it
+    *falls* from one band to the next closer one: a shaped reward should never
+    (``dips: 0``); a dip is a place a policy can settle."""
+    means = [float(reward[captions == c].mean()) for c in bands]
+    return {
+        "captions": bands,
+        "frames": [int((captions == c).sum()) for c in bands],
+        "mean": means,
+        "dips": int(sum(b < a for a, b in pairwise(means))),
     }
 
 

@@ -239,6 +239,12 @@ def _eval(args: argparse.Namespace) -> int:
             rho, d, rp = row["pearson_success"], row["epic_distance"], row["pearson_progress"]
             fmt = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
             stdout.print(f"  alpha {row['alpha']:.2f}: rho(success) {fmt(rho)}  EPIC {fmt(d)}  rho(progress) {fmt(rp)}")
+            bands = row["mean_reward_by_caption"]
+            stdout.print(
+                "    mean reward per caption, farthest first: "
+                + " ".join(f"{m:.2f}" for m in bands["mean"])
+                + f" ({bands['dips']} dips)"
+            )
     if args.plot:
         stdout.print(f"plot: {out['plot']}")
     return 0

@@ -74,6 +74,9 @@ def test_contrastive_training_learns_the_captions_and_the_reward_then_separates_
         assert row["pearson_success"] > 0.8
         assert row["epic_distance"] == pytest.approx(np.sqrt((1 - row["pearson_success"]) / 2))
         assert row["mean_reward_success"] > row["mean_reward_other"]
+        bands = row["mean_reward_by_caption"]
+        assert bands["captions"] == ["a blue square", "a red square"] and sum(bands["frames"]) == len(held)
+        assert bands["mean"][1] > bands["mean"][0] and bands["dips"] == 0
     assert reward.alpha == 0.5  # restored after the sweep
     png = plot_episodes({"trained": reward}, held, tmp_path / "plot.png", episodes=2)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
