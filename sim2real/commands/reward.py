@@ -32,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "wrist for other arm tasks, else the task's camera)",
     )
     ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
+    ft.add_argument(
+        "--policy",
+        help="a run folder: also render the states its (stochastic) policy visits, so the reward model learns the "
+        "states an RL policy drives it into, not only the scripted controller's",
+    )
+    ft.add_argument("--policy-frames", type=int, default=4000, help="frames from --policy per task (default 4000)")
     ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit)")
     ft.add_argument(
         "--ordinal-smoothing",
@@ -101,6 +107,25 @@ def _finetune(args: argparse.Namespace) -> int:
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera, seed=args.seed + i))
+    if args.policy:
+        from sim2real.errors import ConfigError
+        from sim2real.policies.loading import load_run
+
+        run = load_run(args.policy)
+        task_id = gym_id(REGISTRY.get(run.config.task))
+        if task_id not in cameras:
+            raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
+        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
+        policy_frames = collect_frames(
+            task_id,
+            args.policy_frames,
+            n_envs=args.n_envs,
+            size=size,
+            camera=cameras[task_id],
+            seed=args.seed + 1000,
+            policy=run.policy(deterministic=False),
+        )
+        sets.append(policy_frames)
     # Hold out the last 15% of each task's episodes for the accuracy check.
     train_parts, held_parts = [], []
     for fs in sets:
@@ -128,6 +153,7 @@ def _finetune(args: argparse.Namespace) -> int:
         "tasks": [gym_id(REGISTRY.get(t)) for t in args.tasks],
         "cameras": cameras,
         "image_size": size,
+        "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
         "caption_accuracy": accuracy,

@@ -56,7 +56,9 @@ def test_the_last_frame_of_an_episode_is_rendered_before_the_reset(micro_checkpo
         venv.close()
 
 
-def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(micro_checkpoint, tmp_path):
+def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(
+    micro_checkpoint, micro_model_name, tmp_path, capsys
+):
     from sim2real.policies.trainer import Trainer
 
     cfg = resolve_config(
@@ -94,6 +96,17 @@ def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(mic
         assert result.last_eval is not None and "success_rate" in result.last_eval  # evaluated on the task
     finally:
         trainer.close()
+    # The reward model can then learn the states this policy drives the arm into.
+    import json
+
+    from sim2real.cli import main
+
+    args = ["reward", "finetune-clip", "ArmReach", "--out", str(tmp_path / "clip"), "--frames", "60", "--n-envs", "4"]
+    args += ["--policy", str(tmp_path / "run"), "--policy-frames", "40", "--steps", "2", "--batch-size", "8"]
+    assert main([*args, "--model", micro_model_name, "--size", "32", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["policy"] == {"run": str(tmp_path / "run"), "frames": 40}
+    assert summary["frames"]["train"] + summary["frames"]["heldout"] == 100
 
 
 def test_train_cli_without_weights_exits_cleanly_with_instructions(tmp_path, capsys):
