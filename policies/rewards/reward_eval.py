@@ -43,9 +43,14 @@ def epic_distance(rho: float | None) -> float | None:
     return math.sqrt(max(0.0, (1.0 - rho) / 2.0))
 
 
-def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[float] = ALPHAS) -> dict[str, Any]:
-    """Correlations of the reward with success labels and progress, per alpha."""
-    if data.success.all() or not data.success.any():
+def evaluate_reward(
+    model: ClipRewardModel, data: FrameSet, alphas: Sequence[float] = ALPHAS, need_success: bool = True
+) -> dict[str, Any]:
+    """Correlations of the reward with success labels and progress, per alpha.
+
+    ``need_success=False`` accepts frames without a success (e.g. a weak policy's
+    states): the success columns are then ``None``."""
+    if need_success and (data.success.all() or not data.success.any()):
         raise ConfigError(
             "episodes",
             f"the held-out frames need both successful and unsuccessful states, got "
@@ -68,8 +73,8 @@ def evaluate_reward(model: ClipRewardModel, data: FrameSet, alphas: Sequence[flo
                     "pearson_success": rho,
                     "epic_distance": epic_distance(rho),
                     "pearson_progress": pearson(reward, data.progress),
-                    "mean_reward_success": float(reward[data.success].mean()),
-                    "mean_reward_other": float(reward[~data.success].mean()),
+                    "mean_reward_success": float(reward[data.success].mean()) if data.success.any() else None,
+                    "mean_reward_other": float(reward[~data.success].mean()) if not data.success.all() else None,
                     "mean_reward_by_caption": by_caption(reward, captions, bands),
                 }
             )

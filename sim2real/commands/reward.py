@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--camera")
     ev.add_argument("--seed", type=int, default=12345, help="seed of the held-out rollouts (differs from training's)")
     ev.add_argument("--plot", type=Path, help="PNG of the reward along held-out episodes")
+    ev.add_argument(
+        "--policy",
+        help="a run folder: also evaluate on the states its (stochastic) policy visits, where RL would exploit "
+        "the reward's mistakes (reported as policy_states)",
+    )
     add_json_flag(ev)
 
 
@@ -253,6 +258,20 @@ def _eval(args: argparse.Namespace) -> int:
     )
     data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed)
     results = {name: evaluate_reward(m, data) for name, m in models.items()}
+    if args.policy:
+        from sim2real.policies.loading import load_run
+
+        run = load_run(args.policy)
+        console.print(f"rendering {args.frames} frames driven by {args.policy} (step {run.step})")
+        visited = collect_frames(
+            task_id, args.frames, size=size, camera=camera, seed=args.seed, policy=run.policy(deterministic=False)
+        )
+        for name, m in models.items():
+            results[name]["policy_states"] = {
+                "run": str(args.policy),
+                "step": run.step,
+                **evaluate_reward(m, visited, need_success=False),
+            }
     out = {"task": task_id, "goal": goal, "baseline": baseline, "camera": camera, "image_size": size, "models": results}
     if args.plot:
         out["plot"] = str(plot_episodes(models, data, args.plot))
@@ -271,6 +290,14 @@ def _eval(args: argparse.Namespace) -> int:
                 + " ".join(f"{m:.2f}" for m in bands["mean"])
                 + f" ({bands['dips']} dips)"
             )
+        if "policy_states" in res:
+            visited = res["policy_states"]
+            stdout.print(f"  on the states {visited['run']} visits ({visited['frames']} frames):")
+            for row in visited["alphas"]:
+                stdout.print(
+                    f"    alpha {row['alpha']:.2f}: rho(progress) {fmt(row['pearson_progress'])}; per caption: "
+                    + " ".join(f"{m:.2f}" for m in row["mean_reward_by_caption"]["mean"])
+                )
     if args.plot:
         stdout.print(f"plot: {out['plot']}")
     return 0

@@ -107,6 +107,11 @@ def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(
     summary = json.loads(capsys.readouterr().out)
     assert summary["policy"] == {"run": str(tmp_path / "run"), "frames": 40}
     assert summary["frames"]["train"] + summary["frames"]["heldout"] == 100
+    # ... and an evaluation reports the reward on the states it visits as well.
+    args = ["reward", "eval", "ArmReach", "--clip-weights", str(tmp_path / "clip"), "--frames", "400"]
+    assert main([*args, "--policy", str(tmp_path / "run"), "--json"]) == 0
+    visited = json.loads(capsys.readouterr().out)["models"][str(tmp_path / "clip")]["policy_states"]
+    assert visited["frames"] == 400 and visited["step"] == 256 and len(visited["alphas"]) == 5
 
 
 def test_train_cli_without_weights_exits_cleanly_with_instructions(tmp_path, capsys):
