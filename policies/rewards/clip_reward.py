@@ -34,9 +34,10 @@ import torch.nn.functional as F
 from sim2real.errors import ConfigError, Sim2RealError
 
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
-TINY_MODEL = "sim2real-tiny-vit"
-"""Our own small open_clip architecture (64 px ViT, 64-d embeddings), trained by
-``sim2real reward finetune-clip`` on simulator renders."""
+TINY_MODEL = "sim2real-tiny-vit-96"
+"""Our own small open_clip architecture (96 px ViT with 12 px patches, 64-d embeddings),
+the default of ``sim2real reward finetune-clip`` on simulator renders. ``sim2real-tiny-vit``
+is the same at 64 px with 8 px patches (same cost, for single-view frames)."""
 WEIGHT_FILE = "open_clip_model.safetensors"
 """Weight file name inside a local model folder (open_clip's ``local-dir:`` layout)."""
 

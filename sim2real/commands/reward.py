@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "states an RL policy drives it into, not only the scripted controller's",
     )
     ft.add_argument("--policy-frames", type=int, default=4000, help="frames from --policy per task (default 4000)")
-    ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit)")
+    ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit-96)")
     ft.add_argument(
         "--ordinal-smoothing",
         type=float,
