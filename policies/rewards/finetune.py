@@ -138,6 +138,8 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
         raise ConfigError("frames", "no training frames")
     if cfg.steps < 1 or cfg.batch_size < 2:
         raise ConfigError("finetune", f"steps must be >= 1 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
+    if not np.isfinite(cfg.ordinal_smoothing) or cfg.ordinal_smoothing < 0:
+        raise ConfigError("ordinal_smoothing", f"must be a finite number >= 0, got {cfg.ordinal_smoothing}")
     torch.manual_seed(cfg.seed)
     register_model_configs()
     if cfg.init is not None:

@@ -92,6 +92,10 @@ def test_ordinal_targets_rank_captions_by_their_frames_mean_progress():
     assert targets[1, 1] > targets[1, 2] > targets[1, 0]  # rank distance 0, 1, 2
     np.testing.assert_allclose(targets[1, 2] / targets[1, 0], np.e, rtol=1e-5)
     np.testing.assert_array_equal(ordinal_targets(progress, labels, 3, temperature=0.0).numpy(), np.eye(3))
+    from sim2real.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="ordinal_smoothing"):
+        train_clip(synthetic_frames(8, seed=0), FinetuneConfig(ordinal_smoothing=-1.0))
     # One-hot targets give the plain contrastive loss.
     gen = torch.Generator().manual_seed(0)
     image = torch.nn.functional.normalize(torch.randn(6, 8, generator=gen), dim=1)
