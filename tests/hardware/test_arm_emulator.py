@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -31,25 +32,45 @@ def rig():
     emulator.close()
 
 
+def handled(emulator: ArmEmulator) -> int:
+    return sum(emulator.stats.accepted.values()) + emulator.stats.rejected_total
+
+
+def deliver(emulator: ArmEmulator, before: int, now: float, timeout: float = 2.0) -> None:
+    """Poll until the emulator has handled one more datagram than ``before``. Loopback
+    delivery goes through softirq processing, which a loaded machine can defer past a
+    single 50 ms poll (seen once with both cores busy)."""
+    deadline = time.monotonic() + timeout
+    while handled(emulator) <= before and time.monotonic() < deadline:
+        emulator.poll(0.05, now=now)
+
+
 def connect(emulator: ArmEmulator, link: ArmLink, now: float = 0.0) -> State:
+    before = handled(emulator)
     link.hello()
-    emulator.poll(0.05, now=now)
+    deliver(emulator, before, now)
     emulator.tick(now)
     return latest_state(link)
 
 
-def latest_state(link: ArmLink) -> State:
-    newest = None
-    while (packet := link.receive(0.05)) is not None:
-        if isinstance(packet.payload, State):
-            newest = packet
+def latest_state(link: ArmLink, timeout: float = 2.0) -> State:
+    """The newest state packet: wait up to ``timeout`` for the first, then drain."""
+    newest, deadline = None, time.monotonic() + timeout
+    while True:
+        packet = link.receive(0.05)
+        if packet is not None:
+            if isinstance(packet.payload, State):
+                newest = packet
+        elif newest is not None or time.monotonic() > deadline:
+            break
     assert newest is not None, "no state packet arrived"
     return newest.payload
 
 
 def send(emulator: ArmEmulator, link: ArmLink, values: np.ndarray, now: float) -> None:
+    before = handled(emulator)
     link.send_command(values, emulator.state_sequence)
-    emulator.poll(0.05, now=now)
+    deliver(emulator, before, now)
 
 
 @pytest.mark.parametrize("mode", ["ee_delta", "ee_impedance", "joint_torque"])
@@ -126,14 +147,16 @@ def test_foreign_stale_replayed_and_malformed_commands_are_counted_and_never_app
         "length": (link.sock, b"S2RA"),
     }
     for reason, (sock, data) in cases.items():
+        before = handled(emulator)
         sock.sendto(data, robot)
-        emulator.poll(0.05, now=0.02)
+        deliver(emulator, before, now=0.02)
         assert emulator.stats.rejected.get(reason) == 1, (reason, emulator.stats.rejected)
     # A command computed from a state more than max_state_lag packets old.
     for k in range(5):
         emulator.tick(0.02 + k * 0.01)
+    before = handled(emulator)
     link.sock.sendto(encode(Command(link.session, 1, CommandMode.EE_DELTA, -FORWARD), 60, 0), robot)
-    emulator.poll(0.05, now=0.08)
+    deliver(emulator, before, now=0.08)
     assert emulator.stats.rejected.get("stale") == 1
     assert emulator.command is applied and emulator.stats.accepted["command"] == 1
     emulator.tick(0.09)
@@ -147,14 +170,17 @@ def test_a_new_session_restarts_the_sequence(rig) -> None:
     send(emulator, link, FORWARD, now=0.01)
     other = ArmLink(emulator.address, CommandMode.EE_DELTA)  # e.g. the driver restarted
     try:
+        before = handled(emulator)
         other.hello()
-        emulator.poll(0.05, now=0.02)
+        deliver(emulator, before, now=0.02)
         assert emulator.command is None  # the old session's command is dropped with it
+        before = handled(emulator)
         other.send_command(FORWARD * 0, emulator.state_sequence)
-        emulator.poll(0.05, now=0.03)
+        deliver(emulator, before, now=0.03)
         assert emulator.command is not None and emulator.stats.accepted["command"] == 2
+        before = handled(emulator)
         link.send_command(FORWARD, emulator.state_sequence)  # the old session is now foreign
-        emulator.poll(0.05, now=0.04)
+        deliver(emulator, before, now=0.04)
         assert emulator.stats.rejected.get("peer") == 1
     finally:
         other.close()
