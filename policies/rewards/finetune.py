@@ -211,6 +211,12 @@ def model_config_of(model_name: str) -> dict[str, Any]:
     return cfg
 
 
+def model_image_size(model_cfg: dict[str, Any]) -> int:
+    """The input side in pixels of an open_clip model config (``image_size`` is an int or ``[h, w]``)."""
+    size = model_cfg["vision_cfg"]["image_size"]
+    return int(size if isinstance(size, int) else size[0])
+
+
 def save_model(model: Any, out: str | Path, model_cfg: dict[str, Any], metadata: dict[str, Any]) -> Path:
     """Write the ``local-dir`` folder; every file atomically (temp file, then rename)."""
     from safetensors.torch import save

@@ -26,20 +26,33 @@ def reward_model_from_config(reward: Any) -> ClipRewardModel:
     )
 
 
-def render_settings(reward: Any, task_id: str, task_cls: type) -> tuple[str | None, int]:
-    """Camera and frame size: the config's, else what the model was trained on, else defaults."""
-    meta = read_metadata(reward.clip_weights) if reward.clip_weights and Path(reward.clip_weights).is_dir() else {}
-    camera = reward.camera or meta.get("cameras", {}).get(task_id) or default_camera(task_cls)
-    size = reward.image_size or int(meta.get("image_size", DEFAULT_IMAGE_SIZE))
-    return camera, size
+def frame_settings(
+    weights: str | None,
+    task_cls: type,
+    camera: str | None = None,
+    size: int | None = None,
+    model_size: int | None = None,
+) -> tuple[str | None, int]:
+    """Camera and frame size of a reward model's frames: the ones asked for, else what the
+    model folder was trained on, else the task's reward camera and ``model_size`` (the
+    model's input size) or ``DEFAULT_IMAGE_SIZE``."""
+    from sim2real.sim.core.registry import gym_id
+
+    meta = read_metadata(weights) if weights and Path(weights).is_dir() else {}
+    camera = camera or meta.get("cameras", {}).get(gym_id(task_cls)) or default_camera(task_cls)
+    return camera, int(size or meta.get("image_size") or model_size or DEFAULT_IMAGE_SIZE)
+
+
+def render_settings(reward: Any, task_cls: type) -> tuple[str | None, int]:
+    """Camera and frame size of a ``reward:`` config block (see :func:`frame_settings`)."""
+    return frame_settings(reward.clip_weights, task_cls, reward.camera, reward.image_size)
 
 
 def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
     """``venv`` rewarded by the CLIP reward of ``config.reward``."""
     from sim2real.sim import REGISTRY
-    from sim2real.sim.core.registry import gym_id
 
     task_cls = REGISTRY.get(config.task)
     model = reward_model_from_config(config.reward)
-    camera, size = render_settings(config.reward, gym_id(task_cls), task_cls)
+    camera, size = render_settings(config.reward, task_cls)
     return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift)

@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="local weights folder; its camera and frame size are used (default: a random-initialised --model; "
         "speed does not depend on the weights)",
     )
-    parser.add_argument("--model", default="sim2real-tiny-vit-96", help="architecture of the random model")
+    parser.add_argument(
+        "--model", help="architecture of the random model (default: finetune-clip's, sim2real-tiny-vit-96)"
+    )
     parser.add_argument("--frames", type=int, default=256, help="frames embedded per measurement")
     parser.add_argument("--train-steps", type=int, default=8192, help="PPO env steps per training measurement")
     parser.add_argument("--n-envs", type=int, default=32)
@@ -41,30 +43,26 @@ def _rate(fn: Any, n: int, repeats: int = 2) -> float:
     return n / best
 
 
-def _reward_model(weights: str | None, model_name: str, task_id: str, camera: str | None, tmp: Path) -> dict[str, Any]:
+def _reward_model(weights: str | None, model_name: str | None, task_cls: type, tmp: Path) -> dict[str, Any]:
     """Weights folder, label, camera and frame size: a given folder's own, else a random model's."""
     import open_clip
     import torch
 
-    from sim2real.policies.rewards.clip_reward import register_model_configs
-    from sim2real.policies.rewards.finetune import model_config_of, read_metadata, save_model
+    from sim2real.policies.rewards.clip_reward import TINY_MODEL, register_model_configs
+    from sim2real.policies.rewards.finetune import model_config_of, model_image_size, save_model
+    from sim2real.policies.rewards.training import frame_settings
 
     if weights:
-        meta = read_metadata(weights)
-        return {
-            "weights": weights,
-            "label": weights,
-            "camera": meta.get("cameras", {}).get(task_id, camera),
-            "size": int(meta.get("image_size", 64)),
-        }
+        camera, size = frame_settings(weights, task_cls)
+        return {"weights": weights, "label": weights, "camera": camera, "size": size}
     register_model_configs()
     torch.manual_seed(0)
-    cfg = model_config_of(model_name)
-    size = cfg["vision_cfg"]["image_size"]
-    size = int(size if isinstance(size, int) else size[0])
-    model = open_clip.create_model(model_name, pretrained=None).eval()
-    save_model(model, tmp / "random", cfg, {"image_size": size, "cameras": {task_id: camera}})
-    return {"weights": str(tmp / "random"), "label": f"random-initialised {model_name}", "camera": camera, "size": size}
+    name = model_name or TINY_MODEL
+    cfg = model_config_of(name)
+    camera, size = frame_settings(None, task_cls, model_size=model_image_size(cfg))
+    model = open_clip.create_model(name, pretrained=None).eval()
+    save_model(model, tmp / "random", cfg, {"image_size": size})
+    return {"weights": str(tmp / "random"), "label": f"random-initialised {name}", "camera": camera, "size": size}
 
 
 def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | None, out: Path) -> dict[str, Any]:
@@ -105,14 +103,13 @@ def run_reward_bench(
     train_steps: int,
     n_envs: int,
     log: Any = print,
-    model_name: str = "sim2real-tiny-vit-96",
+    model_name: str | None = None,
 ) -> dict[str, Any]:
     import numpy as np
     import torch
 
     from sim2real.policies.rewards.captions import GOAL_PROMPTS
     from sim2real.policies.rewards.clip_reward import ClipRewardModel
-    from sim2real.policies.rewards.dataset import default_camera
     from sim2real.policies.rewards.vec_reward import FrameRenderer
     from sim2real.sim import REGISTRY, make_vec
     from sim2real.sim.core.registry import gym_id
@@ -122,7 +119,7 @@ def run_reward_bench(
     goal, baseline = GOAL_PROMPTS.get(task_id, ("a robot reaching its goal", "a robot"))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        chosen = _reward_model(weights, model_name, task_id, default_camera(REGISTRY.get(task)), tmp)
+        chosen = _reward_model(weights, model_name, REGISTRY.get(task), tmp)
         weights_path, camera, size = chosen["weights"], chosen["camera"], chosen["size"]
         out: dict[str, Any] = {
             "benchmark": "reward",

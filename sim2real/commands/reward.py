@@ -94,6 +94,7 @@ def _finetune(args: argparse.Namespace) -> int:
         caption_accuracy,
         describe_config,
         model_config_of,
+        model_image_size,
         save_model,
         train_clip,
     )
@@ -105,7 +106,7 @@ def _finetune(args: argparse.Namespace) -> int:
         captioner(task)  # fail before rendering anything when a task has no captions
     model_name = args.model or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
-    size = args.size or _square_size(model_cfg["vision_cfg"]["image_size"])
+    size = args.size or model_image_size(model_cfg)
     sets, cameras = [], {}
     for i, task in enumerate(args.tasks):
         camera = args.camera or default_camera(REGISTRY.get(task))
@@ -192,11 +193,6 @@ def _config_of_init(init: str, model: str):
     return model_config_of(model)
 
 
-def _square_size(image_size) -> int:
-    """An open_clip ``image_size`` (an int or ``[h, w]``) as one side in pixels."""
-    return int(image_size if isinstance(image_size, int) else image_size[0])
-
-
 def _concat(parts):
     import numpy as np
 
@@ -221,9 +217,10 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
-    from sim2real.policies.rewards.dataset import collect_frames, default_camera
+    from sim2real.policies.rewards.dataset import collect_frames
     from sim2real.policies.rewards.finetune import read_metadata
     from sim2real.policies.rewards.reward_eval import evaluate_reward, plot_episodes
+    from sim2real.policies.rewards.training import frame_settings
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.registry import gym_id
 
@@ -237,7 +234,7 @@ def _eval(args: argparse.Namespace) -> int:
     meta = {}
     for weights in args.clip_weights:
         models[str(weights)] = ClipRewardModel.load(args.clip_model, weights, goal, baseline, alpha=0.5)
-        if not meta and Path(weights).is_dir():  # camera and frame size the first model was trained with
+        if not meta and Path(weights).is_dir():  # the first model folder's architecture
             meta = read_metadata(weights)
     if args.include_untrained:
         import open_clip
@@ -251,8 +248,8 @@ def _eval(args: argparse.Namespace) -> int:
             untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
         )
     first = next(iter(models.values()))
-    camera = args.camera or meta.get("cameras", {}).get(task_id) or default_camera(REGISTRY.get(task_id))
-    size = int(meta.get("image_size", first.image_size[0]))
+    folder = next((w for w in args.clip_weights if Path(w).is_dir()), None)  # the first model folder's settings
+    camera, size = frame_settings(folder, REGISTRY.get(task_id), args.camera, model_size=first.image_size[0])
     console.print(
         f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
     )
