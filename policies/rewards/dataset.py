@@ -160,3 +160,10 @@ def collect_frames(
     return FrameSet(
         np.stack(frames[:n_frames]), list(text), np.array(success), np.array(progress), np.array(ep), np.array(st)
     )
+
+
+def policy_frames(run: Any, n_frames: int, **options: Any) -> FrameSet:
+    """``n_frames`` captioned frames of the states a loaded run's (``load_run``) stochastic
+    policy visits on its own task: where RL takes a reward model. ``options`` go to
+    :func:`collect_frames`."""
+    return collect_frames(run.config.task, n_frames, policy=run.policy(deterministic=False), **options)

@@ -88,7 +88,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
-    from sim2real.policies.rewards.dataset import collect_frames, default_camera
+    from sim2real.policies.rewards.dataset import collect_frames, default_camera, policy_frames
     from sim2real.policies.rewards.finetune import (
         FinetuneConfig,
         caption_accuracy,
@@ -122,16 +122,9 @@ def _finetune(args: argparse.Namespace) -> int:
         if task_id not in cameras:
             raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
         console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
-        policy_frames = collect_frames(
-            task_id,
-            args.policy_frames,
-            n_envs=args.n_envs,
-            size=size,
-            camera=cameras[task_id],
-            seed=args.seed + 1000,
-            policy=run.policy(deterministic=False),
-        )
-        sets.append(policy_frames)
+        opts = {"n_envs": args.n_envs, "size": size, "camera": cameras[task_id], "seed": args.seed + 1000}
+        visited = policy_frames(run, args.policy_frames, **opts)
+        sets.append(visited)
     # Hold out the last 15% of each task's episodes for the accuracy check.
     train_parts, held_parts = [], []
     for fs in sets:
@@ -217,7 +210,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
-    from sim2real.policies.rewards.dataset import collect_frames
+    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
     from sim2real.policies.rewards.finetune import read_metadata
     from sim2real.policies.rewards.reward_eval import evaluate_reward, plot_episodes
     from sim2real.policies.rewards.training import frame_settings
@@ -260,9 +253,7 @@ def _eval(args: argparse.Namespace) -> int:
 
         run = load_run(args.policy)
         console.print(f"rendering {args.frames} frames driven by {args.policy} (step {run.step})")
-        visited = collect_frames(
-            task_id, args.frames, size=size, camera=camera, seed=args.seed, policy=run.policy(deterministic=False)
-        )
+        visited = policy_frames(run, args.frames, size=size, camera=camera, seed=args.seed)
         for name, m in models.items():
             results[name]["policy_states"] = {
                 "run": str(args.policy),
