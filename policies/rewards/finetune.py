@@ -43,7 +43,9 @@ class FinetuneConfig:
     """Settings of one contrastive training run."""
 
     steps: int = 1500
-    """Optimizer steps."""
+    """Optimizer steps. ``0`` keeps the initial model (the random initialisation, or
+    ``init``) unchanged: a control reward model with the same architecture, camera and
+    frame size, to tell what an RL run owes to training the reward model."""
     batch_size: int = 128
     """Frames per batch."""
     learning_rate: float = 1e-3
@@ -136,8 +138,8 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
 
     if len(train) == 0:
         raise ConfigError("frames", "no training frames")
-    if cfg.steps < 1 or cfg.batch_size < 2:
-        raise ConfigError("finetune", f"steps must be >= 1 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
+    if cfg.steps < 0 or cfg.batch_size < 2:
+        raise ConfigError("finetune", f"steps must be >= 0 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
     if not np.isfinite(cfg.ordinal_smoothing) or cfg.ordinal_smoothing < 0:
         raise ConfigError("ordinal_smoothing", f"must be a finite number >= 0, got {cfg.ordinal_smoothing}")
     torch.manual_seed(cfg.seed)
@@ -194,7 +196,7 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
     model.eval()
     stats = {
         "steps": cfg.steps,
-        "final_loss": float(np.mean(losses[-50:])),
+        "final_loss": float(np.mean(losses[-50:])) if losses else None,
         "seconds": round(time.perf_counter() - t0, 1),
         "captions": captions,
     }

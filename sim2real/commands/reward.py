@@ -22,7 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ft.add_argument("tasks", nargs="+", help="captioned task(s), e.g. ArmReach DroneHover")
     ft.add_argument("--out", type=Path, required=True, help="output folder (open_clip local-dir layout)")
     ft.add_argument("--frames", type=int, default=6000, help="rendered frames per task (default 6000)")
-    ft.add_argument("--steps", type=int, default=1500, help="optimizer steps (default 1500)")
+    ft.add_argument(
+        "--steps",
+        type=int,
+        default=1500,
+        help="optimizer steps (default 1500; 0 saves the initial model untrained: a control reward model "
+        "with the same architecture, camera and frame size)",
+    )
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
     ft.add_argument("--size", type=int, help="rendered frame size in pixels (default: the model's input size)")
@@ -168,8 +174,13 @@ def _finetune(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
     else:
+        done = (
+            f"kept {cfg.init or cfg.model} untrained (a control)"
+            if cfg.steps == 0
+            else f"trained {cfg.model} for {cfg.steps} steps in {stats['seconds']:.0f} s on {len(train_set)} frames"
+        )
         stdout.print(
-            f"trained {cfg.model} for {cfg.steps} steps in {stats['seconds']:.0f} s on {len(train_set)} frames; "
+            f"{done}; "
             f"caption accuracy {accuracy['train']:.0%} train, {accuracy['heldout']:.0%} held-out; saved {args.out}"
         )
     return 0

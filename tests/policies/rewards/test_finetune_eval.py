@@ -82,6 +82,24 @@ def test_contrastive_training_learns_the_captions_and_the_reward_then_separates_
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_zero_steps_keeps_the_initial_model_as_a_control_and_negative_steps_are_refused(micro_model_name):
+    import torch
+
+    from sim2real.errors import ConfigError
+
+    cfg = FinetuneConfig(steps=0, batch_size=8, model=micro_model_name, seed=5)
+    model, _, stats = train_clip(synthetic_frames(16, seed=0), cfg)
+    torch.manual_seed(5)
+    import open_clip
+
+    fresh = open_clip.create_model(micro_model_name, pretrained=None)
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    assert stats["steps"] == 0 and stats["final_loss"] is None
+    with pytest.raises(ConfigError, match="steps must be >= 0"):
+        train_clip(synthetic_frames(8, seed=0), FinetuneConfig(steps=-1, model=micro_model_name))
+
+
 def test_ordinal_targets_rank_captions_by_their_frames_mean_progress():
     import torch
 
