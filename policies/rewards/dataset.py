@@ -14,11 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.errors import ConfigError
 from sim2real.policies.rewards.captions import captioner
 from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
 
 MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
 """Per-episode weight of the classical controller's action (the rest is uniform noise)."""
+
+DECOY_FRACTION = 0.3
+"""Default share (``finetune-clip --decoy-fraction``) of the classical controller's reach
+episodes that drive to a random point of the whole workspace instead of the target
+(``decoy_points``). Without them the scripted
+frames show the gripper only on its way to the target, and RL policies found the states
+they never showed: the arm swung close to the fixed camera, or lined up with the target
+along its ray, both rated like a near miss."""
 
 REWARD_CAMERAS = {"sim2real/ArmReach-v0": "reach_view+wrist", "arm": "wrist"}
 """Default reward camera per task (Gymnasium id), else per robot. For reach, the
@@ -83,6 +92,26 @@ def behaviour_controller(venv: Any) -> Any | None:
     return None
 
 
+def decoy_points(venv: Any, rng: np.random.Generator, n: int) -> np.ndarray | None:
+    """``n`` random points (world frame) of a reach task's workspace box, else None."""
+    task = venv.task
+    if "target_rel_ee" not in dict(task.observation_layout()) or not hasattr(task, "targets"):
+        return None
+    return rng.uniform(task.workspace_low, task.workspace_high, size=(n, 3))
+
+
+def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Observations in which the target of the ``mask``ed envs is their decoy point."""
+    layout, start = venv.task.observation_layout(), 0
+    for name, size in layout:
+        if name == "target_rel_ee":
+            break
+        start += size
+    out = obs.copy()
+    out[mask, start : start + 3] += decoys[mask] - venv.task.targets[mask]
+    return out
+
+
 def collect_frames(
     task: str,
     n_frames: int,
@@ -92,12 +121,17 @@ def collect_frames(
     seed: int = 0,
     dr: str = "train",
     policy: Any = None,
+    decoy_fraction: float = 0.0,
 ) -> FrameSet:
     """``n_frames`` captioned frames of ``task``.
 
     Args:
         policy: Callable from observations ``[N, O]`` to actions ``[N, A]``; default:
             the classical controller mixed with noise (see module docstring).
+        decoy_fraction: Share of the controller's reach episodes driven to a random
+            workspace point instead of the target (see ``DECOY_FRACTION``); drawn from
+            a generator of its own, so ``0`` (the default) renders what earlier
+            versions rendered.
     """
     from sim2real.sim import REGISTRY, make_vec
 
@@ -108,6 +142,11 @@ def collect_frames(
     rng = np.random.default_rng(seed)
     controller = behaviour_controller(venv) if policy is None else None
     weight = rng.choice(MIX_WEIGHTS, size=n_envs)
+    if not 0.0 <= decoy_fraction <= 1.0:
+        raise ConfigError("decoy_fraction", f"must be in [0, 1], got {decoy_fraction}")
+    decoy_rng = np.random.default_rng([seed, 1])
+    decoys = decoy_points(venv, decoy_rng, n_envs) if controller is not None and decoy_fraction > 0 else None
+    decoyed = decoy_rng.random(n_envs) < decoy_fraction
     episode = np.arange(n_envs)
     step = np.zeros(n_envs, dtype=np.int64)
     next_episode = n_envs
@@ -122,6 +161,9 @@ def collect_frames(
                 (labels.text[i], bool(labels.success[i]), float(labels.progress[i]), int(episode[i]), int(step[i]))
             )
 
+    def driven(obs: np.ndarray) -> np.ndarray:
+        return obs if decoys is None else toward_decoys(obs, venv, decoys, decoyed)
+
     hook = BeforeResetHook(venv.engine, record)
     try:
         obs = venv.reset()
@@ -134,7 +176,7 @@ def collect_frames(
                 action = (
                     noise
                     if controller is None
-                    else weight[:, None] * controller.act(obs) + (1 - weight[:, None]) * noise
+                    else weight[:, None] * controller.act(driven(obs)) + (1 - weight[:, None]) * noise
                 )
             venv.step_async(np.clip(action, -1.0, 1.0))
             step += 1
@@ -150,6 +192,8 @@ def collect_frames(
                 episode[i], step[i] = next_episode, 0
                 next_episode += 1
                 weight[i] = rng.choice(MIX_WEIGHTS)
+                if decoys is not None:
+                    decoys[i], decoyed[i] = decoy_points(venv, decoy_rng, 1)[0], decoy_rng.random() < decoy_fraction
             if len(done_ids) and controller is not None:
                 controller.reset(done_ids)
     finally:

@@ -19,6 +19,10 @@ REACH_VIEW = {"pos": [1.1, -0.55, 0.8], "xyaxes": [0.675, 0.737, 0.0, -0.375, 0.
 """A fixed camera framing the target box from the front right, above it (looking at
 (0.5, 0, 0.32)): both the target and the gripper are in view wherever the target is,
 which the wrist camera cannot promise. CLIP rewards of this task render it."""
+REACH_SIDE = {"pos": [0.50, 1.05, 0.38], "xyaxes": [-1.0, 0.0, 0.0, 0.0, 0.0, 1.0], "fovy": 36.0}
+"""A level camera on the arm's left, looking across the target box (along -y). From
+``reach_view`` alone a gripper anywhere on the camera ray through the target looks like
+it touches it; seen from the side as well, its height and reach are unambiguous."""
 
 
 class ArmReach(ArmTask):
@@ -60,6 +64,7 @@ class ArmReach(ArmTask):
             rgba=[0.1, 0.8, 0.2, 0.5],
         )
         spec.worldbody.add_camera(name="reach_view", **REACH_VIEW)
+        spec.worldbody.add_camera(name="reach_side", **REACH_SIDE)
 
     def task_observation_layout(self) -> list[tuple[str, int]]:
         return [("target_rel_ee", 3)]

@@ -29,6 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="optimizer steps (default 1500; 0 saves the initial model untrained: a control reward model "
         "with the same architecture, camera and frame size)",
     )
+    ft.add_argument(
+        "--decoy-fraction",
+        type=float,
+        default=0.3,
+        help="share of the scripted reach episodes driven to a random workspace point instead of the target, "
+        "so the model sees the arm everywhere (default 0.3; 0: only toward the target, as models before v9)",
+    )
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
     ft.add_argument("--size", type=int, help="rendered frame size in pixels (default: the model's input size)")
@@ -118,7 +125,17 @@ def _finetune(args: argparse.Namespace) -> int:
         camera = args.camera or default_camera(REGISTRY.get(task))
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
-        sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera, seed=args.seed + i))
+        sets.append(
+            collect_frames(
+                task,
+                args.frames,
+                n_envs=args.n_envs,
+                size=size,
+                camera=camera,
+                seed=args.seed + i,
+                decoy_fraction=args.decoy_fraction,
+            )
+        )
     if args.policy:
         from sim2real.errors import ConfigError
         from sim2real.policies.loading import load_run

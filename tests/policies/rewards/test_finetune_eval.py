@@ -40,6 +40,35 @@ def test_reach_frames_are_captioned_from_the_state_including_the_successful_last
     assert len(np.unique(data.episode)) > 4
 
 
+def test_decoy_episodes_drive_the_scripted_arm_to_random_workspace_points_not_the_target():
+    from sim2real.errors import ConfigError
+    from sim2real.policies.classical.arm import ArmCartesianController
+    from sim2real.policies.rewards.dataset import decoy_points, toward_decoys
+    from sim2real.sim import make_vec
+
+    venv = make_vec("ArmReach", 2, dr="none", seed=0)
+    try:
+        controller = ArmCartesianController.for_task(venv.task)
+        obs = venv.reset()
+        decoys = decoy_points(venv, np.random.default_rng(0), 2)
+        decoys[0] = [0.5, 0.0, 0.3]  # the middle of the workspace
+        far_apart = np.linalg.norm(decoys[0] - venv.task.targets[0])
+        assert far_apart > 0.12
+        mask = np.array([True, False])
+        for _ in range(60):
+            obs, *_ = venv.step(controller.act(toward_decoys(obs, venv, decoys, mask)))
+        ee = venv.task.ee_pos(venv.engine.phys)
+        assert np.linalg.norm(ee[0] - decoys[0]) < 0.02  # at its decoy, not at its target
+        assert np.linalg.norm(ee[0] - venv.task.targets[0]) > far_apart - 0.02
+    finally:
+        venv.close()
+    near = collect_frames("ArmReach", 160, n_envs=4, size=16, seed=1, decoy_fraction=0.0)
+    far = collect_frames("ArmReach", 160, n_envs=4, size=16, seed=1, decoy_fraction=1.0)
+    assert np.median(far.progress) < np.median(near.progress)
+    with pytest.raises(ConfigError, match="decoy_fraction"):
+        collect_frames("ArmReach", 8, n_envs=2, size=16, decoy_fraction=1.5)
+
+
 def test_tasks_without_captions_are_refused():
     from sim2real.errors import ConfigError
 
