@@ -38,11 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
-    ft.add_argument("--size", type=int, help="rendered frame size in pixels (default: the model's input size)")
+    ft.add_argument(
+        "--size",
+        type=int,
+        help="rendered frame size in pixels (default: the --init model's, else the model's input size)",
+    )
     ft.add_argument(
         "--camera",
-        help="camera, or several joined by + and stacked in one frame (default: reach_view+wrist for ArmReach, "
-        "wrist for other arm tasks, else the task's camera)",
+        help="camera, or several joined by + and stacked in one frame (default: the one the --init model was trained "
+        "on, else reach_view+wrist for ArmReach, wrist for other arm tasks, else the task's camera)",
     )
     ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
     ft.add_argument(
@@ -101,7 +105,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
-    from sim2real.policies.rewards.dataset import collect_frames, default_camera, policy_frames
+    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
     from sim2real.policies.rewards.finetune import (
         FinetuneConfig,
         caption_accuracy,
@@ -111,6 +115,7 @@ def _finetune(args: argparse.Namespace) -> int:
         save_model,
         train_clip,
     )
+    from sim2real.policies.rewards.training import frame_settings
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.registry import gym_id
 
@@ -119,10 +124,11 @@ def _finetune(args: argparse.Namespace) -> int:
         captioner(task)  # fail before rendering anything when a task has no captions
     model_name = args.model or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
-    size = args.size or model_image_size(model_cfg)
     sets, cameras = [], {}
     for i, task in enumerate(args.tasks):
-        camera = args.camera or default_camera(REGISTRY.get(task))
+        # Fine-tuning keeps the camera and frame size the --init model was trained on.
+        model_size = model_image_size(model_cfg)
+        camera, size = frame_settings(args.init, REGISTRY.get(task), args.camera, args.size, model_size)
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
         sets.append(

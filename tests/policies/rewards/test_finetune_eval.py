@@ -257,3 +257,16 @@ def test_drone_and_quadruped_frames_are_captioned(task):
     assert all(isinstance(c, str) and c.startswith(("the drone", "the robot dog")) for c in data.captions)
     goal, baseline = GOAL_PROMPTS[f"sim2real/{task}-v0"]
     assert goal != baseline
+
+
+def test_fine_tuning_keeps_the_camera_the_init_model_was_trained_on(micro_model_name, tmp_path, capsys):
+    from sim2real.cli import main
+
+    common = ["--frames", "60", "--steps", "1", "--batch-size", "8", "--n-envs", "2", "--json"]
+    first, second = tmp_path / "first", tmp_path / "second"
+    args = ["reward", "finetune-clip", "ArmReach", "--model", micro_model_name, "--camera", "reach_side"]
+    assert main([*args, "--out", str(first), *common]) == 0
+    capsys.readouterr()
+    assert main(["reward", "finetune-clip", "ArmReach", "--init", str(first), "--out", str(second), *common]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["cameras"] == {"sim2real/ArmReach-v0": "reach_side"} and summary["image_size"] == 32
