@@ -24,10 +24,10 @@ MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
 DECOY_FRACTION = 0.3
 """Default share (``finetune-clip --decoy-fraction``) of the classical controller's reach
 episodes that drive to a random point of the whole workspace instead of the target
-(``decoy_points``). Without them the scripted
-frames show the gripper only on its way to the target, and RL policies found the states
-they never showed: the arm swung close to the fixed camera, or lined up with the target
-along its ray, both rated like a near miss."""
+(``decoy_points``). Without them the scripted frames show the gripper only on its way
+to the target, and RL policies found the states they never showed: the arm swung close
+to the fixed camera, or lined up with the target along its ray, both rated like a near
+miss."""
 
 REWARD_CAMERAS = {"sim2real/ArmReach-v0": "reach_view+wrist", "arm": "wrist"}
 """Default reward camera per task (Gymnasium id), else per robot. For reach, the
@@ -135,6 +135,8 @@ def collect_frames(
     """
     from sim2real.sim import REGISTRY, make_vec
 
+    if not 0.0 <= decoy_fraction <= 1.0:
+        raise ConfigError("decoy_fraction", f"must be in [0, 1], got {decoy_fraction}")
     task_cls = REGISTRY.get(task)
     caption = captioner(task)
     venv = make_vec(task, n_envs, dr=dr, seed=seed)
@@ -142,8 +144,6 @@ def collect_frames(
     rng = np.random.default_rng(seed)
     controller = behaviour_controller(venv) if policy is None else None
     weight = rng.choice(MIX_WEIGHTS, size=n_envs)
-    if not 0.0 <= decoy_fraction <= 1.0:
-        raise ConfigError("decoy_fraction", f"must be in [0, 1], got {decoy_fraction}")
     decoy_rng = np.random.default_rng([seed, 1])
     decoys = decoy_points(venv, decoy_rng, n_envs) if controller is not None and decoy_fraction > 0 else None
     decoyed = decoy_rng.random(n_envs) < decoy_fraction

@@ -32,7 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ft.add_argument(
         "--decoy-fraction",
         type=float,
-        default=0.3,
         help="share of the scripted reach episodes driven to a random workspace point instead of the target, "
         "so the model sees the arm everywhere (default 0.3; 0: only toward the target, as models before v9)",
     )
@@ -105,7 +104,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
-    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
+    from sim2real.policies.rewards.dataset import DECOY_FRACTION, collect_frames, policy_frames
     from sim2real.policies.rewards.finetune import (
         FinetuneConfig,
         caption_accuracy,
@@ -124,10 +123,11 @@ def _finetune(args: argparse.Namespace) -> int:
         captioner(task)  # fail before rendering anything when a task has no captions
     model_name = args.model or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
+    model_size = model_image_size(model_cfg)
+    decoy_fraction = DECOY_FRACTION if args.decoy_fraction is None else args.decoy_fraction
     sets, cameras = [], {}
     for i, task in enumerate(args.tasks):
         # Fine-tuning keeps the camera and frame size the --init model was trained on.
-        model_size = model_image_size(model_cfg)
         camera, size = frame_settings(args.init, REGISTRY.get(task), args.camera, args.size, model_size)
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
@@ -139,7 +139,7 @@ def _finetune(args: argparse.Namespace) -> int:
                 size=size,
                 camera=camera,
                 seed=args.seed + i,
-                decoy_fraction=args.decoy_fraction,
+                decoy_fraction=decoy_fraction,
             )
         )
     if args.policy:
@@ -181,6 +181,7 @@ def _finetune(args: argparse.Namespace) -> int:
         "tasks": [gym_id(REGISTRY.get(t)) for t in args.tasks],
         "cameras": cameras,
         "image_size": size,
+        "decoy_fraction": decoy_fraction,
         "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},

@@ -233,7 +233,7 @@ def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, 
     assert summary["cameras"] == {"sim2real/ArmReach-v0": "reach_view+wrist"} and summary["image_size"] == 32
     assert set(summary["caption_accuracy"]) == {"train", "heldout"}
     meta = json.loads((out / "sim2real_clip.json").read_text())
-    assert meta["training"]["steps"] == 3
+    assert meta["training"]["steps"] == 3 and meta["decoy_fraction"] == 0.3
     model = ClipRewardModel.load(
         None, out, "the gripper touches the green ball", "the gripper is far from the green ball", device="cpu"
     )
