@@ -29,17 +29,10 @@ from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.control import REF_QUAT
 from sim2real.sim.arm.rotations import mat_to_quat, quat_conj, quat_mul, quat_to_rotvec, rot6d_to_mat
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import Task
 
 Layout = list[tuple[str, int]]
-
-
-def _offsets(layout: Layout) -> dict[str, slice]:
-    out, start = {}, 0
-    for name, size in layout:
-        out[name] = slice(start, start + size)
-        start += size
-    return out
 
 
 class ArmCartesianController:
@@ -76,8 +69,8 @@ class ArmCartesianController:
         insert_depth: float = 0.03,
         insert_speed: float = 0.05,
     ) -> None:
-        self.obs_index = _offsets(observation_layout)
-        self.act_index = _offsets(action_layout)
+        self.obs_index = layout_slices(observation_layout)
+        self.act_index = layout_slices(action_layout)
         self.action_size = sum(n for _, n in action_layout)
         if "ee_delta_pos" not in self.act_index:
             raise ConfigError("action_mode", "ArmCartesianController needs the ee_delta or ee_impedance action mode")

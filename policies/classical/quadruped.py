@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped.constants import static_knee_offset
 from sim2real.sim.quadruped.gait import TrotReference, leg_ik
@@ -24,11 +25,9 @@ __all__ = ["StandController", "TrotGait", "leg_ik"]
 
 
 def _block(layout: Sequence[tuple[str, int]], name: str) -> slice:
-    start = 0
-    for block, size in layout:
-        if block == name:
-            return slice(start, start + size)
-        start += size
+    slices = layout_slices(layout)
+    if name in slices:
+        return slices[name]
     raise ValueError(f"observation layout has no {name!r} block: {[b for b, _ in layout]}")
 
 

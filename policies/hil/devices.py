@@ -22,7 +22,7 @@ import numpy as np
 
 from sim2real.errors import ConfigError, Sim2RealError
 from sim2real.policies.classical.arm import ArmCartesianController
-from sim2real.policies.hil.safety import layout_slices
+from sim2real.sim.core.layout import layout_slices
 
 
 class InterventionDevice(Protocol):

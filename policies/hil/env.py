@@ -17,8 +17,9 @@ import numpy as np
 
 from sim2real.errors import ConfigError
 from sim2real.policies.hil.config import EnvConfig
-from sim2real.policies.hil.safety import ActionSafety, SafetyReport, layout_slices
+from sim2real.policies.hil.safety import ActionSafety, SafetyReport
 from sim2real.sim import make
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.rendering import OffscreenRenderer
 
 Obs = dict[str, np.ndarray]

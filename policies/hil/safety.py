@@ -13,14 +13,7 @@ import numpy as np
 
 from sim2real.errors import ConfigError
 from sim2real.sim.arm import constants as C
-
-
-def layout_slices(layout: list[tuple[str, int]]) -> dict[str, slice]:
-    out, start = {}, 0
-    for name, size in layout:
-        out[name] = slice(start, start + size)
-        start += size
-    return out
+from sim2real.sim.core.layout import layout_slices
 
 
 @dataclass

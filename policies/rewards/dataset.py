@@ -17,6 +17,7 @@ import numpy as np
 from sim2real.errors import ConfigError
 from sim2real.policies.rewards.captions import captioner
 from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
+from sim2real.sim.core.layout import layout_slices
 
 MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
 """Per-episode weight of the classical controller's action (the rest is uniform noise)."""
@@ -100,15 +101,11 @@ def decoy_points(venv: Any, rng: np.random.Generator, n: int) -> np.ndarray | No
     return rng.uniform(task.workspace_low, task.workspace_high, size=(n, 3))
 
 
-def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Observations in which the target of the ``mask``ed envs is their decoy point."""
-    layout, start = venv.task.observation_layout(), 0
-    for name, size in layout:
-        if name == "target_rel_ee":
-            break
-        start += size
+def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarray, block: slice) -> np.ndarray:
+    """Observations in which the target of the ``mask``ed envs is their decoy point
+    (``block``: the ``target_rel_ee`` slice of the observation)."""
     out = obs.copy()
-    out[mask, start : start + 3] += decoys[mask] - venv.task.targets[mask]
+    out[mask, block] += decoys[mask] - venv.task.targets[mask]
     return out
 
 
@@ -147,6 +144,7 @@ def collect_frames(
     decoy_rng = np.random.default_rng([seed, 1])
     decoys = decoy_points(venv, decoy_rng, n_envs) if controller is not None and decoy_fraction > 0 else None
     decoyed = decoy_rng.random(n_envs) < decoy_fraction
+    target_block = layout_slices(venv.task.observation_layout()).get("target_rel_ee")
     episode = np.arange(n_envs)
     step = np.zeros(n_envs, dtype=np.int64)
     next_episode = n_envs
@@ -162,7 +160,7 @@ def collect_frames(
             )
 
     def driven(obs: np.ndarray) -> np.ndarray:
-        return obs if decoys is None else toward_decoys(obs, venv, decoys, decoyed)
+        return obs if decoys is None else toward_decoys(obs, venv, decoys, decoyed, target_block)
 
     hook = BeforeResetHook(venv.engine, record)
     try:

@@ -13,16 +13,13 @@ from pathlib import Path
 import numpy as np
 
 import sim2real.sim as sim
+from sim2real.sim.core.layout import layout_slices
 
 Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
 def _blocks(task, obs: np.ndarray) -> dict[str, np.ndarray]:
-    out, start = {}, 0
-    for name, size in task.observation_layout():
-        out[name] = obs[start : start + size]
-        start += size
-    return out
+    return {name: obs[block] for name, block in layout_slices(task.observation_layout()).items()}
 
 
 def _move(offset: np.ndarray, gripper: float | None) -> np.ndarray:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim2real.sim.core.layout import layout_slices
+
 
 class ObservationHistory:
     """The previous ``steps`` values of some observation blocks, newest first.
@@ -32,15 +34,11 @@ class ObservationHistory:
     def __init__(self, num_envs: int, layout: list[tuple[str, int]], blocks: tuple[str, ...], steps: int) -> None:
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
-        offsets: dict[str, tuple[int, int]] = {}
-        start = 0
-        for name, size in layout:
-            offsets[name] = (start, start + size)
-            start += size
+        offsets = layout_slices(layout)
         missing = [b for b in blocks if b not in offsets]
         if missing:
             raise ValueError(f"history blocks {missing} are not in the observation layout {[n for n, _ in layout]}")
-        self.columns = np.concatenate([np.arange(*offsets[b]) for b in blocks])
+        self.columns = np.concatenate([np.arange(offsets[b].start, offsets[b].stop) for b in blocks])
         self.steps = steps
         self.entry_size = len(self.columns)
         self.size = steps * self.entry_size

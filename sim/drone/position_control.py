@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.drone import constants as C
 
 REQUIRED_BLOCKS = ("pos_error", "lin_vel", "rot_mat", "body_rates")
@@ -81,16 +82,12 @@ class CascadedPID:
         target_yaw: float | None = 0.0,
     ) -> None:
         layout = observation_layout or HOVER_LAYOUT
-        offsets: dict[str, slice] = {}
-        start = 0
-        for name, size in layout:
-            offsets[name] = slice(start, start + size)
-            start += size
+        offsets = layout_slices(layout)
         missing = [b for b in REQUIRED_BLOCKS if b not in offsets]
         if missing:
             raise ValueError(f"observation_layout lacks {missing}; CascadedPID needs {list(REQUIRED_BLOCKS)}")
         self._slices = offsets
-        self.obs_size = start
+        self.obs_size = sum(size for _, size in layout)
         self.num_envs = num_envs
         self.gains = gains or CascadedPIDGains()
         self.dt = dt

@@ -45,6 +45,7 @@ def test_decoy_episodes_drive_the_scripted_arm_to_random_workspace_points_not_th
     from sim2real.policies.classical.arm import ArmCartesianController
     from sim2real.policies.rewards.dataset import decoy_points, toward_decoys
     from sim2real.sim import make_vec
+    from sim2real.sim.core.layout import layout_slices
 
     venv = make_vec("ArmReach", 2, dr="none", seed=0)
     try:
@@ -55,8 +56,9 @@ def test_decoy_episodes_drive_the_scripted_arm_to_random_workspace_points_not_th
         far_apart = np.linalg.norm(decoys[0] - venv.task.targets[0])
         assert far_apart > 0.12
         mask = np.array([True, False])
+        block = layout_slices(venv.task.observation_layout())["target_rel_ee"]
         for _ in range(60):
-            obs, *_ = venv.step(controller.act(toward_decoys(obs, venv, decoys, mask)))
+            obs, *_ = venv.step(controller.act(toward_decoys(obs, venv, decoys, mask, block)))
         ee = venv.task.ee_pos(venv.engine.phys)
         assert np.linalg.norm(ee[0] - decoys[0]) < 0.02  # at its decoy, not at its target
         assert np.linalg.norm(ee[0] - venv.task.targets[0]) > far_apart - 0.02
