@@ -77,6 +77,9 @@ class Episode:
     """Task metrics at the last step (episode totals for running counters)."""
     mean: dict[str, float]
     """Task metrics averaged over the episode's steps."""
+    draw: dict[str, Any] = field(default_factory=dict)
+    """The randomization this episode ran under (the engine's sampled values, plus its
+    ``latency_steps``); empty without randomization."""
 
 
 class Evaluator:
@@ -144,7 +147,8 @@ class Evaluator:
                 if done_count[i] < quota[i]:
                     final = {k: float(v[i]) for k, v in r.metrics.items()}
                     mean = {k: float(s[i] / length[i]) for k, s in sums.items()}
-                    rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean))
+                    draw = dict(eng.dr_sampled[i], latency_steps=int(eng.latency[i])) if eng.dr_sampled[i] else {}
+                    rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean, draw))
                     done_count[i] += 1
             if len(ids):
                 eng.reset(ids)

@@ -57,3 +57,15 @@ def test_each_run_sees_the_same_episodes() -> None:
     ev = Evaluator(PuckTask, n_envs=2, dr="train", seed=3)
     a, b = ev.run(pd_controller, 4), ev.run(pd_controller, 4)
     assert a.mean_return == b.mean_return and a.metrics_final == b.metrics_final
+
+
+def test_each_episode_records_the_randomization_it_ran_under() -> None:
+    rows = Evaluator(PuckTask, n_envs=2, dr="train", seed=5).run_episodes(pd_controller, 6)
+    assert len(rows) == 6
+    for row in rows:
+        assert 0.5 <= row.draw["friction"] <= 1.5
+        assert all(0.8 <= m <= 1.2 for m in row.draw["motor_strength"])
+        assert row.draw["latency_steps"] in (0, 1)
+    # a fresh draw per episode, not the batch's first one repeated
+    assert len({row.draw["friction"] for row in rows}) == 6
+    assert all(row.draw == {} for row in Evaluator(PuckTask, n_envs=2, dr="none").run_episodes(pd_controller, 2))
