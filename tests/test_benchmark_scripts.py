@@ -1,0 +1,70 @@
+"""The analysis scripts under benchmarks/ that docs/BENCHMARKS.md quotes: they parse what
+they are given and run on real episodes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pid_gain_cases_parse_vectors_scalars_and_tuples() -> None:
+    script = _load("drone_pid_gains")
+    case = script.parse_case("kp_vel=8,8,5 max_tilt=0.785 max_speed=2,1")
+    np.testing.assert_array_equal(case["kp_vel"], [8.0, 8.0, 5.0])
+    assert case["max_tilt"] == pytest.approx(0.785)
+    assert case["max_speed"] == (2.0, 1.0)
+
+
+@pytest.mark.parametrize("bad", ["kp_vel", "no_such_gain=1", "kp_vel:8"])
+def test_pid_gain_cases_refuse_unknown_or_malformed_fields(bad: str) -> None:
+    script = _load("drone_pid_gains")
+    with pytest.raises(SystemExit, match="FIELD=VALUE"):
+        script.parse_case(bad)
+
+
+def test_pid_gain_sweep_runs_episodes_and_reports_each_case(capsys: pytest.CaptureFixture[str]) -> None:
+    script = _load("drone_pid_gains")
+    assert script.main(["DroneHover", "--episodes", "2", "--n-envs", "2", "--case", "kp_vel=6,6,5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(report["results"]) == {"default gains", "kp_vel=6,6,5"}
+    for presets in report["results"].values():
+        assert set(presets) == {"train", "heldout"}
+        assert all(p["episodes"] == 2 and 0 <= p["successes"] <= 2 for p in presets.values())
+
+
+def test_failures_split_by_draw_point_at_the_value_that_causes_them() -> None:
+    from sim2real.policies.common.evaluation import Episode
+
+    script = _load("heldout_factors")
+    rng = np.random.default_rng(0)
+    payloads, frictions = rng.uniform(-2, 5, 200), rng.uniform(0.25, 1.5, 200)
+    heavy = np.quantile(payloads, 0.75)
+    episodes = []
+    for payload, friction in zip(payloads, frictions, strict=True):
+        fell = bool(payload > heavy)  # only the heaviest quarter fails, and it falls
+        com = [0.03, -0.04 * float(friction), 0.0]
+        draw = {"trunk_added_mass": float(payload), "friction": float(friction), "com_shift": com,
+                "pd_gain_scale": [1.0, 1.0]}
+        episodes.append(Episode(0.0, 50 if fell else 1000, not fell, {"fell": float(fell)}, {}, draw))
+    report = script.by_draw(episodes, push_every_steps=400)
+    assert report["failures"] == report["falls"] == report["falls_before_first_push"] > 0
+    payload = [q["failure_rate"] for q in report["values"]["trunk_added_mass"]["quartiles"]]
+    assert payload[:3] == [0.0, 0.0, 0.0] and payload[3] == 1.0
+    assert max(q["failure_rate"] for q in report["values"]["friction"]["quartiles"]) < 0.5
+    smallest = np.hypot(0.03, 0.04 * frictions.min())  # a vector counts by its size
+    assert report["values"]["com_shift"]["edges"][0] == pytest.approx(smallest, abs=1e-4)
+    assert "pd_gain_scale" not in report["values"]  # constant: nothing to split by
+    assert "trunk_added_mass" in script.format_by_draw(report)
