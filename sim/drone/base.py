@@ -13,7 +13,10 @@ Action modes:
     (:mod:`sim2real.sim.drone.position_control`) on the current observation: the
     policy learns corrections to a working controller (residual policy learning,
     Johannink et al., ICRA 2019; Silver et al., 2018). The sum is what the actuation
-    latency delays, as when the policy node sends it to a robot.
+    latency delays, as when the policy node sends it to a robot. With
+    ``residual_tilt_gate=(full, zero)`` (degrees) the residual's authority fades
+    linearly from full at ``full`` degrees of tilt to none at ``zero``, so a tilted
+    drone is recovered by the PID alone.
 ``rotor_thrust``: the four rotor commands directly, ``[-1, 1]`` mapped to
     ``[0, 0.15 N]``; no inner loop.
 
@@ -43,6 +46,18 @@ _NOT_OPTIONS = ("self", "num_envs", "action_mode", "options")
 
 HOVER_COMMAND: float = C.HOVER_THRUST / (4.0 * C.MAX_THRUST)
 """Rotor command in ``[0, 1]`` that balances the nominal weight."""
+
+
+def _tilt_gate(value: tuple[float, float] | list[float] | None) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    try:
+        full, zero = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ConfigError("residual_tilt_gate", f"must be two angles [full, zero] in degrees, got {value!r}") from None
+    if not (np.isfinite(full) and np.isfinite(zero) and 0.0 <= full < zero <= 90.0):
+        raise ConfigError("residual_tilt_gate", f"needs 0 <= full < zero <= 90 degrees, got {value!r}")
+    return full, zero
 
 
 def quat_to_mat(quat: np.ndarray) -> np.ndarray:
@@ -84,6 +99,12 @@ class DroneTask(Task):
             motors at hover) or ``"mixed"`` (each half of the time).
         residual_scale: ``ctbr_residual`` only: the policy's share of the action range
             around the PID's action.
+        residual_tilt_gate: ``ctbr_residual`` only: ``(full, zero)`` tilt angles in
+            degrees, ``0 <= full < zero <= 90``; the residual counts fully up to ``full``
+            degrees of tilt (angle between body z and world z), then fades linearly to
+            nothing at ``zero``. ``None``: no gate. Large learned corrections at large tilts
+            turned recoveries into tilt-overs under unseen disturbances; the PID alone
+            recovers them (docs/BENCHMARKS.md, "Gating the residual by tilt").
     """
 
     robot: ClassVar[str] = "drone"
@@ -101,7 +122,7 @@ class DroneTask(Task):
 
     def __init__(
         self, num_envs: int, action_mode: str | None = None, start: str = "ground", residual_scale: float = 0.3,
-        **options: Any,
+        residual_tilt_gate: tuple[float, float] | list[float] | None = None, **options: Any,
     ) -> None:
         if options:
             classes = [k for k in type(self).__mro__ if isinstance(k, type) and issubclass(k, DroneTask)]
@@ -125,6 +146,10 @@ class DroneTask(Task):
         if not np.isfinite(residual_scale) or not 0.0 < residual_scale <= 2.0:
             raise ConfigError("residual_scale", f"must be in (0, 2], got {residual_scale}")
         self.residual_scale = float(residual_scale)
+        self.residual_tilt_gate = _tilt_gate(residual_tilt_gate)
+        names = [name for name, _ in self.observation_layout()]
+        sizes = [size for _, size in self.observation_layout()]
+        self._rot_zz = sum(sizes[: names.index("rot_mat")]) + 8  # row-major, last entry
         self.reference: CascadedPID | None = None
         if self.action_mode == "ctbr_residual":
             self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt)
@@ -223,10 +248,21 @@ class DroneTask(Task):
         return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE])
 
     def _with_reference(self, action: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """``clip(pid(obs) + residual_scale * action)``; the action itself without a reference."""
+        """``clip(pid(obs) + residual_scale * gate(obs) * action)``; the action itself
+        without a reference."""
         if self.reference is None:
             return action
-        return np.clip(self.reference.act(obs) + self.residual_scale * action, -1.0, 1.0)
+        scale = self.residual_scale * self.residual_gate(obs)[:, None]
+        return np.clip(self.reference.act(obs) + scale * action, -1.0, 1.0)
+
+    def residual_gate(self, obs: np.ndarray) -> np.ndarray:
+        """``[B]`` share of the residual's authority, from the observed tilt (1 without a gate)."""
+        if self.residual_tilt_gate is None:
+            return np.ones(len(obs))
+        full, zero = self.residual_tilt_gate
+        # The body-to-world z-z entry is the cosine of the tilt.
+        tilt = np.degrees(np.arccos(np.clip(obs[:, self._rot_zz], -1.0, 1.0)))
+        return np.clip((zero - tilt) / (zero - full), 0.0, 1.0)
 
     def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         return action if self.reference is None else self._with_reference(action, self.observe(phys))

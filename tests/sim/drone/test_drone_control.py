@@ -132,3 +132,28 @@ def test_ctbr_residual_adds_the_policy_to_the_pid_before_the_latency() -> None:
                                                                                ("body_rates", 3)]
     with pytest.raises(ConfigError, match="residual_scale"):
         Hover(num_envs=1, action_mode="ctbr_residual", residual_scale=0.0)
+
+
+def test_residual_tilt_gate_fades_the_residual_with_tilt_and_rejects_bad_angles() -> None:
+    """Full residual up to the first angle, none beyond the second, linear between; the
+    same composition serves training (compose_action) and deployment (deploy_command)."""
+    from sim2real.sim.drone.hover import Hover
+
+    task = Hover(num_envs=4, action_mode="ctbr_residual", residual_scale=0.5, residual_tilt_gate=[10, 30])
+    obs = np.zeros((4, 22))
+    tilts = np.radians([0.0, 10.0, 20.0, 45.0])
+    obs[:, 6:15] = np.eye(3).ravel()
+    obs[:, 14] = np.cos(tilts)  # only the z-z entry is read
+    gate = task.residual_gate(obs)
+    np.testing.assert_allclose(gate[[0, 1, 3]], [1.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(gate[2], 0.5)
+
+    reference = copy.deepcopy(task.reference)
+    composed = task.deploy_command(np.full((4, 4), 0.2), obs, lambda a: a)
+    np.testing.assert_allclose(composed, np.clip(reference.act(obs) + 0.5 * 0.2 * gate[:, None], -1, 1))
+    ungated = Hover(num_envs=4, action_mode="ctbr_residual")
+    np.testing.assert_allclose(ungated.residual_gate(obs), 1.0)
+
+    for bad in ([30, 10], [-5, 20], [10, 95], [float("nan"), 20], [10], "steep"):
+        with pytest.raises(ConfigError, match="residual_tilt_gate"):
+            Hover(num_envs=1, action_mode="ctbr_residual", residual_tilt_gate=bad)
