@@ -252,16 +252,17 @@ class DroneTask(Task):
         without a reference."""
         if self.reference is None:
             return action
-        scale = self.residual_scale * self.residual_gate(obs)[:, None]
+        scale = self.residual_scale * self.residual_gate(obs)[..., None]
         return np.clip(self.reference.act(obs) + scale * action, -1.0, 1.0)
 
     def residual_gate(self, obs: np.ndarray) -> np.ndarray:
-        """``[B]`` share of the residual's authority, from the observed tilt (1 without a gate)."""
+        """Share of the residual's authority from the observed tilt, one per observation
+        row (``[B]`` from ``[B, obs]``, a scalar array from one observation); 1 without a gate."""
         if self.residual_tilt_gate is None:
-            return np.ones(len(obs))
+            return np.ones(obs.shape[:-1])
         full, zero = self.residual_tilt_gate
         # The body-to-world z-z entry is the cosine of the tilt.
-        tilt = np.degrees(np.arccos(np.clip(obs[:, self._rot_zz], -1.0, 1.0)))
+        tilt = np.degrees(np.arccos(np.clip(obs[..., self._rot_zz], -1.0, 1.0)))
         return np.clip((zero - tilt) / (zero - full), 0.0, 1.0)
 
     def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:

@@ -88,6 +88,8 @@ REFERENCE_MODES = [
     ("quadruped", "QuadrupedVelocity", "gait_residual", "joint_pos",
      {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0}),
     ("drone", "DroneHover", "ctbr_residual", "ctbr", {"start": "air", "residual_scale": 0.5}),
+    ("drone", "DroneHover", "ctbr_residual", "ctbr",  # small angles, so the gate moves within 50 steps
+     {"start": "air", "residual_scale": 0.5, "residual_tilt_gate": [2, 10]}),
     ("quadruped", "QuadrupedVelocity", "gait_residual", "joint_pos",  # the node keeps the history itself
      {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0, "history_steps": 3}),
 ]

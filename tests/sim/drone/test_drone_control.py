@@ -147,6 +147,7 @@ def test_residual_tilt_gate_fades_the_residual_with_tilt_and_rejects_bad_angles(
     gate = task.residual_gate(obs)
     np.testing.assert_allclose(gate[[0, 1, 3]], [1.0, 1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(gate[2], 0.5)
+    np.testing.assert_allclose(task.residual_gate(obs[2]), 0.5)  # one observation, as a policy node has
 
     reference = copy.deepcopy(task.reference)
     composed = task.deploy_command(np.full((4, 4), 0.2), obs, lambda a: a)
