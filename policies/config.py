@@ -36,6 +36,11 @@ class NetConfig:
     """Hidden layer sizes of the critic (PPO's value function, SAC/TD3's Q functions)."""
     activation: str = "elu"
     """Hidden activation: ``elu`` (legged_gym, rsl_rl), ``tanh`` or ``relu``."""
+    critic_privileged: bool = False
+    """``ppo`` only: asymmetric actor-critic. The critic also reads the simulator's
+    privileged state (the task's ``privileged_layout``: e.g. true base velocity, foot
+    contacts, friction, payload), the actor only the observation; exports and
+    deployment are unchanged (:mod:`sim2real.policies.ppo.asymmetric`)."""
 
 
 @dataclass
@@ -277,6 +282,8 @@ class TrainConfig:
             raise ConfigError("eval.every_steps", f"must be >= 0, got {self.eval.every_steps}")
         if self.net.activation not in ("elu", "tanh", "relu"):
             raise ConfigError("net.activation", f"must be elu, tanh or relu, got {self.net.activation!r}")
+        if self.net.critic_privileged and self.algo != "ppo":
+            raise ConfigError("net.critic_privileged", f"is supported with algo ppo only, not {self.algo!r}")
         self.reward.validate()
         if self.lagrangian.cost_limit < 0:
             raise ConfigError("lagrangian.cost_limit", f"must be >= 0, got {self.lagrangian.cost_limit}")

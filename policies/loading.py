@@ -88,9 +88,11 @@ def load_run(path: str | Path, which: str = "auto") -> LoadedRun:
     model_obs = int(model.observation_space.shape[0])
     stats = session.obs_statistics(vecnorm)
     norm_obs = model_obs if stats is None else int(stats[0].shape[0])
-    if model_obs != info["obs_size"] or norm_obs != model_obs:
+    expected = info["obs_size"] + (info["privileged_size"] if config.net.critic_privileged else 0)
+    if model_obs != expected or norm_obs != model_obs:
         raise CheckpointMismatchError(
             f"{folder}: the model expects {model_obs} observations and the normalization "
-            f"{norm_obs}, but the task produces {info['obs_size']}"
+            f"{norm_obs}, but the task produces {expected}"
+            + (" (observation + privileged state)" if config.net.critic_privileged else "")
         )
     return LoadedRun(run, config, folder, state.get("kind", which), state, task_cls, model, vecnorm)

@@ -83,9 +83,11 @@ class DeterministicActor(nn.Module):
         super().__init__()
         self.head = _HEADS[algo](policy)
         self.normalize = obs_mean is not None
-        size = int(policy.observation_space.shape[0])
-        mean = np.zeros(size) if obs_mean is None else np.asarray(obs_mean, dtype=np.float64)
-        var = np.ones(size) if obs_var is None else np.asarray(obs_var, dtype=np.float64)
+        # An asymmetric actor-critic trains on observation + privileged state; the actor
+        # (and so this module and every export) takes the observation alone.
+        size = int(getattr(policy, "actor_obs_size", policy.observation_space.shape[0]))
+        mean = np.zeros(size) if obs_mean is None else np.asarray(obs_mean, dtype=np.float64)[:size]
+        var = np.ones(size) if obs_var is None else np.asarray(obs_var, dtype=np.float64)[:size]
         # The std is computed in float64 like VecNormalize, then stored as float32.
         self.register_buffer("obs_mean", torch.as_tensor(mean, dtype=torch.float32))
         self.register_buffer("obs_std", torch.as_tensor(np.sqrt(var + epsilon), dtype=torch.float32))
@@ -119,6 +121,10 @@ class StochasticPolicy:
         self.normalize = normalize
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        x = self.normalize(obs) if self.normalize is not None else obs
+        x = np.asarray(obs, dtype=np.float32)
+        missing = int(self.model.observation_space.shape[0]) - x.shape[-1]
+        if missing > 0:  # an asymmetric critic's privileged part: zeros; the actor never reads it
+            x = np.concatenate([x, np.zeros((*x.shape[:-1], missing), dtype=np.float32)], axis=-1)
+        x = self.normalize(x) if self.normalize is not None else x
         action, _ = self.model.predict(x, deterministic=False)
         return np.asarray(action, dtype=np.float32)

@@ -26,6 +26,7 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         dr=config.dr,
         seed=config.seed,
         nthread=config.nthread,
+        privileged_obs=config.net.critic_privileged,
         **config.task_options,
     )
     if config.reward.source == "clip":
@@ -60,6 +61,7 @@ def task_description(task_cls: type[Task], action_mode: str | None, task_options
         "observation_layout": obs,
         "action_layout": act,
         "obs_size": sum(s for _, s in obs),
+        "privileged_size": sum(int(s) for _, s in task.privileged_layout()),
         "action_size": sum(s for _, s in act),
         "control_dt": float(task_cls.control_dt),
         "physics_dt": float(task_cls.physics_dt),

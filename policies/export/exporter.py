@@ -49,7 +49,10 @@ def _statistics(loaded: LoadedRun) -> tuple[np.ndarray, np.ndarray]:
     """Normalization mean and variance; zeros and ones when normalization is off."""
     stats = session.obs_statistics(loaded.vecnorm)
     size = int(loaded.state["obs_size"])
-    return stats if stats is not None else (np.zeros(size), np.ones(size))
+    if stats is None:
+        return np.zeros(size), np.ones(size)
+    # Beyond `size`: an asymmetric critic's privileged state, which the exported actor never takes.
+    return stats[0][:size], stats[1][:size]
 
 
 def export_policy(

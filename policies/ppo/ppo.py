@@ -10,6 +10,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.networks import activation
+from sim2real.policies.ppo.asymmetric import AsymmetricActorCriticPolicy
 
 
 class AdaptivePPO(PPO):
@@ -92,5 +93,10 @@ def ppo_kwargs(config: TrainConfig, tensorboard_log: str | None = None) -> dict[
 
 
 def build_ppo(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> AdaptivePPO:
-    """A fresh PPO model for ``env`` from the resolved config."""
-    return AdaptivePPO(env=env, **ppo_kwargs(config, tensorboard_log))
+    """A fresh PPO model for ``env`` from the resolved config (with ``net.critic_privileged``
+    an asymmetric actor-critic; ``env`` then appends the privileged state to its observations)."""
+    kwargs = ppo_kwargs(config, tensorboard_log)
+    if config.net.critic_privileged:
+        kwargs["policy"] = AsymmetricActorCriticPolicy
+        kwargs["policy_kwargs"]["actor_obs_size"] = int(env.unwrapped.task_obs_size)
+    return AdaptivePPO(env=env, **kwargs)

@@ -33,6 +33,9 @@ class BatchedVecEnv(VecEnv):
         seed: Seed of the whole batch (per-env draws come from one generator).
         nthread: Rollout threads (default: all cores).
         camera, width, height: Used by :meth:`get_images`.
+        privileged_obs: Append the privileged state (:meth:`Task.privileged`) to every
+            observation, terminal ones included, for an asymmetric critic: the learner
+            splits it off again and the deployed actor never sees it.
         task_options: Passed to the task constructor.
     """
 
@@ -47,6 +50,7 @@ class BatchedVecEnv(VecEnv):
         camera: str | None = None,
         width: int = 240,
         height: int = 180,
+        privileged_obs: bool = False,
         **task_options: Any,
     ) -> None:
         import gymnasium as gym
@@ -60,7 +64,11 @@ class BatchedVecEnv(VecEnv):
             backend="rollout" if num_envs > 1 else "step",
         )
         self.engine.want_privileged = False  # on request only: see privileged()
-        obs_space = gym.spaces.Box(-np.inf, np.inf, (self.engine.obs_size,), np.float32)
+        self.privileged_obs = bool(privileged_obs)
+        self.task_obs_size = int(self.engine.obs_size)
+        """The task's observation (what a robot measures), without any privileged part."""
+        size = self.task_obs_size + (self.engine.priv_size if self.privileged_obs else 0)
+        obs_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
         act_space = gym.spaces.Box(-1.0, 1.0, (self.engine.act_size,), np.float32)
         self.render_mode = "rgb_array"  # before VecEnv.__init__, which reads it
         super().__init__(num_envs, obs_space, act_space)
@@ -86,7 +94,7 @@ class BatchedVecEnv(VecEnv):
             {"dr": self.engine.dr_sampled[i], "task": self.task.task_state(i), "privileged": privileged[i]}
             for i in range(self.num_envs)
         ]
-        return self.engine.observe().astype(np.float32)
+        return self._observation(self.engine.observe(), privileged)
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -97,7 +105,7 @@ class BatchedVecEnv(VecEnv):
         done = r.terminated | out.truncated
         self._episode_return += r.reward
         self._episode_len += 1
-        obs = out.obs.astype(np.float32)
+        obs = self._observation(out.obs)
         metrics = r.metrics
         infos: list[dict[str, Any]] = []
         for i in range(self.num_envs):
@@ -120,9 +128,16 @@ class BatchedVecEnv(VecEnv):
             self.engine.reset(ids)
             self._episode_return[ids] = 0.0
             self._episode_len[ids] = 0
-            fresh = self.engine.observe().astype(np.float32)
+            fresh = self._observation(self.engine.observe())
             obs[ids] = fresh[ids]
         return obs, r.reward.astype(np.float32), done, infos
+
+    def _observation(self, obs: np.ndarray, privileged: np.ndarray | None = None) -> np.ndarray:
+        """The task's observation, with the current privileged state appended if asked."""
+        if not self.privileged_obs:
+            return obs.astype(np.float32)
+        priv = self.task.privileged(self.engine.phys) if privileged is None else privileged
+        return np.concatenate([obs, priv], axis=1).astype(np.float32)
 
     def privileged(self) -> np.ndarray:
         """Privileged state ``[N, P]`` of the current step (asymmetric critics)."""
