@@ -147,10 +147,12 @@ class InProcessGraph:
 
         if getattr(self, "executor", None) is not None:
             self.executor.shutdown(timeout_sec=2.0)
-        for node in getattr(self, "nodes", {}).values():
-            node.destroy_node()
+        # Let spin() return before the nodes go: destroying a node the spinning thread
+        # still waits on raises InvalidHandle there.
         if self._thread_alive():
             self._thread.join(timeout=2.0)
+        for node in getattr(self, "nodes", {}).values():
+            node.destroy_node()
         if self.context.ok():
             rclpy.shutdown(context=self.context)
 
