@@ -226,6 +226,12 @@ class TrainConfig:
     """The task's action mode (``null``: the task's default)."""
     dr: str = "train"
     """Randomization preset of the training environments: ``train``, ``heldout`` or ``none``."""
+    dr_overrides: dict[str, Any] = field(default_factory=dict)
+    """Randomization fields that replace the ``dr`` preset's values, e.g.
+    ``{wind_speed: [0.0, 2.25], push_interval_s: 1.75}`` (ranges as ``[low, high]``;
+    the task's randomization class names the fields). They apply to the training
+    environments, and to the evaluation environments when ``eval.dr`` names the same
+    preset: a custom training distribution that config.yaml reproduces."""
     task_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options passed to the task constructor."""
     nthread: int | None = None

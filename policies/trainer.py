@@ -26,7 +26,7 @@ import sim2real
 from sim2real.policies.algorithms import get_algorithm
 from sim2real.policies.common import checkpoint, session
 from sim2real.policies.common.callbacks import TrainingCallback, recent_episodes
-from sim2real.policies.common.envs import make_train_env, task_class, task_description
+from sim2real.policies.common.envs import make_train_env, randomization, task_class, task_description
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.policies.common.progress import TrainProgress
 from sim2real.policies.common.rundir import RunDir, provenance
@@ -106,7 +106,7 @@ class Trainer:
             self.task_cls,
             n_envs=min(cfg.eval.n_envs, cfg.eval.episodes),
             action_mode=cfg.action_mode,
-            dr=cfg.eval.dr,
+            dr=randomization(cfg, cfg.eval.dr),
             seed=cfg.eval.seed,
             task_options=cfg.task_options,
             nthread=cfg.nthread,

@@ -8,11 +8,26 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sim2real.policies.config import TrainConfig
 from sim2real.sim import REGISTRY, make_vec
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
 
 
 def algo_gamma(config: TrainConfig) -> float:
     return float(config.algo_config().gamma)
+
+
+def randomization(config: TrainConfig, preset: str) -> Any:
+    """The randomization of ``preset`` for the config's task, with ``dr_overrides``
+    applied when ``preset`` is the training preset ``config.dr``. Unknown or
+    malformed fields raise ConfigError naming them."""
+    task_cls = REGISTRY.get(config.task)
+    if not config.dr_overrides or preset != config.dr:
+        return task_cls.dr_class.preset(preset)
+    values = {**task_cls.dr_class.preset(preset).to_dict(), **config.dr_overrides}
+    try:
+        return task_cls.dr_class.from_dict(values)
+    except ConfigError as exc:
+        raise ConfigError(f"dr_overrides.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def make_train_env(config: TrainConfig) -> VecNormalize:
@@ -23,7 +38,7 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         config.task,
         config.n_envs,
         action_mode=config.action_mode,
-        dr=config.dr,
+        dr=randomization(config, config.dr),
         seed=config.seed,
         nthread=config.nthread,
         privileged_obs=config.net.critic_privileged,

@@ -112,3 +112,27 @@ def test_fresh_training_refuses_an_existing_run(trained_runs: dict[str, Path], p
 
     with pytest.raises(RunFolderError, match="--resume"):
         Trainer(tiny_config("ppo"), trained_runs["ppo"], progress=False)
+
+
+def test_dr_overrides_replace_preset_fields_for_training_and_matching_evaluation(puck, tmp_path: Path) -> None:
+    from policy_helpers import tiny_config
+
+    from sim2real.policies.common.envs import make_train_env, randomization
+    from sim2real.sim.core.randomization import Range
+
+    cfg = tiny_config("ppo", {"dr_overrides": {"push_velocity": [0.3, 0.6], "latency_steps": [0, 2]}})
+    train = randomization(cfg, "train")
+    assert train.push_velocity == Range(0.3, 0.6) and train.latency_steps == (0, 2)
+    assert train.friction == puck.dr_class.train().friction  # the rest is the preset's
+    assert randomization(cfg, "none") == puck.dr_class.none()  # another preset: untouched
+    env = make_train_env(cfg)
+    assert env.venv.engine.dr.push_velocity == Range(0.3, 0.6)  # what the training envs run
+    env.close()
+
+    for overrides, field, message in (({"push_speed": [0, 1]}, "dr_overrides.push_speed", "unknown"),
+                                      ({"push_velocity": "fast"}, "dr_overrides.push_velocity", "malformed"),
+                                      ({"push_velocity": [0.6, 0.3]}, "dr_overrides.push_velocity", "greater")):
+        bad = tiny_config("ppo", {"dr_overrides": overrides})
+        with pytest.raises(ConfigError, match=message) as err:
+            randomization(bad, "train")
+        assert err.value.field == field
