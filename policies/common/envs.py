@@ -20,7 +20,7 @@ def randomization(config: TrainConfig, preset: str) -> Any:
     """The randomization of ``preset`` for the config's task, with ``dr_overrides``
     applied when ``preset`` is the training preset ``config.dr``. Unknown or
     malformed fields raise ConfigError naming them."""
-    task_cls = REGISTRY.get(config.task)
+    task_cls = task_class(config.task)
     if not config.dr_overrides or preset != config.dr:
         return task_cls.dr_class.preset(preset)
     values = {**task_cls.dr_class.preset(preset).to_dict(), **config.dr_overrides}

@@ -35,6 +35,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.position_control import CascadedPID
@@ -147,9 +148,7 @@ class DroneTask(Task):
             raise ConfigError("residual_scale", f"must be in (0, 2], got {residual_scale}")
         self.residual_scale = float(residual_scale)
         self.residual_tilt_gate = _tilt_gate(residual_tilt_gate)
-        names = [name for name, _ in self.observation_layout()]
-        sizes = [size for _, size in self.observation_layout()]
-        self._rot_zz = sum(sizes[: names.index("rot_mat")]) + 8  # row-major, last entry
+        self._rot_zz = layout_slices(self.observation_layout())["rot_mat"].start + 8  # row-major, last entry
         self.reference: CascadedPID | None = None
         if self.action_mode == "ctbr_residual":
             self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt)
