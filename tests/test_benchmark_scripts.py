@@ -68,3 +68,18 @@ def test_failures_split_by_draw_point_at_the_value_that_causes_them() -> None:
     assert report["values"]["com_shift"]["edges"][0] == pytest.approx(smallest, abs=1e-4)
     assert "pd_gain_scale" not in report["values"]  # constant: nothing to split by
     assert "trunk_added_mass" in script.format_by_draw(report)
+
+
+def test_reference_controllers_take_task_option_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    from sim2real.sim.core.errors import ConfigError
+
+    script = _load("reference_controllers")
+    hover = str(ROOT / "policies" / "baselines" / "DroneHover")
+    args = [hover, "--episodes", "2", "--n-envs", "2"]
+    assert script.main([*args, "--task-option", "residual_tilt_gate=[10, 20]"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert all(r["episodes"] == 2 for preset in report["results"].values() for r in preset.values())
+    with pytest.raises(ConfigError, match="residual_tilt_gate"):  # the value reaches the task
+        script.main([*args, "--task-option", "residual_tilt_gate=[20, 10]"])
+    with pytest.raises(SystemExit):
+        script.main([*args, "--task-option", "residual_tilt_gate"])
