@@ -46,6 +46,25 @@ class SafetyState:
     """Floating base linear velocity, world frame (m/s)."""
     base_ang_vel: np.ndarray | None = None
     """Floating base angular velocity, body frame (rad/s)."""
+    stamps: dict[str, float] = field(default_factory=dict)
+    """When each measurement field above was last written (same clock as ``now``). A
+    field written by two streams (the drone's attitude comes from ``odom`` and from
+    ``imu``) carries the newer of the two."""
+
+    def set(self, stamp: float, **values: np.ndarray | None) -> None:
+        """Write measurement fields and date each of them ``stamp``."""
+        for name, value in values.items():
+            setattr(self, name, value)
+            self.stamps[name] = stamp
+
+    def age(self, name: str) -> float:
+        """Seconds since the field was written (``inf``: never, or not dated)."""
+        stamp = self.stamps.get(name)
+        return float("inf") if stamp is None else self.now - stamp
+
+    def fresh(self, name: str, max_age: float) -> bool:
+        """The field is present, finite and at most ``max_age`` seconds old."""
+        return self.age(name) <= max_age and self.has(name)
 
     def has(self, *names: str) -> bool:
         """True when every named field is present and finite."""
