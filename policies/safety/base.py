@@ -44,6 +44,16 @@ class SafetyFilter(abc.ABC):
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         """The safe version of ``command`` and what was done to it."""
 
+    final: bool = False
+    """A final limit's output is not clipped back into earlier limits' intervals (the
+    passivity filter: an energy violation is worse than a rate-limit violation)."""
+
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
+        """The per-element interval this limit allowed in its last :meth:`filter` call
+        with ``state`` (``None``: no interval, e.g. guards or overriding limits). The
+        chain keeps later limits inside it."""
+        return None
+
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         """Called with the chain's final output after every pass (rate filters keep it)."""
 
@@ -53,10 +63,11 @@ class SafetyFilter(abc.ABC):
 
 def as_vector(command: object, size: int) -> np.ndarray | None:
     """``command`` as a float64 vector of ``size`` elements, or ``None`` when it cannot
-    be one (wrong length, not numeric). Non-finite values are kept for the caller."""
+    be one (wrong length, a matrix, ragged, not numeric). Non-finite values are kept
+    for the caller."""
     try:
-        v = np.asarray(command, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
+        v = np.asarray(command, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
         return None
     return v if v.shape == (size,) else None
 

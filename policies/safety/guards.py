@@ -98,10 +98,12 @@ class Watchdog(Guard):
             return "no command received yet"
         if state.state_stamp is None:
             return "no state received yet"
-        if state.now - state.command_stamp > p.command_timeout:
-            return f"command stale for {state.now - state.command_stamp:.3f} s (timeout {p.command_timeout:.3f} s)"
-        if state.now - state.state_stamp > p.state_timeout:
-            return f"state stale for {state.now - state.state_stamp:.3f} s (timeout {p.state_timeout:.3f} s)"
+        for what, age, timeout in (("command", state.now - state.command_stamp, p.command_timeout),
+                                   ("state", state.now - state.state_stamp, p.state_timeout)):
+            if age > timeout:
+                return f"{what} stale for {age:.3f} s (timeout {timeout:.3f} s)"
+            if age < 0:  # dated after now: the clock stepped back; nothing proves it fresh
+                return f"{what} stale: stamped {-age:.3f} s in the future (clock stepped back)"
         return ""
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
@@ -116,7 +118,7 @@ class Watchdog(Guard):
         return self.latch and "stale" in reason
 
     def state_stale(self, state: SafetyState) -> bool:
-        return state.state_stamp is None or state.now - state.state_stamp > self.params.state_timeout
+        return state.state_stamp is None or not 0 <= state.now - state.state_stamp <= self.params.state_timeout
 
 
 @dataclass

@@ -62,6 +62,9 @@ class BoxLimit(SafetyFilter):
         out = clamp(command, self.lower, self.upper, hold)
         return out, compare(self.name, command, out, "outside the limits")
 
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray]:
+        return self.lower, self.upper
+
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         self._prev = np.clip(command, self.lower, self.upper)
 
@@ -145,6 +148,9 @@ class RateLimit(SafetyFilter):
         out = clamp(command, lo, hi, 0.5 * (lo + hi))
         return out, compare(self.name, command, out, "changing faster than allowed")
 
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
+        return self.bounds(state)
+
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         ref, dt = self.reference(state)
         if ref is not None and dt > 0:
@@ -189,6 +195,12 @@ class TargetVelocityLimit(SafetyFilter):
         out = clamp(command, q - self.step, q + self.step, q)
         return out, compare(self.name, command, out, "target too far from the measured position")
 
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
+        if not state.has("joint_pos") or len(state.joint_pos) != self.size:
+            return None
+        q = np.asarray(state.joint_pos, dtype=np.float64)
+        return q - self.step, q + self.step
+
 
 @dataclass
 class ServoEffortLimitParams(FilterParams):
@@ -224,12 +236,17 @@ class ServoEffortLimit(SafetyFilter):
         return self.kp * (target - state.joint_pos) - self.kd * state.joint_vel
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
-        if not state.has("joint_pos", "joint_vel") or len(state.joint_pos) != self.size:
+        if not state.has("joint_pos", "joint_vel") or len(state.joint_pos) != self.size \
+                or len(state.joint_vel) != self.size:
             return np.zeros(self.size), FilterReport(self.name, acted=True, tripped=True, reason="no joint state")
+        lo, hi = self.interval(state)
+        out = clamp(command, lo, hi, 0.5 * (lo + hi))
+        return out, compare(self.name, command, out, "servo torque above the limit")
+
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray]:
         q, qd = np.asarray(state.joint_pos, float), np.asarray(state.joint_vel, float)
         center = q + self.kd * qd / self.kp
-        out = clamp(command, center - self.tau / self.kp, center + self.tau / self.kp, center)
-        return out, compare(self.name, command, out, "servo torque above the limit")
+        return center - self.tau / self.kp, center + self.tau / self.kp
 
 
 @dataclass
@@ -240,17 +257,25 @@ class WorkspaceBoxParams(FilterParams):
     high: list[float]
     horizon: float
     """Seconds a velocity command is integrated for (the control period)."""
+    max_age: float = float("inf")
+    """The controller's setpoint (``ee_pos_desired``) older than this (s) is not used;
+    the measured end effector (within the same age) bounds the command instead."""
 
     def validate(self) -> None:
         lo, hi = np.asarray(self.low, float), np.asarray(self.high, float)
         if lo.shape != (3,) or hi.shape != (3,) or not np.all(lo < hi) or not self.horizon > 0:
             raise ValueError("low/high: need 3-vectors with low < high, and horizon > 0")
+        if not self.max_age > 0:
+            raise ValueError(f"max_age: must be > 0, got {self.max_age}")
 
 
 class WorkspaceBox(SafetyFilter):
     """Clamp the linear velocity (elements 0-2) so the setpoint ``p + v * horizon`` stays
     in the box; outside the box only motion back toward it is allowed. ``p`` is the
-    controller's setpoint when published, else the measured end effector."""
+    controller's setpoint when published and fresh, else the measured end effector
+    when fresh; with neither it trips. Both positions must be inside the bounds' logic:
+    the interval is the intersection of what each fresh position allows, so a frozen
+    or lagging setpoint cannot license motion past the box."""
 
     kind = "limit"
 
@@ -261,22 +286,34 @@ class WorkspaceBox(SafetyFilter):
         self.low = np.asarray(params.low, float)
         self.high = np.asarray(params.high, float)
         self.horizon = float(params.horizon)
+        self.max_age = float(params.max_age)
+        self.size = size
 
-    def position(self, state: SafetyState) -> np.ndarray | None:
-        if state.has("ee_pos_desired"):
-            return np.asarray(state.ee_pos_desired, float)
-        return np.asarray(state.ee_pos, float) if state.has("ee_pos") else None
+    def positions(self, state: SafetyState) -> list[np.ndarray]:
+        """The fresh positions the box is checked from (setpoint and/or measurement)."""
+        return [np.asarray(getattr(state, f), float) for f in ("ee_pos_desired", "ee_pos")
+                if state.fresh(f, self.max_age)]
 
     def bounds(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.minimum((self.low - p) / self.horizon, 0.0), np.maximum((self.high - p) / self.horizon, 0.0)
 
+    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
+        ps = self.positions(state)
+        if not ps:
+            return None
+        lo, hi = np.full(self.size, -np.inf), np.full(self.size, np.inf)
+        for p in ps:
+            b_lo, b_hi = self.bounds(p)
+            lo[:3], hi[:3] = np.maximum(lo[:3], b_lo), np.minimum(hi[:3], b_hi)
+        # Both bounds contain 0 (each side is min(.,0) / max(.,0)), so the intersection is never empty.
+        return lo, hi
+
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
-        p = self.position(state)
+        box = self.interval(state)
         out = np.array(command, dtype=np.float64)
-        if p is None:
+        if box is None:
             out[:3] = 0.0
             out = np.where(np.isfinite(out), out, 0.0)
-            return out, FilterReport(self.name, acted=True, tripped=True, reason="no end-effector position")
-        lo, hi = self.bounds(p)
-        out[:3] = clamp(out[:3], lo, hi, np.zeros(3))
+            return out, FilterReport(self.name, acted=True, tripped=True, reason="no fresh end-effector position")
+        out[:3] = clamp(out[:3], box[0][:3], box[1][:3], np.zeros(3))
         return out, compare(self.name, command[:3], out[:3], "would leave the workspace box")

@@ -15,6 +15,7 @@ import numpy as np
 
 from sim2real.policies.safety import aerial, fallback, guards, limits, passivity
 from sim2real.policies.safety.chain import SafetyChain
+from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.drone import constants as DRONE
@@ -86,6 +87,10 @@ class QuadrupedSafetyParams(CommonParams):
     joint_lower: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
     joint_upper: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 1]))
     joint_max_velocity: list[float] = field(default_factory=lambda: _list(QUAD.velocity_limits()))
+    joint_position_margin: float = 0.2
+    """rad beyond a joint's range before the joint guard trips (a sensor fault or a fall)."""
+    joint_velocity_ratio: float = 1.5
+    """A measured joint faster than this multiple of its speed limit trips the joint guard."""
     target_horizon_periods: float = 2.0
     """Targets may lead the measured joints by ``max_velocity`` times this many periods."""
     max_target_rate: float = 40.0
@@ -138,8 +143,13 @@ def params_from_dict(robot: str, values: dict[str, Any]) -> CommonParams:
     return cls(**values)
 
 
-def make_chain(space: CommandSpace, params: CommonParams | None = None) -> SafetyChain:
-    """The robot's filter chain (see docs/deployment.md, "Safety-filter reference")."""
+def make_chain(space: CommandSpace, params: CommonParams | None = None, sources: list[CommandSource] | None = None,
+               estop: guards.EStop | None = None) -> SafetyChain:
+    """The robot's filter chain (see docs/deployment.md, "Safety-filter reference").
+
+    Args:
+        sources: The command mux's inputs (default: the policy alone).
+        estop: An e-stop to carry over (its latch survives the rebuild)."""
     p = params if params is not None else PARAMS[space.robot]()
     dt = space.control_dt
     watchdog = guards.Watchdog(
@@ -147,11 +157,12 @@ def make_chain(space: CommandSpace, params: CommonParams | None = None) -> Safet
     )
     builder = {"arm": _arm, "quadruped": _quadruped, "drone": _drone}[space.robot]
     g, lim, fb = builder(space, p, dt)
-    return SafetyChain(space, watchdog, g, lim, fb)
+    return SafetyChain(space, watchdog, g, lim, fb, sources=sources, estop=estop)
 
 
 def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
     max_dt = p.rate_max_dt_periods * dt
+    age = p.state_timeout_periods * dt
     g: list = [
         guards.JointStateGuard(guards.JointStateGuardParams(
             p.joint_lower, p.joint_upper, p.joint_max_velocity, p.joint_position_margin, p.joint_velocity_ratio)),
@@ -167,7 +178,7 @@ def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
         lim = [
             limits.RateLimit(limits.RateLimitParams(_list(rate), None if jerk is None else _list(jerk), max_dt),
                              space.size, "rate_limit"),
-            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt), space.size),
+            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt, age), space.size),
             limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=[0.0] * 6 + [p.gripper_max / 2]),
                             "velocity_limit"),
         ]
@@ -178,7 +189,7 @@ def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
         hold = np.r_[np.zeros(6), space.lower[6:12], p.gripper_max / 2]
         lim = [
             limits.RateLimit(limits.RateLimitParams(_list(rate), None, max_dt), space.size, "rate_limit"),
-            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt), space.size),
+            limits.WorkspaceBox(limits.WorkspaceBoxParams(p.workspace_low, p.workspace_high, dt, age), space.size),
             limits.BoxLimit(limits.BoxLimitParams(_list(lo), _list(hi), hold=_list(hold)), "velocity_limit"),
         ]
         if p.passivity_filter:  # last: no later filter may add energy back
@@ -199,6 +210,10 @@ def _arm(space: CommandSpace, p: ArmSafetyParams, dt: float):
 
 def _quadruped(space: CommandSpace, p: QuadrupedSafetyParams, dt: float):
     g: list = [
+        # Overspeed (and joints far beyond their range): a reading no servo can produce is a
+        # fault, and the effort limit would otherwise trust it.
+        guards.JointStateGuard(guards.JointStateGuardParams(
+            p.joint_lower, p.joint_upper, p.joint_max_velocity, p.joint_position_margin, p.joint_velocity_ratio)),
         guards.AttitudeGuard(guards.AttitudeGuardParams(p.max_tilt, p.max_body_rate)),
         guards.EffortGuard(guards.EffortGuardParams(p.max_effort, p.effort_guard_ratio, p.effort_guard_samples)),
     ]

@@ -58,13 +58,15 @@ class SafetyState:
             self.stamps[name] = stamp
 
     def age(self, name: str) -> float:
-        """Seconds since the field was written (``inf``: never, or not dated)."""
-        stamp = self.stamps.get(name)
+        """Seconds since the field was written (``inf``: never dated). A field without a
+        stamp of its own is as old as the state (``state_stamp``)."""
+        stamp = self.stamps.get(name, self.state_stamp)
         return float("inf") if stamp is None else self.now - stamp
 
     def fresh(self, name: str, max_age: float) -> bool:
-        """The field is present, finite and at most ``max_age`` seconds old."""
-        return self.age(name) <= max_age and self.has(name)
+        """The field is present, finite and between 0 and ``max_age`` seconds old (a
+        stamp in the future means the clock stepped back: not fresh)."""
+        return 0.0 <= self.age(name) <= max_age and self.has(name)
 
     def has(self, *names: str) -> bool:
         """True when every named field is present and finite."""

@@ -142,7 +142,7 @@ def test_estop_latches_and_drops_commands_until_reset(robot, mode) -> None:
         assert out.mode == "safe" and "estop: test" in out.reason
         safe.append(out.command)
     assert chain.dropped_during_estop == 19
-    assert "estop" in chain.reset()  # (latched watchdogs also saw the dropped stream)
+    assert "estop" in chain.reset()[1]  # (latched watchdogs also saw the dropped stream)
     # After the reset nothing old is replayed: the watchdog holds until a fresh command.
     out = chain.step(nominal_state(robot, 20 * dt))
     assert out.mode == "safe" and "no command" in out.reason
@@ -167,7 +167,14 @@ def test_quadruped_fall_switches_to_damping_and_stays_latched() -> None:
     upright = nominal_state("quadruped", 0.03)
     chain.accept(space.offset, 0.03)
     assert chain.step(upright).mode == "safe"  # latched
-    chain.reset()
+    # The reset is refused while the cause is present (still lying on its side)...
+    done, blockers = chain.reset(fallen)
+    assert not done and any("fall_guard: fallen" in b for b in blockers)
+    assert chain.step(upright).mode == "safe"
+    # ...and accepted once it has gone; a command from before the trip is never used again.
+    assert chain.reset(upright) == (True, ["fall_guard"])
+    assert chain.step(upright).mode == "safe" and "no command" in chain.step(upright).reason
+    chain.accept(space.offset, 0.03)
     assert chain.step(upright).mode == "nominal"
 
 
