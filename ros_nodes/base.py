@@ -1,6 +1,17 @@
 """Shared node machinery: lifecycle nodes that can start themselves, parameters
 declared from plain dicts or dataclasses, throttled logging and a main() helper.
 
+Clocks. Every timing decision (staleness, timeouts, rate limits, timers) uses the
+node's *control clock*: the monotonic (steady) clock, or the simulation clock
+(``/clock``) when ``use_sim_time`` is set. Never the wall clock: setting the system
+time (NTP, an operator) would otherwise delay or trigger a watchdog. Header stamps are
+still ROS time (what other nodes compare), and latencies measured against them use
+:meth:`ManagedNode.stamp_now_s`.
+
+Callbacks never end the executor: an exception in any subscription, timer or service
+callback is caught, counted and logged (throttled), and :meth:`ManagedNode.callback_failed`
+lets the node go to its safe state (the safety filter sends the safe action).
+
 Lifecycle (managed) nodes: ``configure`` loads (models, policies, parameters),
 ``activate`` starts commanding, ``deactivate`` stops publishing, ``cleanup`` unloads.
 With ``autostart: true`` (the default in config/*.yaml) a node configures and
@@ -17,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 Params = dict[str, Any]
@@ -32,6 +44,50 @@ class ManagedNode(LifecycleNode):
         for key, value in defaults.items():
             self.declare_parameter(key, value)
         self._throttle: dict[str, float] = {}
+        self.callback_errors = 0
+        self.load_error = ""
+        """Why the last ``configure`` failed (empty: it did not)."""
+        sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.control_clock: Clock = self.get_clock() if sim_time else Clock(clock_type=ClockType.STEADY_TIME)
+        """Monotonic, or the simulation clock with ``use_sim_time``: see the module docstring."""
+
+    # -- callbacks that cannot kill the executor -------------------------------------------
+    def _guarded(self, callback: Callable[..., Any], what: str) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            try:
+                return callback(*args)
+            except Exception as exc:
+                self.callback_errors += 1
+                self.log_throttled("cb:" + what, f"{what} callback failed: {type(exc).__name__}: {exc}",
+                                   level="error")
+                try:
+                    self.callback_failed(what, exc)
+                except Exception as inner:  # the safe reaction itself failed: say so, keep spinning
+                    self.log_throttled("cbf:" + what, f"safe reaction to the failure failed: {inner!r}",
+                                       level="fatal")
+                if what.startswith("service") and len(args) == 2:  # rclpy must still answer
+                    response = args[1]
+                    if hasattr(response, "success"):
+                        response.success, response.message = False, f"failed: {type(exc).__name__}: {exc}"
+                    return response
+                return None
+        return run
+
+    def callback_failed(self, what: str, exc: Exception) -> None:
+        """Called after a callback raised; nodes that command a robot go safe here."""
+
+    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., Any], *args: Any,
+                            **kwargs: Any) -> Any:
+        return super().create_subscription(msg_type, topic, self._guarded(callback, f"subscription {topic}"),
+                                           *args, **kwargs)
+
+    def create_service(self, srv_type: Any, name: str, callback: Callable[..., Any], *args: Any,
+                       **kwargs: Any) -> Any:
+        return super().create_service(srv_type, name, self._guarded(callback, f"service {name}"), *args, **kwargs)
+
+    def create_control_timer(self, period: float, callback: Callable[[], Any]) -> Any:
+        """A timer on the control clock (monotonic, or sim time), guarded like every callback."""
+        return self.create_timer(period, self._guarded(callback, "timer"), clock=self.control_clock)
 
     def param(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -40,7 +96,12 @@ class ManagedNode(LifecycleNode):
         return {n: self.param(n) for n in names}
 
     def now_s(self) -> float:
-        """The node clock in seconds (sim time when ``use_sim_time`` is set)."""
+        """The control clock in seconds: monotonic, or sim time with ``use_sim_time``."""
+        return self.control_clock.now().nanoseconds * 1e-9
+
+    def stamp_now_s(self) -> float:
+        """ROS time in seconds, comparable with other nodes' header stamps (measurements
+        only: never a timing decision)."""
         return self.get_clock().now().nanoseconds * 1e-9
 
     def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
@@ -67,10 +128,19 @@ class ManagedNode(LifecycleNode):
         self._pub_diag.publish(msg)
 
     def autostart(self) -> None:
-        """Configure and activate now when the ``autostart`` parameter is true."""
-        if self.param("autostart"):
-            self.trigger_configure()
-            self.trigger_activate()
+        """Configure and activate now when the ``autostart`` parameter is true.
+
+        Raises:
+            SystemExit: configuring failed. A node that cannot load its policy or
+                configuration must end its process with one clear line and a non-zero
+                exit (launch then reports it), not idle unconfigured while the robot waits.
+        """
+        if not self.param("autostart"):
+            return
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise SystemExit(f"{self.get_name()}: cannot start: {self.load_error or 'configure failed'}")
+        if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            raise SystemExit(f"{self.get_name()}: cannot start: activate failed")
 
     # Subclasses implement load()/unload() and start()/stop(); failures abort the transition.
     def load(self) -> None: ...
@@ -81,9 +151,11 @@ class ManagedNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self.load()
-        except Exception as exc:  # a bad policy file or parameter must not kill the process
-            self.get_logger().error(f"configure failed: {exc}")
+        except Exception as exc:  # the caller decides: autostart exits, a lifecycle manager retries
+            self.load_error = str(exc) or type(exc).__name__
+            self.get_logger().error(f"configure failed: {self.load_error}")
             return TransitionCallbackReturn.FAILURE
+        self.load_error = ""
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -110,6 +182,10 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
     number of samples above it."""
     import numpy as np
 
+    from sim2real.ros_nodes.latency import LatencyStats
+
+    if isinstance(seconds, LatencyStats):
+        return seconds.summary_ms()
     a = np.asarray(list(seconds), dtype=np.float64) * 1e3
     out: dict[str, float] = {"p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan"), "n": len(a)}
     if len(a):

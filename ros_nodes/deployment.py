@@ -9,6 +9,8 @@ from their ``diagnostics`` key-values when each node runs in its own process.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 from sim2real.ros_nodes.graph import InProcessGraph, ProcessGraph, config_dir, load_config, merge
 from sim2real.ros_nodes.robots import robot_info
+from sim2real.sim.core.errors import ConfigError
 
 BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
 
@@ -51,9 +54,15 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}
     if policy != "classical":
         # The policy's metadata decides the task; the bridge must simulate the same one.
+        # Loading it here (files, hash, sizes) makes a bad policy one clear error before
+        # any node starts, instead of a node that cannot configure.
         import json
 
-        meta = json.loads(Path(_metadata_path(policy)).read_text())
+        from sim2real.policies.deploy import OnnxPolicy
+
+        meta = OnnxPolicy(policy).metadata
+        if meta.get("robot") != opts.robot:
+            raise ConfigError("policy", f"{policy} was trained for {meta.get('robot')!r}, not {opts.robot!r}")
         task = meta["task"].split("/")[-1].removesuffix("-v0")
         extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
                                    task_options=json.dumps(meta.get("task_options") or {}))
@@ -68,13 +77,13 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     if opts.record:
         nodes.append("recorder")
         extra["recorder"] = {"output": str(opts.record)}
+    if opts.backend == "sim" and not params.get("safety_filter", {}).get("latch_file"):
+        # A simulated robot is new every run: its latches live for this run only. Real
+        # robots keep theirs in $ROS_HOME across runs, restarts and crashes.
+        latch = Path(tempfile.gettempdir()) / f"sim2real-latch-{os.getpid()}-{opts.domain_id}-{opts.robot}.json"
+        latch.unlink(missing_ok=True)
+        extra.setdefault("safety_filter", {})["latch_file"] = str(latch)
     return merge(merge(params, extra), opts.overrides), nodes
-
-
-def _metadata_path(policy: str) -> str:
-    from sim2real.policies.deploy import resolve_policy_paths
-
-    return str(resolve_policy_paths(policy)[1])
 
 
 def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
@@ -128,10 +137,12 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
         end = time.monotonic() + opts.duration + 15.0  # start-up: imports and discovery
         while time.monotonic() < end and not monitor.all_reporting(nodes):
             executor.spin_once(timeout_sec=0.1)
+            graph.raise_if_dead()
         monitor.reset_window()
         stop = time.monotonic() + opts.duration
         while time.monotonic() < stop:
             executor.spin_once(timeout_sec=0.1)
+            graph.raise_if_dead()
             if progress is not None:
                 progress(f"running: {stop - time.monotonic():.0f} s left")
         for _ in range(15):  # the 1 Hz reports after the window

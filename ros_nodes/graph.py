@@ -113,8 +113,9 @@ class InProcessGraph:
 
         for name, node in self.nodes.items():
             if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                raise ConfigError(name, "node failed to configure (its log above says why)")
-            node.trigger_activate()
+                raise ConfigError(name, f"cannot start: {node.load_error or 'configure failed'}")
+            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                raise ConfigError(name, "cannot start: activate failed")
         self.executor = self._make_executor()
         for node in self.nodes.values():
             self.executor.add_node(node)
@@ -183,6 +184,15 @@ class ProcessGraph:
             log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 (closed with the process)
             cmd = [sys.executable, "-m", NODE_MODULES[name], "--ros-args", "--params-file", str(path)]
             self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def raise_if_dead(self) -> None:
+        """Raise ``ConfigError`` naming the first node process that has exited, with the
+        last line of its log (a node that cannot load its policy exits at start)."""
+        for name, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None:
+                lines = [ln for ln in self.log(name).splitlines() if ln.strip()]
+                raise ConfigError(name, f"exited with code {code}: {lines[-1] if lines else 'no output'}")
 
     def kill(self, name: str) -> None:
         """Kill one node abruptly (fault injection)."""

@@ -5,7 +5,8 @@ It exposes exactly what ``sim_bridge`` exposes for the arm, with the same QoS:
 ``joint_states``, ``ee_pose``, ``ee_pose_desired`` (sensor data, published the moment a
 state packet arrives, stamped with the arrival time), the ``command`` subscription
 (std_msgs/Float64MultiArray, physical units, checked for size, labels and finite
-values before anything is sent), ``command_twist`` in ``ee_delta`` mode, ``goal`` and
+values before anything is sent, and accepted from the safety filter only: see
+:mod:`sim2real.ros_nodes.command_gate`), ``goal`` and
 ``episodes`` when the robot side sends MISSION packets (the emulator does; with a real
 robot an operator publishes ``goal``), and ``diagnostics`` with the packet statistics
 of both directions and the robot's status word.
@@ -20,11 +21,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, Twist
+from geometry_msgs.msg import PoseStamped
 from rclpy.event_handler import SubscriptionEventCallbacks
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -34,6 +34,8 @@ from sim2real.hardware.arm_protocol import Mission, State, Status, mode_from_nam
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.command_gate import CommandGate
+from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import robot_info
 from sim2real.sim.core.errors import ConfigError
@@ -48,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "command_deadline": 0.2,
     "state_timeout": 0.2,
     "publish_mission": True,
+    "command_publisher": "safety_filter",
 }
 STATUS_BITS = {bit.name.lower(): bit for bit in Status}
 
@@ -60,15 +63,15 @@ class HardwareBridge(ManagedNode):
         self.link: ArmLink | None = None
         self.commands_received = self.commands_rejected = self.commands_sent = self.send_failures = 0
         self.commands_without_state = 0
+        self.commands_refused = 0
         self.deadline_misses = 0
         self.status_counts = dict.fromkeys(STATUS_BITS, 0)
         self.robot_status = Status(0)
         self.episodes = self.successes = 0
-        self.latencies: deque[float] = deque(maxlen=100_000)
+        self.latencies = LatencyStats()
         """Seconds from a state packet's arrival to the command computed from it leaving."""
         self.state_sequence = 0
         self._state_arrival = 0.0
-        self._last_command = None
         self._last_goal: tuple | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,8 +97,7 @@ class HardwareBridge(ManagedNode):
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
                                  command_qos(p["command_deadline"]), event_callbacks=events)
-        if self.space.action_mode == "ee_delta":
-            self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
+        self.gate = CommandGate(self, "command", p["command_publisher"])
         self.state_timeout = float(p["state_timeout"])
         self.get_logger().info(f"arm at {self.link.robot[0]}:{self.link.robot[1]} from "
                                f"{self.link.local_address[0]}:{self.link.local_address[1]} "
@@ -110,7 +112,7 @@ class HardwareBridge(ManagedNode):
         self._stop.clear()
         self._thread = threading.Thread(target=self._receive_loop, name="hardware_bridge_rx", daemon=True)
         self._thread.start()
-        self._status_timer = self.create_timer(1.0, self.report)
+        self._status_timer = self.create_control_timer(1.0, self.report)
 
     def stop(self) -> None:
         self._stop.set()
@@ -183,6 +185,11 @@ class HardwareBridge(ManagedNode):
 
     # -- ROS -> robot ----------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
+        refused = self.gate.check()
+        if refused:  # the robot holds on its own command timeout
+            self.commands_refused += 1
+            self.log_throttled("foreign", refused, level="error")
+            return
         values, key, reason = M.driver_command(msg, self.space.names)
         if values is None:
             self.commands_rejected += 1
@@ -196,7 +203,6 @@ class HardwareBridge(ManagedNode):
             self.commands_without_state += 1
             self.log_throttled("no_state_command", "command not sent: no recent state from the robot")
             return
-        self._last_command = values
         try:
             self.link.send_command(values, self.state_sequence)
         except OSError as exc:  # network down: the robot times out and holds on its own
@@ -206,11 +212,6 @@ class HardwareBridge(ManagedNode):
         self.commands_sent += 1
         if self._state_arrival:
             self.latencies.append(time.monotonic() - self._state_arrival)
-
-    def _on_twist(self, msg: Twist) -> None:
-        lin, ang = M.twist_arrays(msg)
-        gripper = self._last_command[-1] if self._last_command is not None else self.space.hold[-1]
-        self._on_command(M.command_array(np.r_[lin, ang, gripper]))
 
     def _on_deadline(self, event: Any) -> None:
         self.deadline_misses += 1
@@ -222,6 +223,7 @@ class HardwareBridge(ManagedNode):
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
                 "commands_sent": self.commands_sent, "send_failures": self.send_failures,
                 "commands_without_state": self.commands_without_state,
+                "commands_refused": self.commands_refused,
                 "command_deadline_misses": self.deadline_misses,
                 "step_overruns": self.status_counts["overrun"], "robot_status": int(self.robot_status),
                 **{f"status_{k}": v for k, v in self.status_counts.items()},

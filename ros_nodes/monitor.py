@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -17,7 +18,7 @@ class Monitor(Node):
         self.statuses: dict[str, dict[str, str]] = {}
         self.levels: dict[str, int] = {}
         self.messages: dict[str, str] = {}
-        self.history: list[tuple[str, int, str, dict[str, str]]] = []
+        self.history: deque[tuple[str, int, str, dict[str, str]]] = deque(maxlen=10_000)
         self.create_subscription(DiagnosticArray, "diagnostics", self._on_diag, status_qos())
 
     def _on_diag(self, msg: DiagnosticArray) -> None:

@@ -30,6 +30,7 @@ from std_msgs.msg import Float64MultiArray
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos
 from sim2real.ros_nodes.robots import Measurements, ObservationBuilder, make_task, required_topics, robot_info
 from sim2real.sim.core.errors import ConfigError
@@ -78,9 +79,9 @@ class PolicyNode(ManagedNode):
         self.published = 0
         self.skipped = 0
         self.deadline_misses = 0
-        self.latencies: list[float] = []
+        self.latencies = LatencyStats()
         """Seconds from the newest state message's header stamp to the raw command."""
-        self.compute: list[float] = []
+        self.compute = LatencyStats()
         self._timer = None
         self._last_tick: float | None = None
 
@@ -146,8 +147,8 @@ class PolicyNode(ManagedNode):
         self.last_action[:] = 0.0
         self.builder.restart()
         self._last_tick = self.now_s()
-        self._timer = self.create_timer(self.period, self._tick)
-        self._status_timer = self.create_timer(1.0, self.report)
+        self._timer = self.create_control_timer(self.period, self._tick)
+        self._status_timer = self.create_control_timer(1.0, self.report)
 
     def stop(self) -> None:
         for t in (self._timer, getattr(self, "_status_timer", None)):
@@ -255,10 +256,10 @@ class PolicyNode(ManagedNode):
         # Reference modes (quadruped trot, drone PID) add their reference here.
         command = self.task.deploy_command(action, obs, self.space.action_to_command)
         self.pub.publish(M.command_array(command, self.space.names))
-        self.compute.append(time.perf_counter() - t0)
+        self.compute.record(time.perf_counter() - t0)
         self.published += 1
         newest = max(self.state_header[t] for t in self.required)
-        self.latencies.append(self.now_s() - newest)
+        self.latencies.record(self.stamp_now_s() - newest)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -34,10 +34,18 @@ class RobotInfo:
     """Publishes ``odom`` and ``imu``."""
     has_ee: bool
     """Publishes ``ee_pose`` and ``ee_pose_desired``."""
+    guarded_joints: int = -1
+    """How many of ``joints`` (the first ones) the safety filter's joint limits cover
+    (-1: all; the arm's fingers are bounded by the gripper command instead)."""
+
+    @property
+    def safety_joints(self) -> int:
+        return len(self.joints) if self.guarded_joints < 0 else self.guarded_joints
 
 
 ROBOTS: dict[str, RobotInfo] = {
-    "arm": RobotInfo("ArmReach", "ee_delta", (*ARM.ARM_JOINTS, "finger_left", "finger_right"), False, True),
+    "arm": RobotInfo("ArmReach", "ee_delta", (*ARM.ARM_JOINTS, "finger_left", "finger_right"), False, True,
+                     guarded_joints=len(ARM.ARM_JOINTS)),
     "quadruped": RobotInfo("QuadrupedVelocity", "joint_pos", QUAD.JOINT_NAMES, True, False),
     "drone": RobotInfo("DroneHover", "ctbr", (), True, False),
 }

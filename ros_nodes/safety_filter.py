@@ -1,18 +1,30 @@
-"""``safety_filter``: the only path from a policy to the robot.
+"""``safety_filter``: the only path from any command source to the robot.
 
-Subscribes ``raw_command`` (the policy's Float64MultiArray) and the robot's state
-topics; publishes ``command`` after the robot's filter chain
-(:mod:`sim2real.policies.safety`). A command is filtered and sent on every state
-message (so a fresh measurement re-bounds it, like a ros2_control update) and/or as
-soon as it arrives (``publish_on``: ``state``, ``command`` or ``both``). A timer every quarter control period
-runs the watchdog, so a dead policy or a frozen state stream gives the safe action within
-3 control periods (2.25 nominal).
+Command inputs (all enter the chain's command mux, :mod:`sim2real.policies.safety.mux`;
+the highest-priority source that spoke within its ``*_hold`` seconds has control):
 
-E-stop: ``estop`` (std_msgs/Bool, ``true`` trips) and the std_srvs/Trigger services
-``~/trip_estop`` and ``~/reset``; only ``~/reset`` clears it (and the latched fall,
-geofence and watchdog states). Commands that arrive during an e-stop are dropped.
-``diagnostics`` (diagnostic_msgs/DiagnosticArray) reports the mode, which filters
-acted and by how much they changed the command, and every rejected input.
+* ``raw_command`` (std_msgs/Float64MultiArray): the policy, priority 10;
+* ``command_twist`` (geometry_msgs/Twist): a joystick or teleop device, priority 50,
+  for command spaces with Cartesian velocities (the arm's ``ee_delta``/``ee_impedance``);
+* ``teleop_command`` (Float64MultiArray, the ``command`` layout): a teleoperation
+  console, priority 100.
+
+It subscribes the robot's state topics and publishes ``command`` after the robot's
+filter chain (:mod:`sim2real.policies.safety`). A command is filtered and sent on every
+state message (so a fresh measurement re-bounds it, like a ros2_control update) and/or
+as soon as it arrives (``publish_on``: ``state``, ``command`` or ``both``). A timer every
+quarter control period runs the watchdog, so a dead source or a frozen state stream
+gives the safe action within 3 control periods (2.25 nominal). All timing uses the
+control clock (monotonic, or sim time with ``use_sim_time``), never the wall clock.
+
+E-stop: ``estop`` (std_msgs/Bool, ``true`` trips; ``false`` tells that the button was
+released) and the std_srvs/Trigger services ``~/trip_estop`` and ``~/reset``. Only
+``~/reset`` clears the e-stop and the latched guards (fall, geofence, latched
+watchdog), and it refuses while the cause is still present. Latches are written to
+``latch_file`` the moment they latch, and a (re)configured node restores them, so no
+lifecycle transition, restart or crash clears one. ``diagnostics``
+(diagnostic_msgs/DiagnosticArray) reports the mode, the source in control, which
+filters acted and by how much, and every rejected input.
 """
 
 from __future__ import annotations
@@ -22,21 +34,21 @@ from collections import Counter, deque
 from typing import Any
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.policies.safety import PARAMS, SafetyState, command_space, make_chain, params_from_dict
+from sim2real.policies.safety.latch import LatchStore, default_latch_path
+from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, dataclass_defaults, percentiles_ms, run_node
+from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import robot_info
-
-LATENCY_SAMPLES = 60_000
-"""Latency samples kept (two minutes at 500 Hz); ``~/reset_stats`` clears them."""
 
 NODE_DEFAULTS: dict[str, Any] = {
     "robot": "arm",
@@ -46,7 +58,18 @@ NODE_DEFAULTS: dict[str, Any] = {
     "publish_on": "both",
     "diagnostics_rate": 10.0,
     "latency_deadline": 0.002,
+    "policy_hold": 0.5,
+    "twist_hold": 0.5,
+    "teleop_hold": 0.5,
+    "latch_file": "",
 }
+"""Node settings. ``*_hold``: seconds a command source keeps control after its last
+valid command (the mux's rule). ``latch_file``: where latches persist (empty: see
+:func:`~sim2real.policies.safety.latch.default_latch_path`)."""
+
+SOURCES = (("policy", 10, "raw_command"), ("twist", 50, "command_twist"), ("teleop", 100, "teleop_command"))
+"""(source, priority, topic) of every command input, lowest priority first."""
+TOPICS = {name: topic for name, _, topic in SOURCES}
 
 
 def declared_parameters(robot: str) -> dict[str, Any]:
@@ -69,9 +92,9 @@ class SafetyFilterNode(ManagedNode):
         self.stats: Counter[str] = Counter()
         self.max_change = 0.0
         self._window_change = 0.0
-        self.processing: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self.processing = LatencyStats()
         """Seconds from an input's callback to the command's publish."""
-        self.state_latency: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self.state_latency = LatencyStats()
         """Seconds from a state message's header stamp (its sender's clock) to the command it
         triggered being published: state message in -> command message out."""
         self._state_sent = 0.0
@@ -80,7 +103,11 @@ class SafetyFilterNode(ManagedNode):
         self.safe_reasons: deque[tuple[float, str]] = deque(maxlen=100)
         """(node time, reason) of each start of the safe action (the latest 100)."""
         self.outputs = 0
+        self.estop_input_active = False
+        """The last ``estop`` message was ``true`` (the button is still pressed)."""
+        self.latch_store: LatchStore | None = None
         self._timers: list[Any] = []
+        self._subscribed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -91,13 +118,33 @@ class SafetyFilterNode(ManagedNode):
         mode = self.param("action_mode") or info.action_mode
         self.space = command_space(robot, mode, self.param("action_scale") or None)
         safety = {k: self.param(k) for k in dataclass_defaults(PARAMS[robot]())}
-        self.chain = make_chain(self.space, params_from_dict(robot, safety))
+        sources = [CommandSource(name, priority, float(self.param(f"{name}_hold"))) for name, priority, _ in SOURCES]
+        previous = self.chain
+        self.chain = make_chain(self.space, params_from_dict(robot, safety), sources,
+                                estop=previous.estop if previous is not None else None)
+        self._restore_latches(previous)
         self.joints = info.joints
+        self.n_joints = info.safety_joints
+        deadline = float(self.param("latency_deadline"))
+        self.state_latency = LatencyStats(deadline)
+        if not self._subscribed:  # subscriptions survive cleanup -> configure; make them once
+            self._subscribe(info)
+        publish_on = self.param("publish_on")
+        if publish_on not in ("state", "command", "both"):
+            raise ValueError(f"publish_on must be state, command or both, got {publish_on!r}")
+        self.on_state = publish_on in ("state", "both")
+        self.on_command = publish_on in ("command", "both")
+        self.get_logger().info(f"{robot} {mode}: guards {[g.name for g in self.chain.guards]}, "
+                               f"limits {[f.name for f in self.chain.limits]}; sources "
+                               + ", ".join(f"{t} ({n}, priority {p})" for n, p, t in SOURCES))
+
+    def _subscribe(self, info: Any) -> None:
         s = sensor_qos()
         if info.joints:
             self.create_subscription(JointState, "joint_states", self._on_joints, s)
         if info.floating_base:
             self.create_subscription(Odometry, "odom", self._on_odom, s)
+            self.create_subscription(Imu, "imu", self._on_imu, s)
         if info.has_ee:
             self.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, False), s)
             self.create_subscription(PoseStamped, "ee_pose_desired", lambda m: self._on_pose(m, True), s)
@@ -106,92 +153,147 @@ class SafetyFilterNode(ManagedNode):
         self.required = [t for t, has in (("joint_states", bool(info.joints)), ("odom", info.floating_base),
                                           ("ee_pose", info.has_ee)) if has]
         self.arrivals: dict[str, float] = {}
-        self.create_subscription(Float64MultiArray, "raw_command", self._on_command, command_qos())
+        self.create_subscription(Float64MultiArray, "raw_command", lambda m: self._on_command(m, "policy"),
+                                 command_qos())
+        self.create_subscription(Float64MultiArray, "teleop_command", lambda m: self._on_command(m, "teleop"),
+                                 command_qos())
+        self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
         self.create_subscription(Bool, "estop", self._on_estop, status_qos())
         self.create_service(Trigger, "~/trip_estop", self._srv_trip)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(Trigger, "~/reset_stats", self._srv_reset_stats)
         self.pub = self.create_publisher(Float64MultiArray, "command", command_qos(self.param("command_deadline")))
-        publish_on = self.param("publish_on")
-        if publish_on not in ("state", "command", "both"):
-            raise ValueError(f"publish_on must be state, command or both, got {publish_on!r}")
-        self.on_state = publish_on in ("state", "both")
-        self.on_command = publish_on in ("command", "both")
-        self.get_logger().info(f"{robot} {mode}: guards {[g.name for g in self.chain.guards]}, "
-                               f"limits {[f.name for f in self.chain.limits]}")
+        self._subscribed = True
+
+    def _restore_latches(self, previous: Any) -> None:
+        """Latches of the previous chain and of the latch file trip the new chain's e-stop."""
+        path = self.param("latch_file") or str(default_latch_path(self.get_fully_qualified_name(), self.robot_name,
+                                                                  self.context.get_domain_id()))
+        self.latch_store = LatchStore(path)
+        carried = [r for r in (previous.latched() if previous is not None else []) if not r.startswith("estop:")]
+        stored = self.latch_store.load()
+        reasons = [r.removeprefix("estop: ") for r in dict.fromkeys(carried + stored)]
+        if reasons and not self.chain.estop.tripped:
+            # One e-stop holds them all; its reason round-trips through the file unchanged.
+            self.chain.trip_estop("; ".join(reasons))
+        if reasons:
+            self.get_logger().error(f"starting latched ({path}): {'; '.join(reasons)}; call ~/reset to clear")
+        self.chain.on_latch_change = self._persist_latches
+        self._persist_latches(self.chain.latched())
+
+    def _persist_latches(self, reasons: list[str]) -> None:
+        try:
+            self.latch_store.save(reasons)
+        except OSError as exc:  # the latch still holds in memory; a restart would lose it: say so loudly
+            self.stats["latch_write_errors"] += 1
+            self.log_throttled("latch_write", f"cannot persist latches to {self.latch_store.path}: {exc}",
+                               level="error")
 
     def start(self) -> None:
         # Checked every quarter period: with the 2-period timeout the safe action starts
         # within 2.25 periods, leaving scheduling slack below the 3-period requirement.
-        self._timers = [self.create_timer(self.space.control_dt / 4, self._tick)]
+        self._timers = [self.create_control_timer(self.space.control_dt / 4, self._tick)]
         rate = float(self.param("diagnostics_rate"))
         if rate > 0:
-            self._timers.append(self.create_timer(1.0 / rate, self.publish_diagnostics))
+            self._timers.append(self.create_control_timer(1.0 / rate, self.publish_diagnostics))
 
     def stop(self) -> None:
         for t in self._timers:
             self.destroy_timer(t)
         self._timers = []
 
+    def callback_failed(self, what: str, exc: Exception) -> None:
+        self.stats["callback_errors"] += 1
+
     # -- inputs ------------------------------------------------------------------------------------
+    def _reject_state(self, topic: str, reason: str) -> None:
+        self.stats["rejected_state"] += 1
+        self.log_throttled(topic + reason[:16], f"rejected {topic}: {reason}", level="error")
+
     def _on_joints(self, msg: JointState) -> None:
         parsed = M.parse_joint_state(msg, self.joints)
         if isinstance(parsed, str):
-            self.stats["rejected_state"] += 1
-            self.log_throttled("joints" + parsed[:16], f"rejected joint_states: {parsed}", level="error")
-            return
+            return self._reject_state("joint_states", parsed)
         pos, vel, eff = parsed
         self._state_sent = M.stamp_to_sec(msg.header.stamp)
-        n = 7 if self.robot_name == "arm" else len(pos)
-        self.state.joint_pos, self.state.joint_vel = pos[:n], vel[:n]
-        self.state.joint_effort = None if eff is None else eff[:n]
-        self._state_arrived("joint_states")
+        n = self.n_joints
+        now = self.now_s()
+        self.state.set(now, joint_pos=pos[:n], joint_vel=vel[:n], joint_effort=None if eff is None else eff[:n])
+        self._state_arrived("joint_states", now)
 
     def _on_odom(self, msg: Odometry) -> None:
         parsed = M.parse_odometry(msg)
         if isinstance(parsed, str):
-            self.stats["rejected_state"] += 1
-            self.log_throttled("odom" + parsed[:16], f"rejected odom: {parsed}", level="error")
-            return
-        s = self.state
-        s.base_pos, s.base_quat, s.base_lin_vel, s.base_ang_vel = parsed
-        self._state_arrived("odom")
+            return self._reject_state("odom", parsed)
+        now = self.now_s()
+        pos, quat, lin_vel, ang_vel = parsed
+        self.state.set(now, base_pos=pos, base_quat=quat, base_lin_vel=lin_vel, base_ang_vel=ang_vel)
+        if self.primary == "odom":
+            self._state_sent = M.stamp_to_sec(msg.header.stamp)
+        self._state_arrived("odom", now)
+
+    def _on_imu(self, msg: Imu) -> None:
+        # Attitude and body rates from the IMU: they stay fresh when odometry is lost.
+        parsed = M.parse_imu(msg)
+        if isinstance(parsed, str):
+            return self._reject_state("imu", parsed)
+        quat, rates = parsed
+        self.state.set(self.now_s(), base_quat=quat, base_ang_vel=rates)
 
     def _on_pose(self, msg: PoseStamped, desired: bool) -> None:
         pos, quat = M.pose_arrays(msg.pose)
         if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))):
-            self.log_throttled("pose", "rejected end-effector pose: non-finite", level="error")
-            return
+            return self._reject_state("ee_pose", "non-finite end-effector pose")
+        now = self.now_s()
         if desired:
-            self.state.ee_pos_desired, self.state.ee_quat_desired = pos, quat
+            self.state.set(now, ee_pos_desired=pos, ee_quat_desired=quat)
         else:
-            self.state.ee_pos, self.state.ee_quat = pos, quat
-            self._state_arrived("ee_pose")
+            self.state.set(now, ee_pos=pos, ee_quat=quat)
+            self._state_arrived("ee_pose", now)
 
-    def _state_arrived(self, topic: str) -> None:
+    def _state_arrived(self, topic: str, now: float) -> None:
         t0 = time.perf_counter()
-        self.arrivals[topic] = self.now_s()
-        if any(t not in self.arrivals for t in self.required):
+        self.arrivals[topic] = now
+        if len(self.arrivals) < len(self.required):
             return
         # Re-dated on every stream, not only the primary: the bridge publishes odom just
         # after joint_states, and dating at joint_states alone aged the state by a period.
-        self.state.state_stamp = min(self.arrivals[t] for t in self.required)
+        self.state.state_stamp = min(self.arrivals.values())
         if self.on_state and topic == self.primary:
             self._run(t0, from_state=True)
 
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        t0 = time.perf_counter()
-        reason = self.chain.accept(np.asarray(msg.data, dtype=np.float64), self.now_s(), M.command_labels(msg))
+    def _offer(self, source: str, values: Any, names: list[str] | None, t0: float) -> None:
+        if self.chain is None:
+            return
+        reason = self.chain.offer(source, values, self.now_s(), names)
         if reason:
-            kind = "dropped" if reason.startswith("e-stop") else "rejected"
+            kind = reason.split(":")[0].split(" ")[0]  # e-stop | overridden | the validation error
+            kind = {"e-stop": "dropped", "overridden": "overridden"}.get(kind, "rejected")
             self.stats[kind] += 1
-            self.log_throttled(kind + reason[:12], f"{kind} raw_command: {reason}",
-                               level="warning" if kind == "dropped" else "error")
+            if kind != "overridden":
+                self.log_throttled(f"{source}{kind}{reason[:12]}", f"{kind} {TOPICS[source]}: {reason}",
+                                   level="warning" if kind == "dropped" else "error")
             return
         if self.on_command:
             self._run(t0)
 
+    def _on_command(self, msg: Float64MultiArray, source: str) -> None:
+        self._offer(source, msg.data, M.command_labels(msg), time.perf_counter())
+
+    def _on_twist(self, msg: Twist) -> None:
+        t0 = time.perf_counter()
+        lin, ang = M.twist_arrays(msg)
+        last = self.chain.last_output if self.chain is not None else None
+        command = self.space.twist_command(lin, ang, last)
+        if command is None:
+            self.stats["rejected"] += 1
+            self.log_throttled("twist", f"rejected command_twist: {self.space.robot} {self.space.action_mode} "
+                                        f"has no Cartesian velocity command", level="error")
+            return
+        self._offer("twist", command, None, t0)
+
     def _on_estop(self, msg: Bool) -> None:
+        self.estop_input_active = bool(msg.data)
         if msg.data:
             self.trip("estop topic")
 
@@ -201,9 +303,14 @@ class SafetyFilterNode(ManagedNode):
         return response
 
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        cleared = self.chain.reset()
-        self.get_logger().warning(f"operator reset: cleared {cleared or 'nothing'}")
-        response.success, response.message = True, f"cleared {cleared}"
+        self.state.now = self.now_s()
+        done, names = self.chain.reset(self.state, self.estop_input_active)
+        if not done:
+            self.get_logger().error(f"operator reset refused: {'; '.join(names)}")
+            response.success, response.message = False, "refused: " + "; ".join(names)
+            return response
+        self.get_logger().warning(f"operator reset: cleared {names or 'nothing'}")
+        response.success, response.message = True, f"cleared {names}"
         return response
 
     def _srv_reset_stats(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -234,9 +341,9 @@ class SafetyFilterNode(ManagedNode):
         if out.command is None:
             return
         self.pub.publish(M.command_array(out.command, self.space.names))
-        self.processing.append(time.perf_counter() - t0)
+        self.processing.record(time.perf_counter() - t0)
         if from_state:
-            self.state_latency.append(self.now_s() - self._state_sent)
+            self.state_latency.record(self.stamp_now_s() - self._state_sent)
             self.stats["states_answered"] += 1
         self.outputs += 1
         self._count(out)
@@ -254,33 +361,42 @@ class SafetyFilterNode(ManagedNode):
             self.safe_since = None
         if out.intervened:
             self.stats["interventions"] += 1
-        for name in out.acted_names():
-            self.stats[f"acted_{name}"] += 1
-        self.max_change = max(self.max_change, out.change)
-        self._window_change = max(self._window_change, out.change)
+            for name in out.acted_names():
+                self.stats[f"acted_{name}"] += 1
+        if out.change > self.max_change:
+            self.max_change = out.change
+        if out.change > self._window_change:
+            self._window_change = out.change
         self.last_output = out
 
     def summary(self) -> dict[str, Any]:
         """Flat counters (also the diagnostics' key-values)."""
         out = self.last_output
+        chain = self.chain
         values: dict[str, Any] = {
             "mode": out.mode if out is not None else "idle",
-            "estop": self.chain.estop.tripped,
-            "rejected": self.chain.rejected,
-            "dropped_during_estop": self.chain.dropped_during_estop,
+            "estop": chain.estop.tripped if chain else False,
+            "latched": "; ".join(chain.latched()) if chain else "",
+            "source": chain.mux.active_name if chain else "",
+            "rejected": chain.rejected if chain else 0,
+            "dropped_during_estop": chain.dropped_during_estop if chain else 0,
+            "bad_state_fields": chain.bad_state if chain else 0,
+            "internal_errors": chain.internal_errors if chain else 0,
             "max_change_total": round(self.max_change, 6),
+            **({f"source_{k}": v for k, v in sorted(chain.mux.counts.items())} if chain else {}),
             **{k: v for k, v in sorted(self.stats.items())},
         }
-        for f in self.chain.filters:  # filters with their own state (e.g. the energy tank)
+        for f in chain.filters if chain else []:  # filters with their own state (e.g. the energy tank)
             status = getattr(f, "status", None)
             if status is not None:
                 values.update({k: round(float(v), 6) for k, v in status().items()})
         values.update({f"processing_{k}": v for k, v in percentiles_ms(self.processing).items()})
-        deadline = float(self.param("latency_deadline"))
-        values.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.state_latency, deadline).items()})
+        values.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.state_latency).items()})
         return values
 
     def publish_diagnostics(self) -> None:
+        if self.chain is None:
+            return
         out = self.last_output
         values = self.summary()
         values.update({"acted": ",".join(out.acted_names()) if out else "", "reason": out.reason if out else "",

@@ -10,9 +10,11 @@ velocity command), standing in for an operator. Episode results go to ``episodes
 
 Accepts ``command`` (std_msgs/Float64MultiArray, forward-command-controller style,
 physical units: joint targets, torques, Cartesian velocities, or the drone's
-collective thrust and body rates, see ``policies/safety/spaces.py``) and, for the
-arm's Cartesian mode, ``command_twist`` (geometry_msgs/Twist). With no command for
-``command_timeout`` seconds it applies the driver's hold (drone: motors off).
+collective thrust and body rates, see ``policies/safety/spaces.py``) from the safety
+filter only (:mod:`sim2real.ros_nodes.command_gate`: with any other publisher on
+``command`` it refuses every command). Twists, teleoperation and console commands go
+to the safety filter's inputs. With no command for ``command_timeout`` seconds it
+applies the driver's hold (drone: motors off).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from std_msgs.msg import Float64MultiArray, String
 
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.command_gate import CommandGate
+from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.sim_robot import SimRobot
 
@@ -49,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "image_width": 160,
     "image_height": 120,
     "camera": "",
+    "command_publisher": "safety_filter",
 }
 
 
@@ -62,9 +67,11 @@ class SimBridge(ManagedNode):
         self.command_time = -1e9
         self.commands_received = 0
         self.commands_rejected = 0
+        self.commands_refused = 0
+        """Commands refused because something other than the safety filter publishes on ``command``."""
         self.deadline_misses = 0
         self.overruns = 0
-        self.step_seconds: list[float] = []
+        self.step_seconds = LatencyStats()
         self._timer = None
         self._image_timer = None
         self._last_mission: tuple | None = None
@@ -92,8 +99,7 @@ class SimBridge(ManagedNode):
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
                                  command_qos(p["command_deadline"]), event_callbacks=events)
-        if r.space.action_mode == "ee_delta":
-            self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
+        self.gate = CommandGate(self, "command", p["command_publisher"])
         if not p["publish_mission"] and hasattr(r.task, "command"):
             self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
         self.timeout = float(p["command_timeout"])
@@ -106,10 +112,10 @@ class SimBridge(ManagedNode):
 
     def start(self) -> None:
         self.publish_state()
-        self._timer = self.create_timer(self.period, self._tick)
-        self._status_timer = self.create_timer(1.0, self.report)
+        self._timer = self.create_control_timer(self.period, self._tick)
+        self._status_timer = self.create_control_timer(1.0, self.report)
         if self.image_period:
-            self._image_timer = self.create_timer(self.image_period, self._publish_image)
+            self._image_timer = self.create_control_timer(self.image_period, self._publish_image)
 
     def stop(self) -> None:
         for t in (self._timer, self._image_timer, getattr(self, "_status_timer", None)):
@@ -121,6 +127,7 @@ class SimBridge(ManagedNode):
         eps = self.robot.episodes
         return {"episodes": len(eps), "successes": sum(e.success for e in eps),
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
+                "commands_refused": self.commands_refused,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
                 "sim_time": round(self.robot.sim_time, 3),
                 **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
@@ -131,6 +138,12 @@ class SimBridge(ManagedNode):
 
     # -- inputs ----------------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
+        refused = self.gate.check()
+        if refused:
+            self.command = None  # hold: nothing from before the intruder counts either
+            self.commands_refused += 1
+            self.log_throttled("foreign", refused, level="error")
+            return
         values, key, reason = M.driver_command(msg, self.space.names)
         if values is None:
             self.commands_rejected += 1
@@ -138,11 +151,6 @@ class SimBridge(ManagedNode):
             return
         self.command, self.command_time = values, time.monotonic()
         self.commands_received += 1
-
-    def _on_twist(self, msg: Twist) -> None:
-        lin, ang = M.twist_arrays(msg)
-        base = self.command if self.command is not None else self.robot.hold_command()
-        self._on_command(M.command_array(np.r_[lin, ang, base[-1]]))
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = M.twist_arrays(msg)

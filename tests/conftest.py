@@ -2,9 +2,12 @@
 before any test module imports mujoco (MuJoCo reads MUJOCO_GL at import)."""
 
 import os
+import tempfile
 
 import sim2real  # noqa: F401  (side effect: MUJOCO_GL)
 
 # DDS traffic stays on this machine in every test that touches ROS 2.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(10 + os.getpid() % 200))
+# Safety latches persist under $ROS_HOME (policies/safety/latch.py): keep the tests' own.
+os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="sim2real-test-ros-home-")

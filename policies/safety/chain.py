@@ -144,8 +144,7 @@ class SafetyChain:
         except Exception as exc:  # unhashable names, exotic objects: refuse, never raise
             return f"malformed command: {type(exc).__name__}"
         if v is None:
-            return f"wrong length or shape: {_describe(values)}, expected {self.space.size} numbers " \
-                   f"({', '.join(self.space.names)})"
+            return f"{_describe(values)}, expected {self.space.size} ({', '.join(self.space.names)})"
         bad = np.flatnonzero(~np.isfinite(v))
         if len(bad):
             i = int(bad[0])
@@ -256,6 +255,7 @@ class SafetyChain:
         if state.state_stamp is None:
             return ChainOutput(None, "idle", [], reason="no state received yet")
         cmd = self.command if self.command is not None else np.zeros(self.space.size)
+        was_safe = self.mode == "safe"
         reports: list[FilterReport] = []
         causes: list[FilterReport] = []
         for guard in self.guards:
@@ -263,25 +263,21 @@ class SafetyChain:
             reports.append(report)
             if report.tripped:
                 causes.append(report)
-        if causes:
-            if self.mode != "safe":
-                self.fallback.engage(state, self.last_output)
-            self.mode = "safe"
-            out = self.fallback.command(state, [c.name for c in causes], self.last_output)
-        else:
-            self.mode = "nominal"
-            out = cmd.copy()
+        out = self._safe_action(state, causes, was_safe) if causes else cmd.copy()
         lo = np.full(self.space.size, -np.inf)
         hi = np.full(self.space.size, np.inf)
         for limit in self.limits:
-            out, report = limit.filter(out, state)
+            limited, report = limit.filter(out, state)
             reports.append(report)
             if report.tripped:
-                # A limit that lacks its measurement cannot bound anything: hold the last output.
-                self.mode = "safe"
+                # A limit that lacks its measurement cannot bound anything: the safe action
+                # (within what the earlier limits allowed) replaces the command, and this
+                # limit is skipped; later limits still apply.
                 causes.append(report)
-                out = self.last_output.copy() if self.last_output is not None else None
-                break
+                if self.mode != "safe" or len(causes) == 1:
+                    out = np.minimum(np.maximum(self._safe_action(state, causes, was_safe), lo), hi)
+                continue
+            out = limited
             if getattr(limit, "final", False):
                 continue
             # Earlier limits win: nothing may move an element outside their intersection.
@@ -290,8 +286,8 @@ class SafetyChain:
             if interval is not None:
                 lo = np.maximum(lo, np.minimum(interval[0], hi))
                 hi = np.minimum(hi, np.maximum(interval[1], lo))
-        if out is None:
-            return ChainOutput(None, "idle", reports, reason="; ".join(f"{c.name}: {c.reason}" for c in causes))
+        if not causes:
+            self.mode = "nominal"
         if only_safe and self.mode == "nominal":
             return ChainOutput(None, "nominal", reports)
         for f in self.filters:
@@ -301,12 +297,27 @@ class SafetyChain:
         reason = "; ".join(f"{c.name}: {c.reason}" for c in causes)
         return ChainOutput(out, self.mode, reports, reason=reason, change=change)
 
+    def _safe_action(self, state: SafetyState, causes: list[FilterReport], was_safe: bool) -> np.ndarray:
+        """The fallback's command; it is engaged when the safe action starts (not on every
+        pass, so a stand-down blend or a landing runs on)."""
+        if not was_safe and self.mode != "safe":
+            self.fallback.engage(state, self.last_output)
+        self.mode = "safe"
+        return np.asarray(self.fallback.command(state, [c.name for c in causes], self.last_output), dtype=np.float64)
+
 
 def _describe(values: object) -> str:
-    """A short, safe description of a rejected command's shape."""
+    """Why ``values`` is not a command vector, safely (it may be anything)."""
     try:
-        return f"{np.size(np.asarray(values, dtype=object))} values"
+        a = np.asarray(values, dtype=object)
     except Exception:
-        return type(values).__name__
+        return f"malformed: {type(values).__name__}"
+    if a.ndim != 1:
+        return f"wrong shape: {a.shape}"
+    try:
+        np.asarray(values, dtype=np.float64)
+    except Exception:
+        return f"not numbers: {type(values).__name__} of {a.size}"
+    return f"wrong length: {a.size} values"
 
 

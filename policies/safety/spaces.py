@@ -74,6 +74,17 @@ class CommandSpace:
             linear[..., idx] = np.exp(linear[..., idx])
         return linear
 
+    def twist_command(self, linear: np.ndarray, angular: np.ndarray, last: np.ndarray | None) -> np.ndarray | None:
+        """A command from a velocity Twist (a joystick, a teleoperation device), or ``None``
+        when this space has no Cartesian velocity elements (``vx``..``wz``). Other
+        elements keep ``last`` (the last command sent), else their hold value."""
+        if not set(ARM_TWIST) <= set(self.names):
+            return None
+        out = np.array(last if last is not None and len(last) == self.size else self.hold, dtype=np.float64)
+        for i, value in zip((self.names.index(n) for n in ARM_TWIST), np.r_[linear, angular], strict=True):
+            out[i] = value
+        return out
+
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
         return self._out(self.offset + self.scale * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0))
 

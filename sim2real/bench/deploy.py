@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
     return compute(seconds, deadline)
 
 
-def _echo_node(context: Any) -> Any:
+def _echo_node(context: Any, deadline: float = 0.002) -> Any:
     """Bare rclpy: every joint_states message is republished unchanged on ``command``,
     timed like the safety filter (header stamp -> publish), with its ``~/reset_stats``
     service and ``diagnostics``."""
@@ -46,17 +45,18 @@ def _echo_node(context: Any) -> Any:
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
 
+    from sim2real.ros_nodes.latency import LatencyStats
     from sim2real.ros_nodes.messages import stamp_to_sec
     from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 
     node = Node("echo", context=context)
-    node.state_latency = deque(maxlen=60_000)
+    node.state_latency = LatencyStats(deadline)
     pub = node.create_publisher(JointState, "command", command_qos())
     diag = node.create_publisher(DiagnosticArray, "diagnostics", status_qos())
 
     def on_state(msg: JointState) -> None:
         pub.publish(msg)
-        node.state_latency.append(node.get_clock().now().nanoseconds * 1e-9 - stamp_to_sec(msg.header.stamp))
+        node.state_latency.record(node.get_clock().now().nanoseconds * 1e-9 - stamp_to_sec(msg.header.stamp))
 
     def reset(request: Any, response: Any) -> Any:
         node.state_latency.clear()
@@ -64,7 +64,7 @@ def _echo_node(context: Any) -> Any:
         return response
 
     def report() -> None:
-        values = {f"state_to_command_{k}": v for k, v in percentiles_ms(node.state_latency, 0.002).items()}
+        values = {f"state_to_command_{k}": v for k, v in percentiles_ms(node.state_latency).items()}
         status = DiagnosticStatus(name="echo", values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         diag.publish(DiagnosticArray(status=[status]))
 
@@ -74,11 +74,11 @@ def _echo_node(context: Any) -> Any:
     return node
 
 
-def _safety_params() -> list[Any]:
+def _safety_params(deadline: float) -> list[Any]:
     from rclpy.parameter import Parameter
 
     return [Parameter("robot", value="arm"), Parameter("publish_on", value="state"),
-            Parameter("diagnostics_rate", value=2.0)]
+            Parameter("diagnostics_rate", value=2.0), Parameter("latency_deadline", value=deadline)]
 
 
 class Driver:
@@ -153,11 +153,12 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
     executor.add_node(driver.node)
     proc = None
     under_test = None
+    period = 1.0 / rate_hz
     if in_process:
         if echo:
-            under_test = _echo_node(context)
+            under_test = _echo_node(context, period)
         else:
-            under_test = SafetyFilterNode(context=context, parameter_overrides=_safety_params())
+            under_test = SafetyFilterNode(context=context, parameter_overrides=_safety_params(period))
             under_test.trigger_configure()
             under_test.trigger_activate()
         executor.add_node(under_test)
@@ -167,11 +168,10 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
             cmd = [sys.executable, "-m", "sim2real.bench.deploy", "echo"]
         else:
             cmd = [sys.executable, "-m", "sim2real.ros_nodes.safety_filter", "--ros-args", "-p", "robot:=arm",
-                   "-p", "publish_on:=state", "-p", "diagnostics_rate:=2.0"]
+                   "-p", "publish_on:=state", "-p", "diagnostics_rate:=2.0", "-p", f"latency_deadline:={period}"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
-    period = 1.0 / rate_hz
     try:
         _wait_for_answers(driver, timeout=60.0)
         _stream(driver, warmup, period)
@@ -180,8 +180,7 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
         end = time.monotonic()
         time.sleep(0.1)
         if in_process:
-            samples = list(under_test.state_latency)
-            stats = percentiles_ms(samples, period)
+            stats = percentiles_ms(under_test.state_latency)
         else:
             ok = _wait(lambda: driver.report is not None and driver.report[0] > end + 0.05, 5.0)
             if not ok:

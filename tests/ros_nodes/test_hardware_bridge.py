@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from ros_harness import Harness, unique_domain_id, wait_for
+from ros_harness import Harness, export_tiny_policy, unique_domain_id, wait_for
 
 from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters, run_deployment
 
@@ -84,7 +84,7 @@ def test_bridge_publishes_robot_topics_and_refuses_bad_commands_before_the_wire(
     h = Harness()
     try:
         bridge = h.add(HardwareBridge(context=h.context, parameter_overrides=[
-            Parameter("robot_port", value=emulator.address[1])]))
+            Parameter("robot_port", value=emulator.address[1]), Parameter("command_publisher", value="command_probe")]))
         monitor = h.add(Monitor(context=h.context))
         probe = h.add(Node("command_probe", context=h.context))
         joints: list[JointState] = []
@@ -150,10 +150,9 @@ def test_backend_real_starts_the_hardware_bridge_where_the_robot_speaks_the_prot
 
 
 def test_backend_real_takes_the_command_mode_from_the_policy(tmp_path: Path) -> None:
-    # The graph reads only these metadata fields; the policy node checks the full export.
-    meta = tmp_path / "policy.onnx.json"
-    meta.write_text(json.dumps({"file": "policy.onnx", "task": "sim2real/ArmReach-v0", "action_mode": "ee_impedance"}))
-    params, nodes = graph_parameters(DeployOptions(robot="arm", backend="real", policy=str(meta)))
+    # The graph loads the export (files, hash, robot) before any node starts.
+    policy = export_tiny_policy("ArmReach", "ee_impedance", tmp_path)
+    params, nodes = graph_parameters(DeployOptions(robot="arm", backend="real", policy=str(policy)))
     assert "hardware_bridge" in nodes and params["hardware_bridge"]["action_mode"] == "ee_impedance"
     assert params["safety_filter"]["action_mode"] == "ee_impedance"
 
@@ -204,7 +203,7 @@ def test_robot_holds_when_the_driver_dies() -> None:
     h = Harness()
     try:
         bridge = h.add(HardwareBridge(context=h.context, parameter_overrides=[
-            Parameter("robot_port", value=emulator.address[1])]))
+            Parameter("robot_port", value=emulator.address[1]), Parameter("command_publisher", value="commander")]))
         pub = h.add(Node("commander", context=h.context)).create_publisher(Float64MultiArray, "command",
                                                                             command_qos(0.2))
         bridge.trigger_configure()
