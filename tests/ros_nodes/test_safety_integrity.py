@@ -1,0 +1,230 @@
+"""Issue 16's node-level defects over real DDS (loopback, private domain), one regression
+test each: no command path around the filter, latches that no lifecycle transition,
+restart or file corruption clears, a reset refused while its cause is present, a node
+that cannot load its policy exits non-zero with one line, callbacks that cannot kill
+the executor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ros_harness import Harness, make_probe, safety_node, unique_domain_id, wait_for
+
+from sim2real.ros_nodes.graph import InProcessGraph, config_dir, load_config, merge
+
+
+@pytest.fixture
+def arm_graph(tmp_path: Path):
+    """The arm's sim bridge and safety filter (no policy: the filter holds the arm)."""
+    params = merge(load_config(config_dir() / "arm.yaml"),
+                   {"safety_filter": {"latch_file": str(tmp_path / "latch.json")}})
+    graph = InProcessGraph(params, ["sim_bridge", "safety_filter"], unique_domain_id())
+    graph.start()
+    yield graph
+    graph.shutdown()
+
+
+def _ee(graph: InProcessGraph) -> np.ndarray:
+    return graph.nodes["sim_bridge"].robot.measure().ee_pos.copy()
+
+
+def _stream(node, publisher, msg, seconds: float, rate: float = 50.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        publisher.publish(msg)
+        time.sleep(1.0 / rate)
+
+
+def test_a_twist_during_an_estop_does_not_move_the_arm(arm_graph) -> None:
+    """Today the bridge applies command_twist itself: 0.3 m/s moved the arm 0.45 m while the
+    filter held it. Now the twist enters the filter, which drops it during the e-stop."""
+    from geometry_msgs.msg import Twist
+    from rclpy.node import Node
+
+    from sim2real.ros_nodes.qos import command_qos
+
+    safety = arm_graph.nodes["safety_filter"]
+    assert wait_for(lambda: safety.last_output is not None, 10.0)
+    safety.trip("test")
+    teleop = Node("joystick", context=arm_graph.context)
+    arm_graph.add_node(teleop)
+    pub = teleop.create_publisher(Twist, "command_twist", command_qos())
+    start = _ee(arm_graph)
+    msg = Twist()
+    msg.linear.x = 0.3
+    _stream(teleop, pub, msg, 1.5)
+    assert np.linalg.norm(_ee(arm_graph) - start) < 0.01
+    assert safety.chain.mux.counts["twist_rejected"] > 0 and safety.chain.dropped_during_estop > 0
+
+
+def test_a_twist_is_filtered_like_the_policys_commands(arm_graph) -> None:
+    from geometry_msgs.msg import Twist
+    from rclpy.node import Node
+
+    from sim2real.ros_nodes.qos import command_qos
+
+    safety = arm_graph.nodes["safety_filter"]
+    assert wait_for(lambda: safety.last_output is not None, 10.0)
+    teleop = Node("joystick", context=arm_graph.context)
+    arm_graph.add_node(teleop)
+    pub = teleop.create_publisher(Twist, "command_twist", command_qos())
+    msg = Twist()
+    msg.linear.y = 5.0  # far above the 0.8 m/s limit
+    _stream(teleop, pub, msg, 1.0)
+    out = safety.last_output
+    assert out.mode == "nominal" and out.command[1] == pytest.approx(0.8) and "velocity_limit" in out.acted_names()
+    assert safety.chain.mux.active_name == "twist" and safety.chain.mux.counts["twist_accepted"] > 10
+
+
+def test_the_bridge_refuses_commands_while_another_node_publishes_on_command(arm_graph) -> None:
+    from rclpy.node import Node
+    from std_msgs.msg import Float64MultiArray
+
+    from sim2real.ros_nodes import messages as M
+    from sim2real.ros_nodes.qos import command_qos
+
+    bridge = arm_graph.nodes["sim_bridge"]
+    assert wait_for(lambda: bridge.commands_received > 5, 10.0)
+    rogue = Node("rogue", context=arm_graph.context)
+    arm_graph.add_node(rogue)
+    pub = rogue.create_publisher(Float64MultiArray, "command", command_qos(0.2))
+    start = _ee(arm_graph)
+    _stream(rogue, pub, M.command_array(np.r_[0.3, np.zeros(5), 0.04]), 1.5)
+    assert bridge.commands_refused > 10 and bridge.gate.foreign == ["/rogue"]
+    assert np.linalg.norm(_ee(arm_graph) - start) < 0.01
+    rogue.destroy_publisher(pub)  # gone: the safety filter's commands count again
+    received = bridge.commands_received
+    assert wait_for(lambda: bridge.commands_received > received + 5, 5.0)
+
+
+def _lifecycle(node, *transitions: str) -> None:
+    for t in transitions:
+        getattr(node, f"trigger_{t}")()
+
+
+def test_a_lifecycle_reconfigure_keeps_the_estop(tmp_path: Path) -> None:
+    h = Harness()
+    try:
+        node = h.add(safety_node(h.context, "drone", latch_file=str(tmp_path / "latch.json")))
+        node.trip("operator")
+        _lifecycle(node, "deactivate", "cleanup", "configure", "activate")
+        assert node.chain.estop.tripped and "operator" in node.chain.estop.latched_reason
+        node.chain.accept([0.3, 0, 0, 0], node.now_s())
+        assert node.chain.offer("policy", [0.3, 0, 0, 0], node.now_s()).startswith("e-stop")
+    finally:
+        h.close()
+
+
+def test_a_latch_survives_a_restart_and_only_a_permitted_reset_clears_it(tmp_path: Path) -> None:
+    from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
+
+    latch = tmp_path / "latch.json"
+    h = Harness()
+    try:
+        first = h.add(safety_node(h.context, "arm", latch_file=str(latch)))
+        probe = h.add(make_probe(h.context, "arm"))
+        h.spin()
+        probe.pub_estop.publish(Bool(data=True))  # the button, held down
+        assert wait_for(lambda: first.chain.estop.tripped and latch.exists(), 5.0)
+        assert json.loads(latch.read_text())["latched"] == ["estop: estop topic"]
+        h.executor.remove_node(first)
+        h.nodes.remove(first)
+        first.destroy_node()  # the process "crashes"; a new node starts on the same robot
+        second = h.add(safety_node(h.context, "arm", latch_file=str(latch)))
+        assert second.chain.estop.tripped
+        reset = probe.create_client(Trigger, "/safety_filter/reset")
+        assert reset.wait_for_service(timeout_sec=5.0)
+
+        def call() -> Trigger.Response:
+            future = reset.call_async(Trigger.Request())
+            assert wait_for(future.done, 5.0)
+            return future.result()
+
+        probe.pub_estop.publish(Bool(data=True))
+        assert wait_for(lambda: second.estop_input_active, 5.0)
+        answer = call()
+        assert not answer.success and "still active" in answer.message and second.chain.estop.tripped
+        probe.pub_estop.publish(Bool(data=False))  # released
+        assert wait_for(lambda: not second.estop_input_active, 5.0)
+        answer = call()
+        assert answer.success and not second.chain.estop.tripped and not latch.exists()
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"latched": "estop"}', ""])
+def test_an_unreadable_latch_file_starts_latched(tmp_path: Path, content: str) -> None:
+    latch = tmp_path / "latch.json"
+    latch.write_text(content)
+    h = Harness()
+    try:
+        node = h.add(safety_node(h.context, "quadruped", latch_file=str(latch)))
+        assert node.chain.estop.tripped and "unreadable" in node.chain.estop.latched_reason
+    finally:
+        h.close()
+
+
+def _node_env() -> dict[str, str]:
+    return {**os.environ, "ROS_DOMAIN_ID": str(unique_domain_id()), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+
+
+def test_a_policy_node_that_cannot_load_its_policy_exits_non_zero_with_one_line() -> None:
+    proc = subprocess.run([sys.executable, "-m", "sim2real.ros_nodes.policy", "--ros-args", "-p", "robot:=arm",
+                           "-p", "policy:=/nonexistent.onnx"], env=_node_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("policy: cannot start: /nonexistent.onnx does not exist"), proc.stderr
+
+
+def test_deploy_with_a_missing_policy_is_one_error_line() -> None:
+    proc = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "arm", "--policy",
+                           "/missing/policy.onnx", "--duration", "1"], env=_node_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sim2real deploy: error: /missing/policy.onnx does not exist (export a run with `sim2real export RUN`)"]
+
+
+def test_a_callback_that_raises_does_not_stop_the_executor() -> None:
+    from std_msgs.msg import Bool
+
+    from sim2real.ros_nodes.base import ManagedNode
+    from sim2real.ros_nodes.qos import status_qos
+
+    class Fragile(ManagedNode):
+        def __init__(self, **kw) -> None:
+            super().__init__("fragile", {}, **kw)
+            self.seen = 0
+            self.failures: list[str] = []
+            self.create_subscription(Bool, "poke", self._on_poke, status_qos())
+
+        def _on_poke(self, msg: Bool) -> None:
+            self.seen += 1
+            if msg.data:
+                raise RuntimeError("boom")
+
+        def callback_failed(self, what: str, exc: Exception) -> None:
+            self.failures.append(what)
+
+    h = Harness()
+    try:
+        node = h.add(Fragile(context=h.context))
+        pub = node.create_publisher(Bool, "poke", status_qos())
+        h.spin()
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
+        pub.publish(Bool(data=True))
+        assert wait_for(lambda: node.callback_errors == 1, 5.0)
+        pub.publish(Bool(data=False))
+        assert wait_for(lambda: node.seen == 2, 5.0)  # still spinning
+        assert node.failures == ["subscription poke"]
+    finally:
+        h.close()
