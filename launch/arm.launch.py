@@ -16,9 +16,9 @@ activates itself (autostart).
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable, Shutdown
 from launch.conditions import IfCondition, LaunchConfigurationEquals
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
@@ -36,7 +36,18 @@ def _node(name, config, overrides=(), condition=None):
         output="screen",
         emulate_tty=True,
         condition=condition,
+        # Any node ending ends the launch: a node that cannot load its policy exits non-zero
+        # with one error line, and the rest must not run on without it.
+        on_exit=Shutdown(reason=f"{name} exited"),
     )
+
+
+def _discovery():
+    """ROS_AUTOMATIC_DISCOVERY_RANGE for every node: ``auto`` keeps a simulated robot's DDS
+    traffic on this machine (LOCALHOST) and lets a real one reach its driver (SUBNET)."""
+    d, b = LaunchConfiguration("discovery"), LaunchConfiguration("backend")
+    return SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", PythonExpression(
+        ["'", d, "' if '", d, "' != 'auto' else ('LOCALHOST' if '", b, "' == 'sim' else 'SUBNET')"]))
 
 
 def generate_launch_description():
@@ -52,6 +63,12 @@ def generate_launch_description():
                 description="exported policy (policy.onnx, its .json or folder) or 'classical'",
             ),
             DeclareLaunchArgument("record", default_value="false", description="record an MCAP rosbag2"),
+            DeclareLaunchArgument(
+                "discovery", default_value="auto", choices=["auto", "LOCALHOST", "SUBNET", "SYSTEM_DEFAULT", "OFF"],
+                description="DDS discovery range; auto: LOCALHOST for backend:=sim, SUBNET for real "
+                            "(then secure the graph with SROS2, docs/deployment.md)",
+            ),
+            _discovery(),
             _node("sim_bridge", config, condition=LaunchConfigurationEquals("backend", "sim")),
             _node("hardware_bridge", config, condition=LaunchConfigurationEquals("backend", "real")),
             _node("safety_filter", config),

@@ -34,7 +34,13 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
     tree = ast.parse((ROOT / "launch" / f"{robot}.launch.py").read_text())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
     args = {ast.literal_eval(c.args[0]): c for c in calls(tree, "DeclareLaunchArgument")}
-    assert set(args) == {"backend", "policy", "record"}
+    assert set(args) == {"backend", "policy", "record", "discovery"}
+    kw = {k.arg: k.value for k in args["discovery"].keywords}
+    assert ast.literal_eval(kw["default_value"]) == "auto"
+    env = [c for c in calls(tree, "SetEnvironmentVariable")]
+    assert [ast.literal_eval(c.args[0]) for c in env] == ["ROS_AUTOMATIC_DISCOVERY_RANGE"]
+    expression = ast.unparse(env[0].args[1])
+    assert "'LOCALHOST' if '" in expression and "== 'sim'" in expression  # localhost for backend:=sim
     kw = {k.arg: k.value for k in args["backend"].keywords}
     assert ast.literal_eval(kw["default_value"]) == "sim" and ast.literal_eval(kw["choices"]) == ["sim", "real"]
     nodes = {ast.literal_eval(c.args[0]): c for c in calls(tree, "_node")}
@@ -46,6 +52,7 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
     (node_call,) = calls(tree, "Node")
     kw = {k.arg: k.value for k in node_call.keywords}
     assert ast.literal_eval(kw["package"]) == "sim2real" and ast.literal_eval(kw["executable"]) == "sim2real"
+    assert kw["on_exit"].func.id == "Shutdown"  # a node that exits (cannot start) ends the launch
 
 
 def test_the_launch_command_line_reaches_the_node() -> None:
