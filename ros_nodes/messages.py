@@ -7,6 +7,7 @@ Quaternions are (w, x, y, z) in numpy (MuJoCo's order) and (x, y, z, w) in messa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +47,15 @@ def parse_joint_state(
     message is rejected. Extra joints (e.g. fingers) are allowed when the caller lists
     them in ``expected``; anything else is an unknown joint."""
     names = list(msg.name)
+    n = len(names)
+    if names == list(expected) and len(msg.position) == n and len(msg.velocity) == n \
+            and len(msg.effort) in (0, n):
+        # The common case, on the control path: every joint, in order (no reordering).
+        pos = np.array(msg.position, dtype=np.float64)
+        vel = np.array(msg.velocity, dtype=np.float64)
+        if not math.isfinite(float(np.add.reduce(pos)) + float(np.add.reduce(vel))):
+            return "non-finite joint position or velocity"
+        return pos, vel, np.array(msg.effort, dtype=np.float64) if len(msg.effort) else None
     unknown = [n for n in names if n not in expected]
     if unknown:
         return f"unknown joint names {unknown} (expected {list(expected)})"

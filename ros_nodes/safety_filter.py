@@ -132,6 +132,7 @@ class SafetyFilterNode(ManagedNode):
         publish_on = self.param("publish_on")
         if publish_on not in ("state", "command", "both"):
             raise ValueError(f"publish_on must be state, command or both, got {publish_on!r}")
+        self._msg = M.command_array(np.zeros(self.space.size), self.space.names)
         self.on_state = publish_on in ("state", "both")
         self.on_command = publish_on in ("command", "both")
         self.get_logger().info(f"{robot} {mode}: guards {[g.name for g in self.chain.guards]}, "
@@ -330,7 +331,16 @@ class SafetyFilterNode(ManagedNode):
     # -- output ----------------------------------------------------------------------------------------
     def _tick(self) -> None:
         # The watchdog's clock: with no input at all, this is what notices. Safe action,
-        # latched guards and e-stop are re-sent from here; nominal output comes from inputs.
+        # latched guards and e-stop are re-sent from here; nominal output comes from inputs,
+        # so while nominal and fresh a tick only asks the watchdog (the rest runs per input).
+        chain = self.chain
+        if chain is None or not self.active:
+            return
+        if chain.mode == "nominal" and not chain.estop.tripped:
+            self.state.now = self.now_s()
+            self.state.command_stamp = chain.command_stamp
+            if not chain.watchdog.check(self.state):
+                return
         self._run(time.perf_counter(), only_safe=True)
 
     def _run(self, t0: float, only_safe: bool = False, from_state: bool = False) -> None:
@@ -340,7 +350,8 @@ class SafetyFilterNode(ManagedNode):
         out = self.chain.step(self.state, only_safe=only_safe)
         if out.command is None:
             return
-        self.pub.publish(M.command_array(out.command, self.space.names))
+        self._msg.data = out.command  # one message, re-filled: the layout (names) never changes
+        self.pub.publish(self._msg)
         self.processing.record(time.perf_counter() - t0)
         if from_state:
             self.state_latency.record(self.stamp_now_s() - self._state_sent)

@@ -48,11 +48,10 @@ class SafetyFilter(abc.ABC):
     """A final limit's output is not clipped back into earlier limits' intervals (the
     passivity filter: an energy violation is worse than a rate-limit violation)."""
 
-    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
-        """The per-element interval this limit allowed in its last :meth:`filter` call
-        with ``state`` (``None``: no interval, e.g. guards or overriding limits). The
-        chain keeps later limits inside it."""
-        return None
+    last_interval: tuple[np.ndarray, np.ndarray] | None = None
+    """The per-element interval the last :meth:`filter` call allowed (``None``: none,
+    e.g. guards, overriding limits, or a limit that tripped). The chain keeps later
+    limits inside it. Each limit sets it in ``filter`` from the bounds it clamped to."""
 
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         """Called with the chain's final output after every pass (rate filters keep it)."""

@@ -97,6 +97,7 @@ class SafetyChain:
         """Called with the latched reasons whenever the set of latched guards changes
         (the node persists them, so a restart or a crash cannot clear a latch)."""
         self._latched = self.latched()
+        self._unbounded = (np.full(space.size, -np.inf), np.full(space.size, np.inf))
 
     @property
     def filters(self) -> list[SafetyFilter]:
@@ -264,8 +265,7 @@ class SafetyChain:
             if report.tripped:
                 causes.append(report)
         out = self._safe_action(state, causes, was_safe) if causes else cmd.copy()
-        lo = np.full(self.space.size, -np.inf)
-        hi = np.full(self.space.size, np.inf)
+        lo, hi = self._unbounded
         for limit in self.limits:
             limited, report = limit.filter(out, state)
             reports.append(report)
@@ -282,7 +282,7 @@ class SafetyChain:
                 continue
             # Earlier limits win: nothing may move an element outside their intersection.
             out = np.minimum(np.maximum(out, lo), hi)
-            interval = limit.interval(state)
+            interval = limit.last_interval
             if interval is not None:
                 lo = np.maximum(lo, np.minimum(interval[0], hi))
                 hi = np.minimum(hi, np.maximum(interval[1], lo))

@@ -60,10 +60,8 @@ class BoxLimit(SafetyFilter):
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         hold = self._default if self._prev is None else self._prev
         out = clamp(command, self.lower, self.upper, hold)
+        self.last_interval = (self.lower, self.upper)
         return out, compare(self.name, command, out, "outside the limits")
-
-    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray]:
-        return self.lower, self.upper
 
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         self._prev = np.clip(command, self.lower, self.upper)
@@ -140,16 +138,13 @@ class RateLimit(SafetyFilter):
         return ref + lo_rate * dt, ref + hi_rate * dt
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
-        box = self.bounds(state)
+        box = self.last_interval = self.bounds(state)
         if box is None:
             out = np.where(np.isfinite(command), command, 0.0)
             return out, compare(self.name, command, out, "changing faster than allowed")
         lo, hi = box
         out = clamp(command, lo, hi, 0.5 * (lo + hi))
         return out, compare(self.name, command, out, "changing faster than allowed")
-
-    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
-        return self.bounds(state)
 
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
         ref, dt = self.reference(state)
@@ -189,17 +184,13 @@ class TargetVelocityLimit(SafetyFilter):
         self.size = size
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
+        self.last_interval = None
         if not state.has("joint_pos") or len(state.joint_pos) != self.size:
             return np.zeros(self.size), FilterReport(self.name, acted=True, tripped=True, reason="no joint positions")
         q = np.asarray(state.joint_pos, dtype=np.float64)
-        out = clamp(command, q - self.step, q + self.step, q)
+        lo, hi = self.last_interval = (q - self.step, q + self.step)
+        out = clamp(command, lo, hi, q)
         return out, compare(self.name, command, out, "target too far from the measured position")
-
-    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
-        if not state.has("joint_pos") or len(state.joint_pos) != self.size:
-            return None
-        q = np.asarray(state.joint_pos, dtype=np.float64)
-        return q - self.step, q + self.step
 
 
 @dataclass
@@ -236,17 +227,15 @@ class ServoEffortLimit(SafetyFilter):
         return self.kp * (target - state.joint_pos) - self.kd * state.joint_vel
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
+        self.last_interval = None
         if not state.has("joint_pos", "joint_vel") or len(state.joint_pos) != self.size \
                 or len(state.joint_vel) != self.size:
             return np.zeros(self.size), FilterReport(self.name, acted=True, tripped=True, reason="no joint state")
-        lo, hi = self.interval(state)
-        out = clamp(command, lo, hi, 0.5 * (lo + hi))
-        return out, compare(self.name, command, out, "servo torque above the limit")
-
-    def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray]:
         q, qd = np.asarray(state.joint_pos, float), np.asarray(state.joint_vel, float)
         center = q + self.kd * qd / self.kp
-        return center - self.tau / self.kp, center + self.tau / self.kp
+        lo, hi = self.last_interval = (center - self.tau / self.kp, center + self.tau / self.kp)
+        out = clamp(command, lo, hi, center)
+        return out, compare(self.name, command, out, "servo torque above the limit")
 
 
 @dataclass
@@ -298,6 +287,7 @@ class WorkspaceBox(SafetyFilter):
         return np.minimum((self.low - p) / self.horizon, 0.0), np.maximum((self.high - p) / self.horizon, 0.0)
 
     def interval(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
+        """The velocity interval from every fresh position (``None``: none is fresh)."""
         ps = self.positions(state)
         if not ps:
             return None
@@ -309,7 +299,7 @@ class WorkspaceBox(SafetyFilter):
         return lo, hi
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
-        box = self.interval(state)
+        box = self.last_interval = self.interval(state)
         out = np.array(command, dtype=np.float64)
         if box is None:
             out[:3] = 0.0

@@ -120,11 +120,11 @@ def test_a_later_limit_never_leaves_an_earlier_limits_interval(robot, mode) -> N
         if state.joint_vel is not None:
             state.joint_vel = rng.normal(0, 20, state.joint_vel.shape)
         chain.accept(space.hold + rng.normal(0, 3, space.size) * (space.upper - space.lower), now)
-        before = [(f, f.interval(state)) for f in chain.limits if not f.final]
         out = chain.step(state)
         if out.mode == "idle" or out.command is None:
             continue
-        first = next(((f, iv) for f, iv in before if iv is not None), None)
+        first = next(((f, f.last_interval) for f in chain.limits if not f.final and f.last_interval is not None),
+                     None)
         if first is not None:  # the first limit's interval always holds for the output
             lo, hi = first[1]
             assert np.all(out.command >= lo - 1e-9) and np.all(out.command <= hi + 1e-9), first[0].name
