@@ -3,6 +3,7 @@
 `sim2real bench sim`    simulation throughput vs the raw MuJoCo limit and Gymnasium Ant-v5
 `sim2real bench train`  PPO/SAC training throughput vs SB3 on Gymnasium Ant-v5
 `sim2real bench deploy` ROS 2 state-in to command-out latency at 500 Hz vs a bare rclpy echo
+`sim2real bench soak`   the safety filter for an hour at 500 Hz: p99 and RSS per minute
 `sim2real bench passivity` energy-tank violations over randomized arm episodes, passivity filter on vs off
 `sim2real bench reward` CLIP reward frames/s (batched vs one frame) and its share of training wall-clock
 """
@@ -17,6 +18,7 @@ BENCHES = {
     "sim": "sim2real.bench.sim",
     "train": "sim2real.bench.train",
     "deploy": "sim2real.bench.deploy",
+    "soak": "sim2real.bench.soak",
     "passivity": "sim2real.bench.passivity",
     "reward": "sim2real.bench.reward",
     "hil": "sim2real.bench.hil",
