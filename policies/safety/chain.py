@@ -36,6 +36,7 @@ import numpy as np
 from sim2real.policies.safety.base import SafetyFilter, as_vector
 from sim2real.policies.safety.fallback import Fallback
 from sim2real.policies.safety.guards import EStop, Watchdog
+from sim2real.policies.safety.limits import BoxLimit
 from sim2real.policies.safety.mux import CommandMux, CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.types import ChainOutput, FilterReport, SafetyState
@@ -247,6 +248,9 @@ class SafetyChain:
             out = np.asarray(self.fallback.command(state, ["internal_error"], self.last_output), dtype=np.float64)
             if out.shape != (self.space.size,) or not np.all(np.isfinite(out)):
                 raise ValueError("fallback gave an invalid command")
+            for limit in self.limits:  # the fixed bounds still hold (no filter state needed)
+                if isinstance(limit, BoxLimit):
+                    out = np.clip(out, limit.lower, limit.upper)
         except Exception:
             out = self.last_output.copy() if self.last_output is not None else None
         return ChainOutput(out, "safe" if out is not None else "idle", [], reason=reason)

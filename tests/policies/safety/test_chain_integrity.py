@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from safety_strategies import ANY_FLOAT
 from test_chains import ROBOTS, nominal_state
 
 from sim2real.policies.safety import SafetyState, command_space, make_chain
 from sim2real.policies.safety.chain import SafetyChain
+from sim2real.policies.safety.limits import BoxLimit
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.presets import PARAMS
 from sim2real.sim.quadruped import constants as QUAD
@@ -207,3 +212,41 @@ def test_state_fields_dated_individually_age_individually() -> None:
     assert not s.fresh("ee_pos_desired", 0.1)
     s.set(6.0, ee_pos=np.zeros(3))
     assert not s.fresh("ee_pos", 10.0)  # from the future
+
+
+MALFORMED = st.one_of(
+    st.none(),
+    hnp.arrays(np.float64, st.integers(0, 14), elements=ANY_FLOAT),
+    hnp.arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 4)), elements=ANY_FLOAT),
+    st.lists(st.lists(st.floats(-2, 2), max_size=3), max_size=4),
+    st.sampled_from(["text", b"\x00\x01", {"x": 1.0}, 3.0, [1.0, "a"]]),
+)
+"""Anything a broken driver or a hostile message could put in a state field or a command."""
+
+
+@pytest.mark.parametrize("robot,mode", ROBOTS)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_no_input_sequence_makes_a_chain_raise_or_leave_its_hard_limits(robot, mode, data) -> None:
+    """Property: malformed commands, malformed state fields and clock steps (back and
+    forward) in any order never raise; every output is finite and inside the hard box."""
+    space = command_space(robot, mode)
+    chain = make_chain(space)
+    box = next(f for f in chain.limits if isinstance(f, BoxLimit))
+    now = 100.0
+    for _ in range(data.draw(st.integers(1, 8))):
+        now += data.draw(st.one_of(st.floats(0.0, 0.05), st.sampled_from([-1.0, -0.01, 5.0])))  # clock steps
+        command = data.draw(st.one_of(hnp.arrays(np.float64, (space.size,), elements=ANY_FLOAT), MALFORMED))
+        chain.accept(command, now, data.draw(st.one_of(st.none(), st.just(list(space.names)),
+                                                        st.lists(st.text(max_size=4), max_size=3))))
+        state = nominal_state(robot, now)
+        for name in data.draw(st.lists(st.sampled_from(sorted(FIELDS)), max_size=3)):
+            setattr(state, name, data.draw(MALFORMED))
+        out = chain.step(state)
+        if out.command is not None:
+            assert out.command.shape == (space.size,) and np.all(np.isfinite(out.command))
+            assert np.all(out.command >= box.lower) and np.all(out.command <= box.upper)
+
+
+FIELDS = {"joint_pos", "joint_vel", "joint_effort", "ee_pos", "ee_quat", "ee_pos_desired", "ee_quat_desired",
+          "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "state_stamp"}
