@@ -23,6 +23,8 @@ from sim2real.bench.deploy import Driver, _stream, _wait, _wait_for_answers
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 HELP = "safety filter for an hour at 500 Hz: p99 and RSS per minute (flat is the point)"
+# Each window also records the 1-minute load average: a p99 step in a loaded window is
+# the machine, not the node.
 
 
 def rss_mb(pid: int) -> float:
@@ -73,7 +75,7 @@ def run_soak(windows: int = 60, window_seconds: float = 60.0, rate_hz: float = 5
             rows.append({"window": w + 1, "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"],
                          "max_ms": stats["max_ms"], "states_sent": sent, "unanswered": max(0, sent - answered),
                          "deadline_misses": int(stats.get("over_deadline", 0)) + max(0, sent - answered),
-                         "rss_mb": round(rss_mb(proc.pid), 2)})
+                         "rss_mb": round(rss_mb(proc.pid), 2), "load_average_1min": round(os.getloadavg()[0], 2)})
     finally:
         executor.shutdown(timeout_sec=2.0)
         driver.node.destroy_node()
@@ -112,10 +114,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"Safety filter soak at {report['rate_hz']:.0f} Hz ({report['cpu_count']} cores): "
                         f"p99 last/first {report['p99_ratio_last_to_first']}, RSS growth {report['rss_growth_mb']} MB")
-    for col in ("window", "p50 ms", "p99 ms", "max ms", "deadline misses", "RSS MB"):
+    for col in ("window", "p50 ms", "p99 ms", "max ms", "deadline misses", "RSS MB", "load"):
         table.add_column(col)
     for r in report["windows"]:
         table.add_row(str(r["window"]), f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}", f"{r['max_ms']:.2f}",
-                      f"{r['deadline_misses']}/{r['states_sent']}", f"{r['rss_mb']:.1f}")
+                      f"{r['deadline_misses']}/{r['states_sent']}", f"{r['rss_mb']:.1f}", f"{r['load_average_1min']}")
     stdout.print(table)
     return 0
