@@ -228,3 +228,34 @@ def test_a_callback_that_raises_does_not_stop_the_executor() -> None:
         assert node.failures == ["subscription poke"]
     finally:
         h.close()
+
+
+def test_a_latch_survives_kill_9_of_the_filter_process(tmp_path: Path) -> None:
+    """The e-stop is on disk before the trip is acknowledged: a SIGKILL right after it and a
+    fresh process of the same filter start latched (diagnostics say so) until a reset."""
+    from std_msgs.msg import Bool
+
+    latch = tmp_path / "latch.json"
+    h = Harness()
+    env = {**os.environ, "ROS_DOMAIN_ID": str(h.domain_id), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    cmd = [sys.executable, "-m", "sim2real.ros_nodes.safety_filter", "--ros-args", "-p", "robot:=drone",
+           "-p", f"latch_file:={latch}", "-p", "diagnostics_rate:=5.0"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
+    try:
+        probe = h.add(make_probe(h.context, "drone"))
+        h.spin()
+        assert wait_for(lambda: probe.last_diag_values().get("estop") == "False", 60.0)
+        probe.pub_estop.publish(Bool(data=True))
+        assert wait_for(latch.exists, 10.0)
+        procs[0].kill()
+        procs[0].wait(timeout=10)
+        probe.diagnostics.clear()
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        assert wait_for(lambda: probe.last_diag_values().get("estop") == "True", 60.0)
+        assert "estop topic" in probe.last_diag_values()["latched"]
+    finally:
+        h.close()
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=10)
