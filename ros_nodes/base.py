@@ -35,7 +35,15 @@ Params = dict[str, Any]
 
 
 class ManagedNode(LifecycleNode):
-    """A lifecycle node with declared-parameter helpers and an ``active`` flag."""
+    """A lifecycle node with declared-parameter helpers and an ``active`` flag.
+
+    Parameters are read at ``configure``. A parameter set while the node is configured
+    is refused with the reason, never accepted and ignored, unless the node lists it in
+    :attr:`live_parameters` and :meth:`apply_live` applies it (atomically, or refuses).
+    """
+
+    live_parameters: frozenset[str] = frozenset()
+    """Parameters that may change while the node is configured (see :meth:`apply_live`)."""
 
     def __init__(self, name: str, defaults: Params, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -47,6 +55,8 @@ class ManagedNode(LifecycleNode):
         self.callback_errors = 0
         self.load_error = ""
         """Why the last ``configure`` failed (empty: it did not)."""
+        self.configured = False
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self._sim_time = bool(self.get_parameter("use_sim_time").value)
         self.control_clock: Clock = self.get_clock() if self._sim_time else Clock(clock_type=ClockType.STEADY_TIME)
         """Monotonic, or the simulation clock with ``use_sim_time``: see the module docstring."""
@@ -72,6 +82,31 @@ class ManagedNode(LifecycleNode):
                     return response
                 return None
         return run
+
+    def _on_set_parameters(self, params: list[Any]) -> Any:
+        from rcl_interfaces.msg import SetParametersResult
+
+        if not self.configured:  # read at the next configure
+            return SetParametersResult(successful=True)
+        fixed = sorted(p.name for p in params if p.name not in self.live_parameters)
+        if fixed:
+            return SetParametersResult(successful=False, reason=(
+                f"{', '.join(fixed)}: read at configure; deactivate and clean up {self.get_name()}, "
+                "set it, then configure again"))
+        try:
+            reason = self.apply_live({p.name: p.value for p in params})
+        except Exception as exc:  # a refusal, never a half-applied change
+            reason = f"{type(exc).__name__}: {exc}"
+        if reason:
+            self.get_logger().warning(f"parameter change refused: {reason}")
+        else:
+            self.get_logger().warning(f"parameters changed while configured: {sorted(p.name for p in params)}")
+        return SetParametersResult(successful=not reason, reason=reason)
+
+    def apply_live(self, changes: dict[str, Any]) -> str:
+        """Apply ``changes`` (names in :attr:`live_parameters`) to the running node at once;
+        return ``""`` or why they were refused (then nothing changed)."""
+        return "no live parameters"
 
     def callback_failed(self, what: str, exc: Exception) -> None:
         """Called after a callback raised; nodes that command a robot go safe here."""
@@ -167,6 +202,7 @@ class ManagedNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {self.load_error}")
             return TransitionCallbackReturn.FAILURE
         self.load_error = ""
+        self.configured = True
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -180,6 +216,7 @@ class ManagedNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.configured = False
         self.unload()
         return TransitionCallbackReturn.SUCCESS
 

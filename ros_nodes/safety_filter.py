@@ -86,6 +86,8 @@ class SafetyFilterNode(ManagedNode):
         robot_info(robot)
         for key, value in dataclass_defaults(PARAMS[robot]()).items():
             self.declare_parameter(key, value)
+        self.live_parameters = frozenset(dataclass_defaults(PARAMS[robot]()))
+        """The safety limits may change while configured: :meth:`apply_live` rebuilds the chain."""
         self.robot_name = robot
         self.chain = None
         self.state = SafetyState(now=0.0)
@@ -165,6 +167,32 @@ class SafetyFilterNode(ManagedNode):
         self.create_service(Trigger, "~/reset_stats", self._srv_reset_stats)
         self.pub = self.create_publisher(Float64MultiArray, "command", command_qos(self.param("command_deadline")))
         self._subscribed = True
+
+    def apply_live(self, changes: dict[str, Any]) -> str:
+        """New safety limits, all at once: the chain is rebuilt from the merged values (its
+        filters validate them: an invalid value refuses the whole change) and swapped in
+        between two passes, carrying the e-stop, the sources' commands and the last output
+        (so rate limits continue from it). Refused while the safe action runs: a landing
+        or stand-down finishes under the limits it started with."""
+        chain = self.chain
+        if chain.mode == "safe" or chain.latched():
+            return "the safe action is running (or a latch is set): reset first, then change limits"
+        values = {k: self.param(k) for k in dataclass_defaults(PARAMS[self.robot_name]())}
+        values.update(changes)
+        try:
+            new = make_chain(self.space, params_from_dict(self.robot_name, values), chain.mux.sources,
+                             estop=chain.estop)
+        except (ValueError, TypeError) as exc:
+            return f"invalid: {exc}"
+        new.command, new.command_stamp, new.mux, new.mode = chain.command, chain.command_stamp, chain.mux, chain.mode
+        new.rejected, new.dropped_during_estop = chain.rejected, chain.dropped_during_estop
+        if chain.last_output is not None:
+            new.last_output = chain.last_output.copy()
+            for f in new.filters:
+                f.observe_output(new.last_output, self.state)
+        new.on_latch_change = self._persist_latches
+        self.chain = new
+        return ""
 
     def _restore_latches(self, previous: Any) -> None:
         """Latches of the previous chain and of the latch file trip the new chain's e-stop."""
