@@ -31,28 +31,36 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> None:
+    from sim2real.ros_nodes.launch_description import arguments, discovery_range, nodes
+
     tree = ast.parse((ROOT / "launch" / f"{robot}.launch.py").read_text())
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
-    args = {ast.literal_eval(c.args[0]): c for c in calls(tree, "DeclareLaunchArgument")}
-    assert set(args) == {"backend", "policy", "record", "discovery"}
-    kw = {k.arg: k.value for k in args["discovery"].keywords}
-    assert ast.literal_eval(kw["default_value"]) == "auto"
-    env = [c for c in calls(tree, "SetEnvironmentVariable")]
-    assert [ast.literal_eval(c.args[0]) for c in env] == ["ROS_AUTOMATIC_DISCOVERY_RANGE"]
-    expression = ast.unparse(env[0].args[1])
-    assert "'LOCALHOST' if '" in expression and "== 'sim'" in expression  # localhost for backend:=sim
-    kw = {k.arg: k.value for k in args["backend"].keywords}
-    assert ast.literal_eval(kw["default_value"]) == "sim" and ast.literal_eval(kw["choices"]) == ["sim", "real"]
-    nodes = {ast.literal_eval(c.args[0]): c for c in calls(tree, "_node")}
-    assert set(nodes) - {"hardware_bridge"} == {"sim_bridge", "safety_filter", "policy", "recorder"}
-    bridge_cond = next(k.value for k in nodes["sim_bridge"].keywords if k.arg == "condition")
-    assert [ast.literal_eval(a) for a in bridge_cond.args] == ["backend", "sim"]
+    (func,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"]
+    assert ast.unparse(func.body[-1]) == "return generate(ROBOT)"
     (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ROBOT"]
     assert ast.literal_eval(robot_const) == robot
+    args = {a.name: a for a in arguments(robot)}
+    assert set(args) == {"backend", "policy", "record", "discovery"}
+    assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
+    assert args["discovery"].default == "auto"
+    started = {n.name: n for n in nodes(robot)}
+    assert set(started) - {"hardware_bridge"} == {"sim_bridge", "safety_filter", "policy", "recorder"}
+    assert started["sim_bridge"].when == ("backend", "sim") and started["recorder"].when == ("record", "true")
+    assert started["policy"].overrides == {"policy": "policy"}
+    # DDS stays on this machine for a simulated robot unless asked otherwise.
+    assert discovery_range("auto", "sim") == "LOCALHOST" and discovery_range("auto", "real") == "SUBNET"
+    assert discovery_range("OFF", "real") == "OFF"
+
+
+def test_the_launch_builder_makes_required_nodes_from_the_launch_packages() -> None:
+    """What `generate` builds with launch/launch_ros (read, as they are not installable here):
+    one Node per graph node, each shutting the launch down on exit."""
+    source = (ROOT / "ros_nodes" / "launch_description.py").read_text()
+    tree = ast.parse(source)
     (node_call,) = calls(tree, "Node")
     kw = {k.arg: k.value for k in node_call.keywords}
     assert ast.literal_eval(kw["package"]) == "sim2real" and ast.literal_eval(kw["executable"]) == "sim2real"
     assert kw["on_exit"].func.id == "Shutdown"  # a node that exits (cannot start) ends the launch
+    assert "SetEnvironmentVariable(\"ROS_AUTOMATIC_DISCOVERY_RANGE\"" in source
 
 
 def test_the_launch_command_line_reaches_the_node() -> None:
