@@ -73,3 +73,13 @@ def test_bench_sim_json_reports_ratios_against_references() -> None:
 
 def test_parser_builds_without_side_effects() -> None:
     assert set(build_parser()._subparsers._group_actions[0].choices) == set(COMMANDS)
+
+
+def test_list_piped_prints_full_task_ids() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "list"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out[0].split("\t")[0] == "id"
+    assert "sim2real/QuadrupedVelocityRough-v0" in [line.split("\t")[0] for line in out[1:]]

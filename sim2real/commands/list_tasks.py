@@ -22,11 +22,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"tasks": [dataclasses.asdict(i) for i in infos]})
         return 0
+    columns = ("id", "robot", "action modes (action size)", "control Hz", "physics Hz", "obs size")
+    rows = [(i.id, i.robot, ", ".join(f"{m} ({n})" for m, n in i.action_sizes.items()), f"{i.control_hz:g}",
+             f"{i.physics_hz:g}", str(i.obs_size)) for i in infos]
+    if not stdout.is_terminal:  # piped or redirected: full ids, one task per line, tab-separated
+        for row in (columns, *rows):
+            print("\t".join(row))
+        return 0
     table = Table(title="sim2real tasks")
-    for col in ("id", "robot", "action modes (action size)", "control Hz", "physics Hz", "obs size"):
+    for col in columns:
         table.add_column(col)
-    for i in infos:
-        modes = ", ".join(f"{m} ({n})" for m, n in i.action_sizes.items())
-        table.add_row(i.id, i.robot, modes, f"{i.control_hz:g}", f"{i.physics_hz:g}", str(i.obs_size))
+    for row in rows:
+        table.add_row(*row)
     stdout.print(table)
     return 0
