@@ -10,7 +10,9 @@ from __future__ import annotations
 import signal
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,6 +25,23 @@ from sim2real.policies.hil.learner import policy_fingerprint
 from sim2real.policies.hil.loop import single_transition
 from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes
 from sim2real.policies.hil.transport import ActorClient
+from sim2real.policies.hil.wire import load_secret
+
+
+def check_policy_state(state: Any, reference: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state`` if it has exactly ``reference``'s keys, shapes and floating dtypes and only
+    finite values; raises otherwise. Checked before loading: ``load_state_dict`` copies the
+    tensors it can before it complains, and a NaN weight makes every action NaN."""
+    if not isinstance(state, dict) or set(state) != set(reference):
+        keys = sorted(set(state) ^ set(reference)) if isinstance(state, dict) else []
+        raise Sim2RealError(f"weights have the wrong keys (differing: {keys[:5]})")
+    for key, ref in reference.items():
+        value = state[key]
+        if not isinstance(value, torch.Tensor) or value.shape != ref.shape or value.dtype != ref.dtype:
+            raise Sim2RealError(f"weights {key!r}: expected {ref.dtype} {tuple(ref.shape)}")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise Sim2RealError(f"weights {key!r} hold NaN or inf")
+    return state
 
 
 class Actor:
@@ -39,8 +58,12 @@ class Actor:
         shapes = env.observation_shapes()
         self.agent = HilAgent(shapes, env.action_dim, config.learner, seed=config.seed)
         self.fingerprint = policy_fingerprint(shapes, env.action_dim)
+        secret = load_secret(config.transport.secret_env, config.transport.secret_file)
         self.client = ActorClient(host, port, f"actor{uuid.uuid4().hex[:12]}", config.actor.resend_seconds,
-                                  config.actor.max_outbox)
+                                  config.actor.max_outbox, secret, int(config.transport.max_message_mb * (1 << 20)),
+                                  log)
+        self.weights_rejected: Counter[str] = Counter()
+        """Published weights refused (the last good ones stay loaded), by reason."""
         self.weights_version = -1
         self.weight_updates = 0
         self.rng = np.random.default_rng(config.seed)
@@ -52,17 +75,24 @@ class Actor:
         if latest is None:
             return False
         header, payload = latest
+        version = header.get("version")
         if header.get("fingerprint") != self.fingerprint:
-            self.log("ignored weights for a different observation/action layout (check both configs)")
-            return False
+            return self._refuse("fingerprint", "weights for a different observation/action layout (check both configs)")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            return self._refuse("version", f"bad weights version {version!r}")
         try:
-            self.agent.load_policy_state(tensors_from_bytes(payload))
+            state = check_policy_state(tensors_from_bytes(payload), self.agent.policy_state())
+            self.agent.load_policy_state(state)
         except (Sim2RealError, RuntimeError) as exc:
-            self.log(f"ignored malformed weights: {exc}")
-            return False
-        self.weights_version = int(header.get("version", 0))
+            return self._refuse("tensors", str(exc))
+        self.weights_version = version
         self.weight_updates += 1
         return True
+
+    def _refuse(self, reason: str, detail: str) -> bool:
+        self.weights_rejected[reason] += 1
+        self.log(f"ignored weights ({reason}), keeping version {self.weights_version}: {detail}")
+        return False
 
     def run(self, steps: int, flush_seconds: float = 10.0) -> dict[str, float]:
         """Act for ``steps`` env steps (or until SIGINT/SIGTERM); returns a summary."""
@@ -122,7 +152,8 @@ class Actor:
         return {"steps": step, "episodes": episode, "success_rate": float(np.mean(successes)) if successes else 0.0,
                 "intervention_rate": interventions / max(step, 1), "weight_updates": self.weight_updates,
                 "weights_version": self.weights_version, "unacknowledged": len(self.client.outbox),
-                "flushed": flushed, "rejected": len(self.client.rejected)}
+                "flushed": flushed, "rejected": len(self.client.rejected),
+                "inbound_rejected": sum(self.client.errors.values()) + sum(self.weights_rejected.values())}
 
     def _send(self, chunk: list[dict[str, np.ndarray]], episodes: list[dict]) -> None:
         self.client.send({k: np.concatenate([t[k] for t in chunk]) for k in chunk[0]}, episodes)

@@ -28,14 +28,17 @@ def transition_spec(obs_shapes: dict[str, tuple[int, ...]], action_dim: int) -> 
     return spec
 
 
-def validate_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type]]) -> int:
-    """Number of transitions in ``batch``; raises on missing fields, wrong shapes or
-    non-finite values (bad data never enters a buffer)."""
+def coerce_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type]]) -> Batch:
+    """``batch``'s spec fields as the spec's dtypes, checked *after* the conversion (what
+    enters a buffer or a file is what was checked): raises on missing fields, wrong shapes,
+    non-numeric arrays, values that do not survive the cast (a float64 1e39 becomes inf in
+    float32, 300 wraps in uint8) and NaN or inf anywhere."""
     missing = set(spec) - set(batch)
     if missing:
         raise Sim2RealError(f"transitions lack fields {sorted(missing)}")
+    out: Batch = {}
     n = None
-    for name, (shape, _) in spec.items():
+    for name, (shape, dtype) in spec.items():
         arr = np.asarray(batch[name])
         if arr.ndim != len(shape) + 1 or tuple(arr.shape[1:]) != shape:
             raise Sim2RealError(f"transitions field {name!r}: shape {arr.shape}, expected [N, {shape}]")
@@ -43,9 +46,24 @@ def validate_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], ty
             n = arr.shape[0]
         elif arr.shape[0] != n:
             raise Sim2RealError(f"transitions field {name!r} has {arr.shape[0]} rows, others {n}")
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise Sim2RealError(f"transitions field {name!r} holds NaN or inf")
-    return int(n or 0)
+        if arr.dtype.kind not in "biuf":
+            raise Sim2RealError(f"transitions field {name!r} has dtype {arr.dtype}, not a real number")
+        with np.errstate(all="ignore"):
+            cast = arr.astype(dtype)
+        if cast.dtype.kind == "f":
+            if not np.all(np.isfinite(cast)):
+                raise Sim2RealError(f"transitions field {name!r} holds NaN or inf (after the cast to {cast.dtype})")
+        elif arr.dtype != cast.dtype and not np.array_equal(cast, arr):
+            raise Sim2RealError(f"transitions field {name!r} holds values outside {np.dtype(dtype).name}")
+        out[name] = cast
+    return out
+
+
+def validate_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type]]) -> int:
+    """Number of transitions in ``batch``; raises as :func:`coerce_transitions` does (bad
+    data never enters a buffer)."""
+    converted = coerce_transitions(batch, spec)
+    return int(len(next(iter(converted.values())))) if converted else 0
 
 
 class ReplayBuffer:
@@ -71,7 +89,8 @@ class ReplayBuffer:
 
     def add(self, batch: Batch) -> int:
         """Append ``N`` transitions (validated first); returns ``N``."""
-        n = validate_transitions(batch, self.spec)
+        batch = coerce_transitions(batch, self.spec)
+        n = len(next(iter(batch.values())))
         keep = min(n, self.capacity)  # more than fits: only the newest survive anyway
         idx = (self.cursor + np.arange(keep)) % self.capacity
         for name in self.spec:

@@ -94,10 +94,24 @@ class ActorConfig:
 
 
 @dataclass
+class TransportConfig:
+    secret_env: str = "SIM2REAL_HIL_SECRET"
+    """Environment variable holding the actor/learner shared secret (HMAC-SHA256 on every
+    frame). Required, on both sides, whenever an address is not loopback."""
+    secret_file: str | None = None
+    """File holding the shared secret instead of the environment variable."""
+    max_message_mb: float = 64.0
+    """Largest inbound frame (MiB); a larger one drops the sender's connection."""
+    max_chunk_mb: float = 256.0
+    """Largest uncompressed transitions payload (MiB), checked before decompressing."""
+
+
+@dataclass
 class HilConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     actor: ActorConfig = field(default_factory=ActorConfig)
+    transport: TransportConfig = field(default_factory=TransportConfig)
     seed: int = 0
     """Seed of networks, sampling and environment resets."""
 
@@ -106,7 +120,8 @@ class HilConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HilConfig:
-        sections = {"env": EnvConfig, "learner": LearnerConfig, "actor": ActorConfig}
+        sections = {"env": EnvConfig, "learner": LearnerConfig, "actor": ActorConfig,
+                    "transport": TransportConfig}
         unknown = set(data) - set(sections) - {"seed"}
         if unknown:
             raise ConfigError(sorted(unknown)[0], "unknown section of the HIL-SERL config")
@@ -143,3 +158,6 @@ class HilConfig:
             raise ConfigError("learner.critic_actor_ratio", "ratio >= 1 and batch_size >= 2 required")
         if e.max_step_m <= 0:
             raise ConfigError("env.max_step_m", "must be positive")
+        t = self.transport
+        if not 0 < t.max_message_mb <= 4096 or not 0 < t.max_chunk_mb <= 16384:
+            raise ConfigError("transport.max_message_mb", "message and chunk caps must be positive (MiB)")
