@@ -98,10 +98,19 @@ class OnnxPolicy:
             raise PolicyFileError(f"{self.metadata_path} is not {SCHEMA} metadata")
         if meta.get("format") != "onnx":
             raise PolicyFileError(f"{self.metadata_path} describes a {meta.get('format')!r} file, not ONNX")
-        for key in ("sha256", "io", "observation", "action", "control", "task", "action_mode"):
+        for key in ("sha256", "io", "observation", "action", "control", "robot", "task", "action_mode"):
             if key not in meta:
                 raise PolicyFileError(f"{self.metadata_path} lacks the field {key!r}")
+        if not isinstance(meta["robot"], str) or not isinstance(meta["task"], str):
+            raise PolicyFileError(f"{self.metadata_path}: robot and task must be strings")
         return meta
+
+    def require_robot(self, robot: str) -> None:
+        """Refuse to drive ``robot`` with a policy exported for another robot: the layouts
+        could even match by chance, the meaning of every number would not."""
+        if self.metadata["robot"] != robot:
+            raise PolicyFileError(f"{self.metadata_path} is a policy for robot {self.metadata['robot']!r}, "
+                                  f"but task {self.metadata['task']!r} is a {robot!r} task")
 
     # -- description -------------------------------------------------------------
     @property

@@ -73,6 +73,11 @@ def load_run(path: str | Path, which: str = "auto") -> LoadedRun:
     config = run.read_config()
     state = checkpoint.read_state(folder)
     task_cls = task_class(state["task"])
+    if state.get("robot", task_cls.robot) != task_cls.robot:
+        raise CheckpointMismatchError(
+            f"{folder}: the checkpoint is for robot {state['robot']!r}, "
+            f"but {state['task']} is a {task_cls.robot!r} task"
+        )
     info = task_description(task_cls, state.get("action_mode"), config.task_options)
     checkpoint.check_compatible(
         state,

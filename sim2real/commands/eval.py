@@ -61,10 +61,12 @@ def load_source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             raise ConfigError("--no-deterministic", "an exported ONNX policy is deterministic; evaluate the run folder")
         policy = OnnxPolicy(args.source)
         m = policy.metadata
+        task_cls = REGISTRY.get(m["task"])
+        policy.require_robot(task_cls.robot)
         return policy, {
             "source": str(policy.path),
             "kind": "onnx",
-            "task_cls": REGISTRY.get(m["task"]),
+            "task_cls": task_cls,
             "action_mode": m["action_mode"],
             "task_options": m.get("task_options") or {},
             "step": m["training"].get("step"),
