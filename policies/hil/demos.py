@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from sim2real.policies.common.atomic import TMP_PREFIX, fsync_dir, remove_stale_
 from sim2real.policies.hil.buffers import Batch, episode_to_transitions
 
 SCHEMA_VERSION = 1
+EPISODE_NAME = re.compile(r"episode_(\d+)\.h5")
 STEP_FIELDS = ("action", "reward", "terminated", "truncated", "intervened", "success")
 
 
@@ -91,6 +93,13 @@ def episode_files(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted(p for p in Path(folder).glob("episode_*.h5") if not p.name.startswith(TMP_PREFIX))
 
 
+def next_episode_index(folder: str | os.PathLike[str]) -> int:
+    """One past the highest ``episode_NNNNNN.h5`` index in ``folder`` (0 when none): a
+    count would reuse, and overwrite, an index after any earlier episode was deleted."""
+    indices = [int(m.group(1)) for p in episode_files(folder) if (m := EPISODE_NAME.fullmatch(p.name))]
+    return max(indices, default=-1) + 1
+
+
 def load_demo_dir(folder: str | os.PathLike[str], only_success: bool = True) -> tuple[Batch | None, int]:
     """All episodes of ``folder`` as flat transitions (every step flagged as the operator's),
     and the number of episodes used. Leftover temporary files of a crash are removed."""
@@ -129,16 +138,19 @@ def record_demos(env, device, folder: str | os.PathLike[str], n: int, seed: int 
     (needs ``end_on_success=False``): positive frames for the success classifier. Returns
     the number of episodes in ``folder``.
     """
+    if n < 1:
+        raise Sim2RealError(f"the number of demo episodes must be >= 1, got {n}")
     if hold_steps and env.config.end_on_success:
         raise Sim2RealError("hold_steps needs an environment with end_on_success=False")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)
     have = len(episode_files(folder))
+    index = next_episode_index(folder)
     attempts = 0
     limit = max_attempts if max_attempts is not None else 5 * n
     while have < n and attempts < limit:
-        episode_seed = seed + have + 1000 * attempts
+        episode_seed = seed + index + 1000 * attempts
         attempts += 1
         obs = env.reset(seed=episode_seed)
         device.reset()
@@ -159,9 +171,9 @@ def record_demos(env, device, folder: str | os.PathLike[str], n: int, seed: int 
             obs_list.append(obs)
         success = first_success is not None
         if success or not only_success:
-            write_episode(folder / f"episode_{have:06d}.h5", obs_list, steps,
+            write_episode(folder / f"episode_{index:06d}.h5", obs_list, steps,
                           {"task": env.config.task, "obs_mode": env.config.obs_mode, "success": success,
                            "seed": episode_seed, "device": device_name})
-            have += 1
+            have, index = have + 1, index + 1
         log(f"episode {attempts}: {len(obs_list) - 1} steps, success={success}, saved {have}/{n}")
     return have

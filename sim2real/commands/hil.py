@@ -126,6 +126,8 @@ def _record(args: argparse.Namespace) -> int:
     from sim2real.policies.hil.devices import make_device
     from sim2real.policies.hil.env import HilEnv
 
+    if args.n < 1:
+        raise Sim2RealError(f"--n must be >= 1, got {args.n}")
     cfg = _config(args)
     cfg.env.end_on_success = args.hold_success == 0
     env = HilEnv(cfg.env, seed=cfg.seed)
