@@ -60,14 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _env_args(p)
     p.add_argument("--run-dir", type=Path, required=True, help="run folder (resumed if it exists)")
     p.add_argument("--demos", type=Path, help="demo folder for the demo buffer")
-    p.add_argument("--bind", default="127.0.0.1", help="address to bind (0.0.0.0: accept other machines)")
+    p.add_argument("--bind", default="127.0.0.1",
+                   help="address to bind (0.0.0.0: accept other machines; off loopback both sides need "
+                        "the shared secret in SIM2REAL_HIL_SECRET or transport.secret_file)")
     p.add_argument("--port", type=int, default=5555, help="transitions port (weights on port + 1)")
     p.add_argument("--max-updates", type=int)
     p.add_argument("--max-seconds", type=float)
 
     p = sub.add_parser("actor", help="the actor process (acts, intervenes, streams transitions)")
     _env_args(p)
-    p.add_argument("--learner", default="127.0.0.1", help="learner's host name or address")
+    p.add_argument("--learner", default="127.0.0.1",
+                   help="learner's host name or address (off loopback: the shared secret is required)")
     p.add_argument("--port", type=int, default=5555)
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--device", choices=DEVICES, default="scripted", help="intervention device")
