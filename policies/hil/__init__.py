@@ -11,5 +11,6 @@ Pieces (docs/hil_serl.md is the user's guide):
 - :mod:`.demos`       demonstration episodes in HDF5, one file per episode, written atomically
 - :mod:`.classifier`  binary success classifier giving the sparse reward
 - :mod:`.transport`   ZeroMQ actor/learner transport (acknowledged transitions, pushed weights)
+- :mod:`.wire`        checks on every inbound frame: sizes, header ranges, HMAC, zip-bomb-safe npz
 - :mod:`.actor`, :mod:`.learner`  the two processes; :mod:`.loop` runs both in one process
 """
