@@ -23,7 +23,7 @@ from sim2real.policies.hil.devices import InterventionDevice
 from sim2real.policies.hil.env import HilEnv
 from sim2real.policies.hil.learner import policy_fingerprint
 from sim2real.policies.hil.loop import single_transition
-from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes
+from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes, tensors_to_bytes
 from sim2real.policies.hil.transport import ActorClient
 from sim2real.policies.hil.wire import load_secret
 
@@ -59,9 +59,12 @@ class Actor:
         self.agent = HilAgent(shapes, env.action_dim, config.learner, seed=config.seed)
         self.fingerprint = policy_fingerprint(shapes, env.action_dim)
         secret = load_secret(config.transport.secret_env, config.transport.secret_file)
+        # Weights frames are capped by what this network's weights take (with room for the
+        # format), not by the transitions' cap: a frozen backbone per camera is ~45 MB each.
+        weights_bytes = 2 * len(tensors_to_bytes(self.agent.policy_state())) + (1 << 20)
         self.client = ActorClient(host, port, f"actor{uuid.uuid4().hex[:12]}", config.actor.resend_seconds,
                                   config.actor.max_outbox, secret, int(config.transport.max_message_mb * (1 << 20)),
-                                  log)
+                                  log, max_weights_bytes=weights_bytes)
         self.weights_rejected: Counter[str] = Counter()
         """Published weights refused (the last good ones stay loaded), by reason."""
         self.weights_version = -1

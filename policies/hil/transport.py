@@ -135,12 +135,15 @@ class ActorClient:
         resend_seconds: Resend a chunk not acknowledged within this long.
         max_outbox: Chunks kept while the learner is away; beyond it the oldest is dropped.
         secret: Shared secret (HMAC on every frame); required when ``host`` is not loopback.
-        max_message_bytes: Largest inbound frame (acknowledgements and weights).
+        max_message_bytes: Largest inbound acknowledgement frame.
+        max_weights_bytes: Largest inbound weights frame (default ``max_message_bytes``);
+            the actor sizes it from its own network, which frozen backbones can make large.
     """
 
     def __init__(self, host: str, port: int, actor_id: str, resend_seconds: float = 2.0,
                  max_outbox: int = 2000, secret: bytes | None = None,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, log: Callable[[str], None] = print) -> None:
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, log: Callable[[str], None] = print,
+                 max_weights_bytes: int | None = None) -> None:
         require_secret(host, secret, "actor")  # before anything connects
         self.secret, self.log = secret, log
         self.context = zmq.Context()
@@ -148,7 +151,8 @@ class ActorClient:
         self.sub = self.context.socket(zmq.SUB)
         for sock in (self.dealer, self.sub):
             sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
+        self.dealer.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
+        self.sub.setsockopt(zmq.MAXMSGSIZE, int(max_weights_bytes or max_message_bytes))
         # Queue only on live connections: while the learner is away, chunks wait in our
         # outbox (resent later), not in a pipe to a dead peer.
         self.dealer.setsockopt(zmq.IMMEDIATE, 1)
