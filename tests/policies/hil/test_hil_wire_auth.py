@@ -166,3 +166,27 @@ def test_off_loopback_without_a_secret_nothing_starts(tmp_path: Path, env: HilEn
     monkeypatch.setenv("SIM2REAL_HIL_SECRET", "short")
     with pytest.raises(Sim2RealError, match="at least 16 bytes"):
         Actor(cfg, env, None, log=lambda s: None)
+
+
+def test_the_secret_can_come_from_a_file(tmp_path: Path, env: HilEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SIM2REAL_HIL_SECRET", raising=False)
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("a file secret of enough bytes\n")
+    cfg, port = tiny_config(), free_port_pair()
+    cfg.transport.secret_file = str(secret_file)
+    learner = Learner(cfg, env.observation_shapes(), env.action_dim, tmp_path / "run", port=port, log=lambda s: None)
+    signed = ActorClient("127.0.0.1", port, "signed", resend_seconds=0.2, secret=b"a file secret of enough bytes",
+                         log=lambda s: None)
+    try:
+        signed.send(chunk(env))
+        deadline = time.monotonic() + 10
+        while signed.outbox and time.monotonic() < deadline:
+            learner.handle_messages(50)
+            signed.pump()
+    finally:
+        signed.close()
+        learner.server.close()
+    assert signed.acked == 1 and len(learner.online) == 4 and not learner.rejections()
+    cfg.transport.secret_file = str(tmp_path / "missing")
+    with pytest.raises(Sim2RealError, match="cannot read the HIL secret file"):
+        Actor(cfg, env, None, log=lambda s: None)
