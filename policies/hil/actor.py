@@ -155,7 +155,7 @@ class Actor:
         return {"steps": step, "episodes": episode, "success_rate": float(np.mean(successes)) if successes else 0.0,
                 "intervention_rate": interventions / max(step, 1), "weight_updates": self.weight_updates,
                 "weights_version": self.weights_version, "unacknowledged": len(self.client.outbox),
-                "flushed": flushed, "rejected": len(self.client.rejected),
+                "flushed": flushed, "rejected": self.client.rejected_total,
                 "inbound_rejected": sum(self.client.errors.values()) + sum(self.weights_rejected.values())}
 
     def _send(self, chunk: list[dict[str, np.ndarray]], episodes: list[dict]) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -166,8 +166,10 @@ class ActorClient:
         self.seq = 0
         self.acked = 0
         self.dropped = 0
-        self.rejected: list[str] = []
-        """Reasons of the learner's nacks (chunks it refused)."""
+        self.rejected: deque[str] = deque(maxlen=100)
+        """Reasons of the learner's latest nacks (chunks it refused); bounded, a long run
+        of refusals must not grow memory. ``rejected_total`` counts them all."""
+        self.rejected_total = 0
         self.errors: Counter[str] = Counter()
         """Inbound messages this end refused, by reason (``ack_*``, ``weights_*``)."""
 
@@ -198,11 +200,13 @@ class ActorClient:
         seq = int(text)
         if seq == -1 and status == b"nack":
             self.rejected.append(reason.decode(errors="replace"))  # the learner could not read a header
+            self.rejected_total += 1
         elif self.outbox.pop(seq, None) is not None:  # else a duplicate answer to a resend
             if status == b"ack":
                 self.acked += 1
             else:
                 self.rejected.append(reason.decode(errors="replace"))
+                self.rejected_total += 1
 
     def pump(self) -> None:
         """Handle acknowledgements and resend stale chunks (call every step); a malformed
