@@ -152,17 +152,22 @@ def imu(quat: np.ndarray, ang_vel_body: np.ndarray, lin_acc_body: np.ndarray, st
     return msg
 
 
-def parse_imu(msg: Imu) -> tuple[np.ndarray, np.ndarray] | str:
-    """``(quat wxyz, ang_vel_body)`` or the reason it is rejected (non-finite values, an
-    orientation that is not a rotation, or none: ``orientation_covariance[0] == -1``)."""
-    o, w = msg.orientation, msg.angular_velocity
+def parse_imu(msg: Imu) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | str:
+    """``(quat wxyz, ang_vel_body, specific_force_body)`` or the reason it is rejected
+    (non-finite values, an orientation that is not a rotation, or none:
+    ``orientation_covariance[0] == -1``). The accelerometer is ``None`` when the IMU
+    says it has none (``linear_acceleration_covariance[0] == -1``) or it is not finite."""
+    o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
     quat = np.array([o.w, o.x, o.y, o.z])
     rates = np.array([w.x, w.y, w.z])
     if msg.orientation_covariance[0] == -1.0:
         return "the IMU publishes no orientation"
     if not (np.all(np.isfinite(quat)) and np.all(np.isfinite(rates))) or not 0.5 < np.linalg.norm(quat) < 1.5:
         return "non-finite IMU values or invalid orientation"
-    return quat / np.linalg.norm(quat), rates
+    accel = np.array([a.x, a.y, a.z])
+    if msg.linear_acceleration_covariance[0] == -1.0 or not np.all(np.isfinite(accel)):
+        accel = None
+    return quat / np.linalg.norm(quat), rates, accel
 
 
 # -- commands -----------------------------------------------------------------------------

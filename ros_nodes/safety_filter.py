@@ -266,8 +266,8 @@ class SafetyFilterNode(ManagedNode):
         parsed = M.parse_imu(msg)
         if isinstance(parsed, str):
             return self._reject_state("imu", parsed)
-        quat, rates = parsed
-        self.state.set(self.now_s(), base_quat=quat, base_ang_vel=rates)
+        quat, rates, accel = parsed
+        self.state.set(self.now_s(), base_quat=quat, base_ang_vel=rates, base_lin_acc=accel)
 
     def _on_pose(self, msg: PoseStamped, desired: bool) -> None:
         pos, quat = M.pose_arrays(msg.pose)

@@ -6,28 +6,23 @@ Commands are ``[thrust (N), roll rate, pitch rate, yaw rate (rad/s)]`` (``ctbr``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from sim2real.policies.safety.base import FilterParams, SafetyFilter
+from sim2real.policies.safety.blind_descent import (
+    BlindDescent,
+    BlindDescentParams,
+    ThrustGain,
+    levelling_rates,
+    rotation,
+)
 from sim2real.policies.safety.fallback import Fallback
 from sim2real.policies.safety.guards import tilt_angle
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.types import FilterReport, SafetyState, compare
 from sim2real.sim.drone import constants as C
-
-
-def rotation(quat: np.ndarray) -> np.ndarray:
-    """Body-to-world rotation matrix of a (w, x, y, z) quaternion."""
-    w, x, y, z = np.asarray(quat, float) / max(float(np.linalg.norm(quat)), 1e-12)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 @dataclass
@@ -36,17 +31,20 @@ class TiltLimitParams(FilterParams):
     """Tilt (rad) beyond which roll/pitch rate commands are replaced by levelling rates."""
     level_gain: float = 4.0
     """Levelling rate per unit of horizontal body-z component (rad/s)."""
+    max_age: float = float("inf")
+    """An attitude older than this (s) is not used: levelling a drone by an attitude it
+    no longer has would turn it on and on."""
 
     def validate(self) -> None:
-        if not 0 < self.max_tilt < np.pi / 2 or self.level_gain <= 0:
-            raise ValueError("max_tilt must be in (0, pi/2) and level_gain > 0")
+        if not 0 < self.max_tilt < np.pi / 2 or self.level_gain <= 0 or not self.max_age > 0:
+            raise ValueError("max_tilt must be in (0, pi/2), level_gain and max_age > 0")
 
 
 class TiltLimit(SafetyFilter):
     """Beyond ``max_tilt`` the roll and pitch rates become ``(-k R21, k R20)``, which make
     ``d(R22)/dt = R20 wy - R21 wx >= 0``: the body z axis turns toward world up (under
-    rate tracking). Yaw rate and thrust pass. Without an attitude it levels nothing and
-    trips (fails closed)."""
+    rate tracking). Yaw rate and thrust pass. Without a fresh attitude it levels nothing
+    and trips (fails closed): the safe action then flies on its own attitude estimate."""
 
     kind = "limit"
     name = "tilt_limit"
@@ -59,11 +57,11 @@ class TiltLimit(SafetyFilter):
         out = np.array(command, dtype=np.float64)
         if not state.has("base_quat") or np.linalg.norm(state.base_quat) < 1e-6:
             return out, FilterReport(self.name, tripped=True, reason="no attitude")
+        if not state.fresh("base_quat", self.params.max_age):
+            return out, FilterReport(self.name, tripped=True, reason=f"attitude stale ({state.age('base_quat'):.3f} s)")
         if tilt_angle(state.base_quat) <= self.params.max_tilt:
             return out, FilterReport(self.name)
-        R = rotation(state.base_quat)
-        k = self.params.level_gain
-        out[1], out[2] = -k * R[2, 1], k * R[2, 0]
+        out[1], out[2] = levelling_rates(rotation(state.base_quat), self.params.level_gain)
         return out, compare(self.name, command[1:3], out[1:3], "tilted beyond the limit: levelling")
 
 
@@ -79,30 +77,47 @@ class HoverThenLandParams:
     fence_high: tuple[float, float, float] = (3.0, 3.0, 2.5)
     """The hover point is pulled 0.3 m inside this box."""
     state_timeout: float = 0.04
-    """Older state (s) counts as lost: open-loop descent instead."""
-    blind_thrust_ratio: float = 0.9
-    """Open-loop descent thrust as a fraction of the hover thrust."""
-    blind_seconds: float = 3.0
-    """Open-loop descent duration before the motors stop."""
+    """Older odometry (s) counts as lost (blind descent); older attitude is dead-reckoned."""
+    blind: BlindDescentParams = field(default_factory=BlindDescentParams)
+    """The descent without odometry."""
 
 
 class HoverThenLand(Fallback):
     """Hover at the (fenced) engage position, then descend and cut the motors on the
-    ground, with the cascaded PID of :mod:`sim2real.policies.classical.drone`. With no
-    fresh state it descends open loop: level (zero rates), reduced thrust, then off."""
+    ground, with the cascaded PID of :mod:`sim2real.policies.classical.drone`. Without
+    fresh odometry it flies a :class:`~sim2real.policies.safety.blind_descent.BlindDescent`
+    from the last known state: levelled, at a controlled speed, motors off only when the
+    drone must be down. Odometry that comes back ends the blind descent: the drone lands
+    from where it is then."""
 
     def __init__(self, space: CommandSpace, params: HoverThenLandParams) -> None:
         from sim2real.policies.classical.drone import CascadedPID
 
         super().__init__(space)
         self.params = params
+        params.blind.validate()
         self.pid = CascadedPID(num_envs=1, dt=space.control_dt)
         self.hold: np.ndarray | None = None
         self.landed = False
+        self.blind: BlindDescent | None = None
+        self.thrust_gain = ThrustGain()
         self._last: tuple[float, np.ndarray] | None = None
+
+    def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
+        self.thrust_gain.update(state, float(command[0]), self.params.state_timeout)
 
     def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
         super().engage(state, last_output)
+        p = self.params
+        self.blind = None
+        self._hold_at(state)
+        # Resting on the ground (e.g. no command yet): stay there with the motors off.
+        on_ground = state.has("base_pos", "base_lin_vel") and state.base_pos[2] < p.landed_height
+        self.landed = bool(on_ground and np.linalg.norm(state.base_lin_vel) < 0.2)
+        self.pid.reset()
+        self._last = None
+
+    def _hold_at(self, state: SafetyState) -> None:
         p = self.params
         margin = 0.3
         if state.has("base_pos"):
@@ -110,11 +125,6 @@ class HoverThenLand(Fallback):
             self.hold = np.clip(np.asarray(state.base_pos, float), lo, hi)
         else:
             self.hold = None
-        # Resting on the ground (e.g. no command yet): stay there with the motors off.
-        on_ground = state.has("base_pos", "base_lin_vel") and state.base_pos[2] < p.landed_height
-        self.landed = bool(on_ground and np.linalg.norm(state.base_lin_vel) < 0.2)
-        self.pid.reset()
-        self._last = None
 
     def target(self, now: float) -> np.ndarray:
         assert self.hold is not None
@@ -123,22 +133,31 @@ class HoverThenLand(Fallback):
         return np.array([self.hold[0], self.hold[1], z])
 
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
-        # The PID integrates per call: compute at most once per control period.
+        # The PID and the dead reckoning integrate per call: compute once per control period.
         if self._last is not None and state.now - self._last[0] < 0.999 * self.space.control_dt:
             return self._last[1].copy()
-        out = self._compute(state)
+        out = self._compute(state, last_output)
         self._last = (state.now, out)
         return out.copy()
 
-    def _compute(self, state: SafetyState) -> np.ndarray:
+    def _compute(self, state: SafetyState, last_output: np.ndarray | None) -> np.ndarray:
         p = self.params
-        fresh = state.state_stamp is not None and state.now - state.state_stamp <= p.state_timeout
         if self.landed:
             return np.zeros(4)
-        if not fresh or self.hold is None or not state.has("base_pos", "base_quat", "base_lin_vel", "base_ang_vel"):
-            if state.now - self.engaged_at > p.blind_seconds:
-                return np.zeros(4)
-            return np.array([p.blind_thrust_ratio * C.HOVER_THRUST, 0.0, 0.0, 0.0])
+        timeout = p.state_timeout
+        odometry = all(state.fresh(f, timeout) for f in ("base_pos", "base_lin_vel", "base_quat", "base_ang_vel"))
+        if not odometry or self.hold is None:
+            if self.blind is None:
+                self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.gain)
+            out = self.blind.step(state, last_output)
+            self.landed = self.blind.motors_off  # down: odometry coming back must not restart the motors
+            return out
+        if self.blind is not None:  # odometry is back: land from here, now
+            self.blind = None
+            self._hold_at(state)
+            self.engaged_at = state.now - p.hover_seconds
+            self.hold[2] = min(self.hold[2], float(state.base_pos[2]))
+            self.pid.reset()
         pos = np.asarray(state.base_pos, float)
         landing = state.now - self.engaged_at > p.hover_seconds
         if landing and pos[2] < p.landed_height and abs(float(state.base_lin_vel[2])) < 0.5:

@@ -43,7 +43,7 @@ from sim2real.policies.safety.types import ChainOutput, FilterReport, SafetyStat
 
 STATE_SHAPES: dict[str, int] = {
     "ee_pos": 3, "ee_quat": 4, "ee_pos_desired": 3, "ee_quat_desired": 4,
-    "base_pos": 3, "base_quat": 4, "base_lin_vel": 3, "base_ang_vel": 3,
+    "base_pos": 3, "base_quat": 4, "base_lin_vel": 3, "base_ang_vel": 3, "base_lin_acc": 3,
 }
 """Sizes of the fixed-size state fields; joint vectors are checked by the filters that
 read them (their length is the robot's joint count)."""
@@ -296,6 +296,7 @@ class SafetyChain:
             return ChainOutput(None, "nominal", reports)
         for f in self.filters:
             f.observe_output(out, state)
+        self.fallback.observe_output(out, state)
         self.last_output = out.copy()
         change = float(np.max(np.abs(out - cmd))) if self.mode == "nominal" else 0.0
         reason = "; ".join(f"{c.name}: {c.reason}" for c in causes)

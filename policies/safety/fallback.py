@@ -30,6 +30,10 @@ class Fallback(abc.ABC):
     def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
         self.engaged_at = state.now
 
+    def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
+        """Called with the chain's output after every pass, nominal or safe (a fallback
+        that learns the robot while things go well, e.g. its hover thrust, does it here)."""
+
     @abc.abstractmethod
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
         """The safe command now; ``causes`` names the tripped guards."""

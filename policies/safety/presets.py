@@ -238,7 +238,7 @@ def _drone(space: CommandSpace, p: DroneSafetyParams, dt: float):
         limits.RateLimit(
             limits.RateLimitParams(_list(np.r_[p.thrust_rate, np.full(3, p.body_rate_accel)]), None,
                                    p.rate_max_dt_periods * dt), space.size, "rate_limit"),
-        aerial.TiltLimit(aerial.TiltLimitParams(p.max_tilt)),
+        aerial.TiltLimit(aerial.TiltLimitParams(p.max_tilt, max_age=p.state_timeout_periods * dt)),
         limits.BoxLimit(limits.BoxLimitParams(_list(np.r_[p.thrust_min, -rates]), _list(np.r_[p.thrust_max, rates]),
                                               hold=[0.0, 0.0, 0.0, 0.0]), "thrust_rate_limit"),
     ]

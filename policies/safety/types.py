@@ -47,6 +47,9 @@ class SafetyState:
     """Floating base linear velocity, world frame (m/s)."""
     base_ang_vel: np.ndarray | None = None
     """Floating base angular velocity, body frame (rad/s)."""
+    base_lin_acc: np.ndarray | None = None
+    """Specific force the IMU's accelerometer measures, body frame (m/s^2; at rest it
+    reads +g along world up)."""
     stamps: dict[str, float] = field(default_factory=dict)
     """When each measurement field above was last written (same clock as ``now``). A
     field written by two streams (the drone's attitude comes from ``odom`` and from

@@ -5,6 +5,7 @@
 `sim2real bench deploy` ROS 2 state-in to command-out latency at 500 Hz vs a bare rclpy echo
 `sim2real bench soak`   the safety filter for an hour at 500 Hz: p99 and RSS per minute
 `sim2real bench passivity` energy-tank violations over randomized arm episodes, passivity filter on vs off
+`sim2real bench drone-fallback` the drone's fallback in MuJoCo: state lost mid-flight -> touchdown speed, drift
 `sim2real bench reward` CLIP reward frames/s (batched vs one frame) and its share of training wall-clock
 """
 
@@ -22,6 +23,7 @@ BENCHES = {
     "passivity": "sim2real.bench.passivity",
     "reward": "sim2real.bench.reward",
     "hil": "sim2real.bench.hil",
+    "drone-fallback": "sim2real.bench.drone_fallback",
 }
 
 

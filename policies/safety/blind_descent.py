@@ -1,0 +1,239 @@
+"""The drone's descent without odometry: what the hover-then-land fallback flies when
+position and velocity are lost (and perhaps the IMU too).
+
+Nothing here cuts thrust early. The descent is flown on a dead-reckoned velocity that
+starts from the last known velocity. While the IMU is fresh its accelerometer drives
+it (the specific force turned to the world frame, minus gravity); without it the
+commanded thrust does (through the motors' lag and the thrust gain learned in flight),
+with gravity and the rotors' linear drag. The attitude is the IMU's while it is fresh,
+otherwise the last known attitude turned by the body rates that were sent since (the
+flight controller's rate loop tracks them). The thrust axis is steered to
+brake the horizontal velocity (tilting at most ``max_brake_tilt``) and then to level,
+and the collective thrust holds a controlled descent speed. The motors stop only once
+the last known height would have been covered at ``speed_margin`` of that speed, plus
+``ground_seconds``: the drone is down by then unless the dead reckoning was wrong by
+more than that margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.policies.safety.types import SafetyState
+from sim2real.sim.drone import constants as C
+
+
+def rotation(quat: np.ndarray) -> np.ndarray:
+    """Body-to-world rotation matrix of a (w, x, y, z) quaternion."""
+    w, x, y, z = np.asarray(quat, float) / max(float(np.linalg.norm(quat)), 1e-12)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def levelling_rates(R: np.ndarray, gain: float) -> tuple[float, float]:
+    """Roll and pitch rates ``(-k R21, k R20)`` that turn body z toward world up:
+    ``d(R22)/dt = R20 wy - R21 wx = k (R20^2 + R21^2) >= 0`` under rate tracking."""
+    return -gain * float(R[2, 1]), gain * float(R[2, 0])
+
+
+def pointing_rates(R: np.ndarray, axis: np.ndarray, gain: float) -> tuple[float, float]:
+    """Roll and pitch rates ``k R^T (z_body x axis)`` that turn body z toward the unit
+    world ``axis`` (for world up these are :func:`levelling_rates`)."""
+    w = R.T @ np.cross(R[:, 2], axis)
+    return gain * float(w[0]), gain * float(w[1])
+
+
+def _turn(R: np.ndarray, rates: np.ndarray, dt: float) -> np.ndarray:
+    """``R`` after body rates ``rates`` for ``dt`` seconds (Rodrigues)."""
+    angle = float(np.linalg.norm(rates)) * dt
+    if angle < 1e-12:
+        return R
+    k = rates / np.linalg.norm(rates)
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return R @ (np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K))
+
+
+class ThrustGain:
+    """How much vertical acceleration the commanded thrust really gives, learned while
+    odometry is fresh: ``gain = mean(a_z + g) / mean(T cos(tilt) / m)``, exponential
+    means over ``time_constant`` seconds of flight (``T``: the commanded thrust through
+    the motors' lag). Battery sag, a heavier payload or weaker motors move it away from 1
+    (PX4 estimates its hover thrust for the same reason); the blind descent divides by it.
+    """
+
+    def __init__(self, time_constant: float = 2.0, bounds: tuple[float, float] = (0.6, 1.6)) -> None:
+        self.time_constant = time_constant
+        self.bounds = bounds
+        self.lift = 0.0
+        self.accel = 0.0
+        self.weight = 0.0
+        self.thrust = C.HOVER_THRUST
+        self._previous: tuple[float, float] | None = None
+        self._sent: tuple[float, float] | None = None
+
+    @property
+    def gain(self) -> float:
+        if self.weight < 0.5:  # under half a time constant of flight: the nominal model
+            return 1.0
+        return float(np.clip(self.accel / max(self.lift, 1e-6), *self.bounds))
+
+    def update(self, state: SafetyState, thrust: float, max_age: float) -> None:
+        """One odometry sample (its stamp must advance) and the thrust sent since."""
+        if self._sent is not None:
+            dt = state.now - self._sent[0]
+            if dt > 0:
+                self.thrust += (self._sent[1] - self.thrust) * (1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT))
+        self._sent = (state.now, float(thrust))
+        if not (state.fresh("base_lin_vel", max_age) and state.fresh("base_quat", max_age)
+                and state.fresh("base_pos", max_age)):
+            self._previous = None
+            return
+        stamp = state.now - state.age("base_lin_vel")
+        vz = float(state.base_lin_vel[2])
+        previous, self._previous = self._previous, (stamp, vz)
+        if previous is None or not 0 < stamp - previous[0] <= 4 * max_age:
+            return
+        lift = self.thrust * float(rotation(state.base_quat)[2, 2]) / C.MASS
+        if state.base_pos[2] < C.REST_HEIGHT + 0.05 or lift < 0.5 * C.GRAVITY:
+            return  # on (or near) the ground, or nearly falling: contact or lag would dominate
+        dt = stamp - previous[0]
+        decay = float(np.exp(-dt / self.time_constant))
+        self.accel = decay * self.accel + (1 - decay) * ((vz - previous[1]) / dt + C.GRAVITY)
+        self.lift = decay * self.lift + (1 - decay) * lift
+        self.weight = decay * self.weight + (1 - decay)
+
+
+@dataclass
+class BlindDescentParams:
+    descent_speed: float = 0.7
+    """Vertical speed (m/s) the descent aims for, on its dead-reckoned speed."""
+    speed_gain: float = 3.0
+    """Vertical acceleration (m/s^2) asked per m/s of speed error."""
+    max_accel: float = 3.0
+    """Largest vertical acceleration (m/s^2) the speed loop asks for, up or down."""
+    brake_gain: float = 1.5
+    """Horizontal deceleration (m/s^2) asked per m/s of dead-reckoned horizontal speed."""
+    max_brake_tilt: float = 0.35
+    """Largest tilt (rad, 20 deg) the braking may ask for."""
+    level_gain: float = 4.0
+    """Rate (rad/s) per unit of misalignment between body z and the wanted thrust axis."""
+    speed_margin: float = 0.4
+    """The motors stop after the last known height at this fraction of the descent speed..."""
+    ground_seconds: float = 2.0
+    """...plus this many seconds."""
+    ceiling: float = 2.5
+    """Height (m) assumed when no height was ever measured."""
+    thrust_max: float = 0.9 * C.MAX_COLLECTIVE_THRUST
+    """Collective thrust bound (N)."""
+
+    def validate(self) -> None:
+        positive = (self.descent_speed, self.speed_gain, self.max_accel, self.level_gain, self.ceiling)
+        if not (min(positive) > 0 and self.brake_gain >= 0 and 0 <= self.max_brake_tilt < 1.2
+                and 0 < self.speed_margin <= 1 and self.ground_seconds >= 0):
+            raise ValueError("blind descent: speeds, gains, accelerations and the ceiling must be > 0, "
+                             "max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1]")
+
+
+class BlindDescent:
+    """One descent without odometry, from the last state the chain saw.
+
+    Args:
+        state: The chain's state when odometry was found missing: its ``base_*`` fields
+            are the last known values, dated by ``state.stamps``.
+        last_command: The command sent since (``[thrust N, body rates rad/s]``); the
+            dead reckoning runs it from the loss to now (hover thrust if unknown).
+        attitude_timeout: Attitude older than this (s) is dead-reckoned.
+        thrust_gain: The :class:`ThrustGain` learned before the loss.
+    """
+
+    def __init__(self, params: BlindDescentParams, state: SafetyState, last_command: np.ndarray | None,
+                 attitude_timeout: float, thrust_gain: float = 1.0) -> None:
+        params.validate()
+        self.params = params
+        self.thrust_gain = thrust_gain
+        self.attitude_timeout = attitude_timeout
+        known = state.has("base_pos")
+        lost_at = state.now - state.age("base_pos") if known and np.isfinite(state.age("base_pos")) else state.now
+        self.lost_at = min(lost_at, state.now)
+        self.height = float(state.base_pos[2]) if known else params.ceiling
+        self.velocity = np.asarray(state.base_lin_vel, float).copy() if state.has("base_lin_vel") else np.zeros(3)
+        """Dead-reckoned world-frame velocity (m/s)."""
+        self.R = rotation(state.base_quat) if state.has("base_quat") else np.eye(3)
+        last = np.asarray(last_command, float) if last_command is not None else np.zeros(0)
+        if last.shape != (4,) or not np.all(np.isfinite(last)):
+            last = np.array([C.HOVER_THRUST, 0.0, 0.0, 0.0])
+        self.command = last.copy()
+        self.thrust = float(np.clip(last[0], 0.0, params.thrust_max))
+        """The thrust the motors produce (first-order lag behind the command)."""
+        self.time = self.lost_at
+        self.cut_at = self.lost_at + max(self.height - C.REST_HEIGHT, 0.0) / (
+            params.speed_margin * params.descent_speed) + params.ground_seconds
+        """When the motors stop: the last known height covered at the slowest credible speed."""
+
+    def attitude_known(self, state: SafetyState) -> bool:
+        return state.fresh("base_quat", self.attitude_timeout)
+
+    @property
+    def motors_off(self) -> bool:
+        return self.time >= self.cut_at
+
+    def step(self, state: SafetyState, sent: np.ndarray | None = None) -> np.ndarray:
+        """The command at ``state.now``: brake, level and hold the descent speed.
+        ``sent``: what reached the robot since the last call (after the chain's limits),
+        which the dead reckoning runs instead of what this asked for."""
+        p = self.params
+        if sent is not None and np.shape(sent) == (4,) and np.all(np.isfinite(sent)):
+            self.command = np.asarray(sent, float).copy()
+        if self.attitude_known(state):
+            self.R = rotation(state.base_quat)
+        measured = state.base_lin_acc if state.fresh("base_lin_acc", self.attitude_timeout) else None
+        self._predict(state.now, measured)
+        if state.now >= self.cut_at:
+            self.command = np.zeros(4)
+            return self.command.copy()
+        v = self.velocity
+        brake = -p.brake_gain * v[:2]
+        limit = C.GRAVITY * np.tan(p.max_brake_tilt)
+        brake *= min(1.0, limit / max(float(np.linalg.norm(brake)), 1e-9))
+        climb = float(np.clip(p.speed_gain * (-p.descent_speed - v[2]), -p.max_accel, p.max_accel))
+        force = C.MASS * np.array([brake[0], brake[1], C.GRAVITY + climb])
+        axis = force / np.linalg.norm(force)
+        # The vertical component is what the descent needs, at any tilt up to 60 degrees;
+        # the horizontal one follows the attitude, which the rates steer.
+        thrust = float(np.clip(force[2] / max(float(self.R[2, 2]), 0.5) / self.thrust_gain, 0.0, p.thrust_max))
+        wx, wy = pointing_rates(self.R, axis, p.level_gain)
+        self.command = np.array([thrust, wx, wy, 0.0])
+        return self.command.copy()
+
+    def _predict(self, now: float, specific_force: np.ndarray | None = None) -> None:
+        """Advance the dead reckoning to ``now``: by the accelerometer's ``specific_force``
+        (body frame) when given, else under the command last sent."""
+        span = now - self.time
+        if span <= 0:
+            return
+        self.time = now
+        if specific_force is not None:
+            accel = self.R @ np.asarray(specific_force, float)
+            accel[2] -= C.GRAVITY
+            self.velocity = self.velocity + accel * span
+            self.height += float(self.velocity[2]) * span
+            lag = 1.0 - np.exp(-span / C.MOTOR_TIME_CONSTANT)
+            self.thrust += (self.command[0] - self.thrust) * lag
+            return
+        steps = int(np.ceil(span / 0.005))  # the motor lag is 40 ms: integrate finer than that
+        dt = span / steps
+        lag = 1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT)
+        for _ in range(steps):
+            self.thrust += (self.command[0] - self.thrust) * lag
+            self.R = _turn(self.R, self.command[1:], dt)
+            accel = self.thrust_gain * self.thrust / C.MASS * self.R[:, 2] - C.LINEAR_DRAG / C.MASS * self.velocity
+            accel[2] -= C.GRAVITY
+            self.velocity = self.velocity + accel * dt
+            self.height += float(self.velocity[2]) * dt
