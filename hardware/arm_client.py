@@ -1,6 +1,7 @@
 """The host side of the arm protocol: one UDP socket to the robot.
 
-:class:`ArmLink` says ``HELLO`` (the robot then streams state to this socket), sends
+:class:`ArmLink` says ``HELLO`` (the robot then streams state to this socket, unless
+another host holds control), ``RELEASE`` when it closes, sends
 commands numbered from 1 in a random session, and receives packets, dropping (and
 counting) malformed ones, packets from another address and stale or out-of-order ones.
 It has no thread and no ROS: ``ros_nodes/hardware_bridge.py`` drives it.
@@ -8,6 +9,7 @@ It has no thread and no ROS: ``ros_nodes/hardware_bridge.py`` drives it.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import socket
 import time
@@ -25,6 +27,7 @@ from sim2real.hardware.arm_protocol import (
     PacketError,
     PacketStats,
     PacketType,
+    Release,
     SequenceGate,
     State,
     decode,
@@ -120,5 +123,13 @@ class ArmLink:
             return Received(header, payload, arrived)
         return None
 
+    def release(self) -> None:
+        """Give control back to the robot at once (it holds; another host may take over)."""
+        self._hello_sequence += 1
+        self.sock.sendto(encode(Release(self.session), self._hello_sequence, time.monotonic_ns()), self.robot)
+
     def close(self) -> None:
+        """Release control (best effort: the robot's lease timeout covers a lost packet) and close."""
+        with contextlib.suppress(OSError):  # already closed, or the network is gone
+            self.release()
         self.sock.close()

@@ -3,8 +3,11 @@
 Modelled on what real arm interfaces do (Franka's FCI streams state and takes commands
 over UDP once per control period, each message numbered, and its controller stops the
 robot when commands stop arriving): the robot streams a ``STATE`` packet every control
-period to the host that last said ``HELLO``; the host answers with ``COMMAND`` packets
-in the physical units of the ROS ``command`` topic (``policies/safety/spaces.py``).
+period to the host that holds control; the host answers with ``COMMAND`` packets in the
+physical units of the ROS ``command`` topic (``policies/safety/spaces.py``). One host
+controls at a time: ``HELLO`` takes control only when nobody holds it, or the holder has
+been silent for the robot's lease timeout; ``RELEASE`` gives it back
+(``hardware/emulator/control_lease.py``).
 
 Every packet is ``header | payload | crc32``::
 
@@ -40,7 +43,8 @@ MAX_COMMAND_VALUES = 13
 
 class PacketType(IntEnum):
     HELLO = 1
-    """host -> robot: start (or keep) streaming state to my address; payload: session id."""
+    """host -> robot: take (or keep) control and stream state to my address; payload:
+    session id. Refused while another host holds control."""
     COMMAND = 2
     """host -> robot: one command in physical units."""
     STATE = 3
@@ -48,6 +52,8 @@ class PacketType(IntEnum):
     MISSION = 4
     """emulator -> host: the task's goal and episode counters (an operator's role; a real
     robot does not send it)."""
+    RELEASE = 5
+    """host -> robot: give control back now (the robot holds); payload: session id."""
 
 
 class CommandMode(IntEnum):
@@ -92,7 +98,8 @@ COMMAND_PAYLOAD = struct.Struct(f"<IIBB2x{MAX_COMMAND_VALUES}d")
 STATE_PAYLOAD = struct.Struct(f"<IIB3x{3 * ARM_JOINT_COUNT + 14}d")
 MISSION_PAYLOAD = struct.Struct("<3dII")
 PAYLOADS = {PacketType.HELLO: HELLO_PAYLOAD, PacketType.COMMAND: COMMAND_PAYLOAD,
-            PacketType.STATE: STATE_PAYLOAD, PacketType.MISSION: MISSION_PAYLOAD}
+            PacketType.STATE: STATE_PAYLOAD, PacketType.MISSION: MISSION_PAYLOAD,
+            PacketType.RELEASE: HELLO_PAYLOAD}
 PACKET_SIZES = {t: HEADER.size + p.size + CRC.size for t, p in PAYLOADS.items()}
 
 
@@ -114,6 +121,11 @@ class Header:
 
 @dataclass(frozen=True)
 class Hello:
+    session: int
+
+
+@dataclass(frozen=True)
+class Release:
     session: int
 
 
@@ -149,7 +161,7 @@ class Mission:
     successes: int
 
 
-Payload = Hello | Command | State | Mission
+Payload = Hello | Release | Command | State | Mission
 
 
 def _u32(value: int) -> int:
@@ -159,8 +171,9 @@ def _u32(value: int) -> int:
 def encode(payload: Payload, sequence: int, stamp_ns: int) -> bytes:
     """One datagram. Raises ValueError for values the layout cannot carry (wrong sizes,
     non-finite numbers): a sender must not put them on the wire."""
-    if isinstance(payload, Hello):
-        kind, body = PacketType.HELLO, HELLO_PAYLOAD.pack(_u32(payload.session))
+    if isinstance(payload, Hello | Release):
+        kind = PacketType.HELLO if isinstance(payload, Hello) else PacketType.RELEASE
+        body = HELLO_PAYLOAD.pack(_u32(payload.session))
     elif isinstance(payload, Command):
         values = np.asarray(payload.values, dtype=np.float64).ravel()
         if values.size != COMMAND_SIZES[payload.mode]:
@@ -221,6 +234,8 @@ def decode(data: bytes) -> tuple[Header, Payload]:
     header = Header(kind, sequence, stamp)
     if kind == PacketType.HELLO:
         return header, Hello(fields[0])
+    if kind == PacketType.RELEASE:
+        return header, Release(fields[0])
     if kind == PacketType.MISSION:
         goal = _finite(fields[:3])
         return header, Mission(goal, fields[3], fields[4])

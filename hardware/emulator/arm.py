@@ -3,7 +3,8 @@ emulator of a real arm's controller box.
 
 It does what the real controller does and nothing a host could not see on the wire:
 it steps the simulated arm once per control period in real time, streams a ``STATE``
-packet to the host that said ``HELLO``, applies the newest valid ``COMMAND`` and holds
+packet to the host in control (one at a time: :mod:`.control_lease`), applies the
+newest valid ``COMMAND`` from it and holds
 the arm (zero Cartesian velocity, gripper kept) when commands stop for
 ``command_timeout`` seconds, while the e-stop is engaged, or before the first command.
 Every malformed, foreign, stale or out-of-order packet is counted and dropped.
@@ -33,6 +34,7 @@ from sim2real.hardware.arm_protocol import (
     Mission,
     PacketError,
     PacketStats,
+    Release,
     SequenceGate,
     State,
     Status,
@@ -41,6 +43,7 @@ from sim2real.hardware.arm_protocol import (
     mode_from_name,
 )
 from sim2real.hardware.emulator.arm_units import arm_command_units
+from sim2real.hardware.emulator.control_lease import ControlLease
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.errors import ConfigError
@@ -66,13 +69,16 @@ class ArmEmulatorConfig:
     """Seed of the simulated targets."""
     command_timeout: float = 0.15
     """Seconds without a valid command after which the robot holds (3 periods at 20 Hz)."""
+    lease_timeout: float = 1.0
+    """Seconds of silence from the controlling host after which another host's HELLO may
+    take control (a RELEASE gives it up at once)."""
     max_state_lag: int = 3
     """A command computed from a state more than this many packets old is stale."""
     mission_period: float = 1.0
     """Seconds between MISSION packets (and on every goal change)."""
 
     def validate(self) -> None:
-        for name in ("command_timeout", "mission_period"):
+        for name in ("command_timeout", "mission_period", "lease_timeout"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ConfigError(name, f"must be a positive number of seconds, got {value!r}")
@@ -106,6 +112,7 @@ class ArmEmulator:
         self.stats = PacketStats()
         self.peer: tuple[str, int] | None = None
         self.session: int | None = None
+        self.lease = ControlLease(cfg.lease_timeout)
         self._command_gate = SequenceGate()
         self.command: Command | None = None
         self.command_sequence = 0
@@ -151,15 +158,23 @@ class ArmEmulator:
         except PacketError as exc:
             return self._reject(exc.reason)
         if isinstance(payload, Hello):
-            if payload.session != self.session:  # a new host session: its sequence starts afresh
-                self.session, self.command = payload.session, None
+            verdict = self.lease.claim((addr, payload.session), now)
+            if verdict == "busy":  # another host controls the robot: it keeps control
+                return self._reject("busy")
+            if verdict == "granted":  # a new host: its sequence starts afresh, the robot holds
+                self.peer, self.session, self.command = addr, payload.session, None
                 self._command_gate.reset()
-            self.peer = addr
+            self.stats.accept(header.type)
+            return None
+        if isinstance(payload, Release):
+            if not self.lease.release((addr, payload.session)):
+                return self._reject("peer")
+            self.peer = self.session = self.command = None  # nobody in control: hold
             self.stats.accept(header.type)
             return None
         if not isinstance(payload, Command):
             return self._reject("type")  # robots do not take STATE or MISSION packets
-        if addr != self.peer or payload.session != self.session:
+        if not self.lease.holds((addr, payload.session)):
             return self._reject("peer")
         if payload.mode != self.mode:
             return self._reject("mode")
@@ -169,6 +184,7 @@ class ArmEmulator:
         if not self._command_gate.accept(header.sequence):
             return self._reject("sequence")
         self.stats.accept(header.type)
+        self.lease.heard((addr, payload.session), now)
         sent = self._sent_at.pop(payload.state_sequence, None)
         if sent is not None:
             self.loop_latencies.append(time.monotonic() - sent)

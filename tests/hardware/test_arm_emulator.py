@@ -164,26 +164,88 @@ def test_foreign_stale_replayed_and_malformed_commands_are_counted_and_never_app
     stranger.close()
 
 
-def test_a_new_session_restarts_the_sequence(rig) -> None:
+def hello_from(emulator: ArmEmulator, link: ArmLink, now: float) -> None:
+    before = handled(emulator)
+    link.hello()
+    deliver(emulator, before, now)
+
+
+def test_another_host_cannot_take_control_while_the_holder_is_alive(rig) -> None:
+    """Any host that said HELLO used to take the command stream over at once."""
     emulator, link = rig
     connect(emulator, link)
     send(emulator, link, FORWARD, now=0.01)
-    other = ArmLink(emulator.address, CommandMode.EE_DELTA)  # e.g. the driver restarted
+    intruder = ArmLink(emulator.address, CommandMode.EE_DELTA)
     try:
+        hello_from(emulator, intruder, now=0.5)  # the holder was heard 0.49 s ago: refused
+        assert emulator.stats.rejected.get("busy") == 1
+        assert emulator.peer == link.local_address and emulator.command is not None
         before = handled(emulator)
-        other.hello()
-        deliver(emulator, before, now=0.02)
-        assert emulator.command is None  # the old session's command is dropped with it
+        intruder.send_command(FORWARD * 0, emulator.state_sequence)
+        deliver(emulator, before, now=0.51)
+        assert emulator.stats.rejected.get("peer") == 1 and emulator.stats.accepted["command"] == 1
+        send(emulator, link, FORWARD, now=1.2)  # the holder's commands keep renewing control
+        hello_from(emulator, intruder, now=2.1)
+        assert emulator.stats.rejected.get("busy") == 2
+        emulator.tick(2.15)
+        assert isinstance(latest_state(link), State)  # the stream stays with the holder
+        assert intruder.receive(0.1) is None
+    finally:
+        intruder.close()
+
+
+def test_a_silent_holder_loses_control_after_the_lease_timeout(rig) -> None:
+    emulator, link = rig
+    connect(emulator, link)
+    send(emulator, link, FORWARD, now=0.01)
+    restarted = ArmLink(emulator.address, CommandMode.EE_DELTA)  # e.g. the driver restarted
+    try:
+        timeout = emulator.config.lease_timeout
+        hello_from(emulator, restarted, now=0.01 + timeout + 0.05)
+        assert emulator.peer == restarted.local_address
+        assert emulator.command is None  # the old host's command is dropped: the robot holds
         before = handled(emulator)
-        other.send_command(FORWARD * 0, emulator.state_sequence)
-        deliver(emulator, before, now=0.03)
+        restarted.send_command(FORWARD * 0, emulator.state_sequence)
+        deliver(emulator, before, now=1.1)
         assert emulator.command is not None and emulator.stats.accepted["command"] == 2
         before = handled(emulator)
-        link.send_command(FORWARD, emulator.state_sequence)  # the old session is now foreign
-        deliver(emulator, before, now=0.04)
+        link.send_command(FORWARD, emulator.state_sequence)  # the old host is now foreign
+        deliver(emulator, before, now=1.11)
         assert emulator.stats.rejected.get("peer") == 1
     finally:
+        restarted.close()
+
+
+def test_an_explicit_release_hands_control_over_at_once(rig) -> None:
+    emulator, link = rig
+    connect(emulator, link)
+    send(emulator, link, FORWARD, now=0.01)
+    before = handled(emulator)
+    link.release()
+    deliver(emulator, before, now=0.02)
+    assert emulator.peer is None and emulator.command is None
+    assert emulator.fresh_command(0.03) is None  # nobody in control: the robot holds
+    other = ArmLink(emulator.address, CommandMode.EE_DELTA)
+    try:
+        hello_from(emulator, other, now=0.03)
+        assert emulator.peer == other.local_address and not emulator.stats.rejected.get("busy")
+        stranger = ArmLink(emulator.address, CommandMode.EE_DELTA)
+        before = handled(emulator)
+        stranger.release()  # only the holder may release
+        deliver(emulator, before, now=0.04)
+        stranger.sock.close()
+        assert emulator.peer == other.local_address and emulator.stats.rejected.get("peer") == 1
+    finally:
         other.close()
+
+
+def test_closing_the_link_releases_control(rig) -> None:
+    emulator, link = rig
+    connect(emulator, link)
+    before = handled(emulator)
+    link.close()
+    deliver(emulator, before, now=0.02)
+    assert emulator.peer is None and emulator.stats.accepted.get("release") == 1
 
 
 @pytest.mark.parametrize("field,value", [("command_timeout", 0.0), ("command_timeout", float("nan")),

@@ -25,6 +25,7 @@ from sim2real.hardware.arm_protocol import (
     PacketError,
     PacketStats,
     PacketType,
+    Release,
     SequenceGate,
     State,
     Status,
@@ -83,18 +84,19 @@ def test_mission_and_hello_round_trip(goal: np.ndarray, episodes: int, successes
     np.testing.assert_array_equal(m.goal, goal)
     assert (m.episodes, m.successes) == (episodes, successes)
     assert decode(encode(Hello(session), 3, 4))[1] == Hello(session)
+    assert decode(encode(Release(session), 5, 6))[1] == Release(session)
 
 
 def test_packet_sizes_are_fixed_per_type() -> None:
     assert PACKET_SIZES == {PacketType.HELLO: 28, PacketType.COMMAND: 140, PacketType.STATE: 364,
-                            PacketType.MISSION: 56}
+                            PacketType.MISSION: 56, PacketType.RELEASE: 28}
     assert len(encode(state(), 1, 1)) == 364 and len(encode(command(), 1, 1)) == 140
 
 
 @settings(max_examples=200, deadline=None)
-@given(kind=st.sampled_from(["state", "command", "hello", "mission"]), data=st.data())
+@given(kind=st.sampled_from(["state", "command", "hello", "release", "mission"]), data=st.data())
 def test_any_single_corrupted_byte_is_refused(kind: str, data) -> None:
-    payload = {"state": state(), "command": command(), "hello": Hello(3),
+    payload = {"state": state(), "command": command(), "hello": Hello(3), "release": Release(3),
                "mission": Mission(np.ones(3), 1, 1)}[kind]
     packet = bytearray(encode(payload, 9, 9))
     index = data.draw(st.integers(0, len(packet) - 1))

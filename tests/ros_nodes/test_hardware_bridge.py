@@ -216,11 +216,13 @@ def test_robot_holds_when_the_driver_dies() -> None:
         assert wait_for(commanded, 10.0, step=0.05), emulator.summary()
         bridge.destroy_node()  # the driver dies; the policy side may still be publishing
         h.nodes.remove(bridge)
-        accepted = emulator.stats.accepted["command"]
+        accepted, rejected = emulator.stats.accepted["command"], emulator.stats.rejected_total
         assert wait_for(lambda: emulator.fresh_command(time.monotonic()) is None, 2.0)
         holds = emulator.hold_ticks
         assert wait_for(lambda: emulator.hold_ticks >= holds + 5, 3.0)
-        assert emulator.stats.accepted["command"] == accepted and emulator.stats.rejected_total == 0
+        # Nothing reached the robot after the driver died (a loaded machine may have made
+        # a command stale before: only what happens after counts).
+        assert emulator.stats.accepted["command"] == accepted and emulator.stats.rejected_total == rejected
     finally:
         h.close()
         stop.set()
