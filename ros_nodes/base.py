@@ -22,6 +22,7 @@ activates itself, so ``ros2 launch`` needs no lifecycle manager; a manager (or
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -224,6 +225,19 @@ class ManagedNode(LifecycleNode):
         self.active = False
         return TransitionCallbackReturn.SUCCESS
 
+    def wind_down(self) -> None:
+        """Leave the way deactivate and cleanup would (timers stopped, files closed, the
+        robot link released), when the process ends with the node still up. Never raises:
+        each step that fails is logged and the next one still runs."""
+        steps = [("stop", self.stop)] if self.active else []
+        steps += [("unload", self.unload)] if self.configured else []
+        self.active = self.configured = False
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:
+                self.get_logger().error(f"shutdown: {what} failed: {type(exc).__name__}: {exc}")
+
 
 def _never_incompatible(qos: Any) -> bool:
     """A subscription QoS that every publisher's QoS matches (best effort, volatile, no
@@ -268,16 +282,40 @@ def dataclass_defaults(obj: Any) -> Params:
 
 
 def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) -> int:
-    """Spin one node until shutdown (the body of each node module's ``main``)."""
+    """Spin one node until shutdown (the body of each node module's ``main``); 0 on a
+    clean end, SIGINT and SIGTERM included.
+
+    Ctrl-C in a terminal signals every process of the group and ``ros2 launch`` forwards
+    another SIGINT, so a node sees two. rclpy's handler stops the executor on the first;
+    the Python handlers installed here (before ``rclpy.init``, which chains to them) only
+    note the signal, so no KeyboardInterrupt can land in the middle of the shutdown.
+    (It did: nodes exited with 130 and the recorder's bag was never closed.)
+    """
+    received: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
     rclpy.init(args=args if args is not None else sys.argv)
     node = factory()
-    node.autostart()
     try:
-        rclpy.spin(node)
+        if not received:
+            node.autostart()
+        if not received:
+            rclpy.spin(node)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
+    except Exception:
+        # A signal's shutdown can catch the executor building its wait set (rclpy then
+        # raises RCLError "context is not valid"): that is the shutdown, not a failure.
+        if not received and rclpy.ok():
+            raise
     finally:
+        node.wind_down()
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        # The process is ending. Ignored rather than restored: launch's SIGINT can arrive
+        # a moment after the terminal's, and Python resets handled signals to their
+        # default (terminate) while it finalizes, which turned a clean exit into -2.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     return 0

@@ -24,6 +24,7 @@ COMMANDS = {
     "reward": "sim2real.commands.reward",
     "hil": "sim2real.commands.hil",
     "hardware": "sim2real.commands.hardware",
+    "bag": "sim2real.commands.bag",
 }
 
 

@@ -2,7 +2,7 @@
 
 `sim2real hardware emulate --robot arm --port 17001` runs a simulated arm behind the
 sim2real arm protocol (UDP, docs/deployment.md "Real robots") in real time: it streams
-state packets to the host that says HELLO and applies its command packets, holding the
+state packets to the host in control (one at a time) and applies its command packets, holding the
 arm when they stop. Point the hardware bridge at it with
 `sim2real deploy --robot arm --backend real` (config/arm.yaml: hardware_bridge.robot_port).
 Runs until --duration elapses or Ctrl-C / SIGTERM; --json then prints its counters
