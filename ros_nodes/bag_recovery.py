@@ -145,8 +145,9 @@ class _Scan:
         inner.schemas, inner.channels = dict(self.schemas), dict(self.channels)
         view = memoryview(raw)
         end = 0
-        for op, rec, end in _records(view):
+        for op, rec, rec_end in _records(view):
             inner.record(op, rec)
+            end = rec_end
         if end != len(raw):
             raise _Torn
         self.schemas, self.channels = inner.schemas, inner.channels

@@ -9,10 +9,11 @@ with gravity and the rotors' linear drag. The attitude is the IMU's while it is 
 otherwise the last known attitude turned by the body rates that were sent since (the
 flight controller's rate loop tracks them). The thrust axis is steered to
 brake the horizontal velocity (tilting at most ``max_brake_tilt``) and then to level,
-and the collective thrust holds a controlled descent speed. The motors stop only once
-the last known height would have been covered at ``speed_margin`` of that speed, plus
-``ground_seconds``: the drone is down by then unless the dead reckoning was wrong by
-more than that margin.
+and the collective thrust holds a controlled descent speed. The motors spin down only
+once the last known height would have been covered at ``speed_margin`` of that speed,
+plus ``ground_seconds``: the drone is down by then unless the dead reckoning was wrong
+by more than that margin, and even then the spin-down (``spin_down_seconds``) lets it
+sink rather than drop.
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ class BlindDescentParams:
     """The motors stop after the last known height at this fraction of the descent speed..."""
     ground_seconds: float = 2.0
     """...plus this many seconds."""
+    spin_down_seconds: float = 4.0
+    """Then the thrust ramps to zero over this long rather than stopping at once: should
+    an unseen gust have kept the drone up, it sinks instead of dropping."""
     ceiling: float = 2.5
     """Height (m) assumed when no height was ever measured."""
     thrust_max: float = 0.9 * C.MAX_COLLECTIVE_THRUST
@@ -136,7 +140,8 @@ class BlindDescentParams:
     def validate(self) -> None:
         positive = (self.descent_speed, self.speed_gain, self.max_accel, self.level_gain, self.ceiling)
         if not (min(positive) > 0 and self.brake_gain >= 0 and 0 <= self.max_brake_tilt < 1.2
-                and 0 < self.speed_margin <= 1 and self.ground_seconds >= 0):
+                and 0 < self.speed_margin <= 1 and self.ground_seconds >= 0
+                and self.spin_down_seconds >= 0):
             raise ValueError("blind descent: speeds, gains, accelerations and the ceiling must be > 0, "
                              "max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1]")
 
@@ -182,7 +187,7 @@ class BlindDescent:
 
     @property
     def motors_off(self) -> bool:
-        return self.time >= self.cut_at
+        return self.time >= self.cut_at + self.params.spin_down_seconds
 
     def step(self, state: SafetyState, sent: np.ndarray | None = None) -> np.ndarray:
         """The command at ``state.now``: brake, level and hold the descent speed.
@@ -195,7 +200,7 @@ class BlindDescent:
             self.R = rotation(state.base_quat)
         measured = state.base_lin_acc if state.fresh("base_lin_acc", self.attitude_timeout) else None
         self._predict(state.now, measured)
-        if state.now >= self.cut_at:
+        if self.motors_off:
             self.command = np.zeros(4)
             return self.command.copy()
         v = self.velocity
@@ -208,6 +213,8 @@ class BlindDescent:
         # The vertical component is what the descent needs, at any tilt up to 60 degrees;
         # the horizontal one follows the attitude, which the rates steer.
         thrust = float(np.clip(force[2] / max(float(self.R[2, 2]), 0.5) / self.thrust_gain, 0.0, p.thrust_max))
+        if state.now > self.cut_at:  # down by every credible estimate: spin the motors down
+            thrust *= max(0.0, 1.0 - (state.now - self.cut_at) / max(p.spin_down_seconds, 1e-9))
         wx, wy = pointing_rates(self.R, axis, p.level_gain)
         self.command = np.array([thrust, wx, wy, 0.0])
         return self.command.copy()

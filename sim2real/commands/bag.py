@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
         return 0
-    state = "complete" if report.complete else f"unfinished; {report.tail_bytes} bytes after the last complete record lost"
+    state = ("complete" if report.complete
+             else f"unfinished; {report.tail_bytes} bytes after the last complete record lost")
     stdout.print(f"{report.source} ({state}, {report.chunks} complete chunks) -> {report.output}")
     for topic, n in sorted(report.messages.items()):
         stdout.print(f"  {topic}: {n} messages")
