@@ -17,6 +17,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
+from sim2real.sim.core.frames import rotation
+
 
 def stamp_to_sec(stamp: Time) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
@@ -98,18 +100,8 @@ def pose_stamped(pos: np.ndarray, quat_wxyz: np.ndarray, stamp: Time, frame: str
 
 
 def rotate_to_body(quat_wxyz: np.ndarray, v_world: np.ndarray) -> np.ndarray:
-    return body_rotation(quat_wxyz).T @ v_world
+    return rotation(quat_wxyz).T @ v_world
 
-
-def body_rotation(quat_wxyz: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.asarray(quat_wxyz, float) / max(float(np.linalg.norm(quat_wxyz)), 1e-12)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def odometry(pos: np.ndarray, quat: np.ndarray, lin_vel_world: np.ndarray, ang_vel_body: np.ndarray, stamp: Time,
@@ -137,7 +129,7 @@ def parse_odometry(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     if not np.all(np.isfinite(values)) or np.linalg.norm(quat) < 0.5:
         return "non-finite odometry or invalid orientation"
     quat = quat / np.linalg.norm(quat)
-    return pos, quat, body_rotation(quat) @ v_body, w_body
+    return pos, quat, rotation(quat) @ v_body, w_body
 
 
 def imu(quat: np.ndarray, ang_vel_body: np.ndarray, lin_acc_body: np.ndarray, stamp: Time,

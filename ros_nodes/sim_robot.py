@@ -15,6 +15,7 @@ import numpy as np
 from sim2real.policies.safety.spaces import CommandSpace, command_space
 from sim2real.ros_nodes.robots import Measurements, driver_mode, robot_info
 from sim2real.sim.core.env import SimEnv
+from sim2real.sim.core.frames import specific_force
 from sim2real.sim.core.registry import REGISTRY
 
 
@@ -61,6 +62,7 @@ class SimRobot:
         self.metric_totals: dict[str, float] = {}
         """Each task metric summed over every step of the run (all episodes)."""
         self._last_info: dict[str, Any] = {}
+        self._previous_base_vel: np.ndarray | None = None
         self._jnt = [mujoco.mj_name2id(self.env.model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in info.joints]
         self._qadr = np.array([self.env.model.jnt_qposadr[j] for j in self._jnt], dtype=int)
         self._vadr = np.array([self.env.model.jnt_dofadr[j] for j in self._jnt], dtype=int)
@@ -79,6 +81,7 @@ class SimRobot:
         """One control period under ``command``; returns the episode's record when it ended
         (the robot is then reset with a new target or velocity command)."""
         action = self.space.command_to_action(command)
+        self._previous_base_vel = self.env.data.qvel[0:3].copy() if self.info.floating_base else None
         _, _, terminated, truncated, info = self.env.step(action)
         self._steps += 1
         self._last_info = info
@@ -94,6 +97,7 @@ class SimRobot:
             self.episodes.append(rec)
             self._steps, self._metric_sums = 0, {}
             _, reset_info = self.env.reset()
+            self._previous_base_vel = None  # no velocity change across a reset
             self.task_state = reset_info.get("task", {})
             return rec
         return None
@@ -140,11 +144,12 @@ class SimRobot:
             self.task._set_commands(0, np.asarray(cmd, dtype=np.float64))
 
     def linear_acceleration(self) -> np.ndarray:
-        """Body-frame specific force, as an accelerometer reads it (from ``qacc``)."""
+        """Body-frame specific force over the last control period, as an IMU's
+        delta-velocity output gives it (gusts included)."""
         d = self.env.data
-        from sim2real.ros_nodes.messages import rotate_to_body
-
-        return rotate_to_body(d.qpos[3:7], d.qacc[0:3] + np.array([0.0, 0.0, 9.81]))
+        previous = self._previous_base_vel
+        return specific_force(d.qpos[3:7], d.qvel[0:3], d.qvel[0:3] if previous is None else previous,
+                              self.control_dt)
 
     def render(self) -> np.ndarray | None:
         return self.env.render()

@@ -16,12 +16,12 @@ from sim2real.policies.safety.blind_descent import (
     BlindDescentParams,
     ThrustGain,
     levelling_rates,
-    rotation,
 )
 from sim2real.policies.safety.fallback import Fallback
 from sim2real.policies.safety.guards import tilt_angle
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.types import FilterReport, SafetyState, compare
+from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
 
 

@@ -23,19 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim2real.policies.safety.types import SafetyState
+from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
-
-
-def rotation(quat: np.ndarray) -> np.ndarray:
-    """Body-to-world rotation matrix of a (w, x, y, z) quaternion."""
-    w, x, y, z = np.asarray(quat, float) / max(float(np.linalg.norm(quat)), 1e-12)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def levelling_rates(R: np.ndarray, gain: float) -> tuple[float, float]:

@@ -95,14 +95,6 @@ class Outcome:
         return bool(np.isfinite(self.touchdown_speed) and self.touchdown_speed <= TOUCHDOWN_LIMIT)
 
 
-def accelerometer(R: np.ndarray, velocity: np.ndarray, previous_velocity: np.ndarray, dt: float) -> np.ndarray:
-    """Body-frame specific force over the last control period, as an IMU's delta-velocity
-    output gives it: the gusts (velocity kicks) show in it, as they would on a real IMU."""
-    from sim2real.sim.drone import constants as C
-
-    return R.T @ ((velocity - previous_velocity) / dt + np.array([0.0, 0.0, C.GRAVITY]))
-
-
 def _tilt(R: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip(R[2, 2], -1.0, 1.0))))
 
@@ -116,8 +108,8 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
 
     from sim2real.policies.classical.drone import CascadedPID
     from sim2real.policies.safety import SafetyState, command_space, make_chain
-    from sim2real.policies.safety.blind_descent import rotation
     from sim2real.sim.core.engine import Engine
+    from sim2real.sim.core.frames import rotation, specific_force
     from sim2real.sim.drone import constants as C
     from sim2real.sim.drone.base import HOVER_COMMAND
     from sim2real.sim.drone.hover import Hover
@@ -172,7 +164,7 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
             state.set(t, base_pos=pos, base_quat=quat, base_lin_vel=lin_vel, base_ang_vel=ang_vel)
             state.state_stamp = t
         if imu:
-            state.set(t, base_quat=quat, base_ang_vel=ang_vel, base_lin_acc=accelerometer(R, lin_vel, prev_vel, dt))
+            state.set(t, base_quat=quat, base_ang_vel=ang_vel, base_lin_acc=specific_force(quat, lin_vel, prev_vel, dt))
         # The policy before (and, if its odometry is alive, after) the fault.
         policy_runs = (sc.phase != "landing" or t <= warmup) and (odom or not faulted)
         if policy_runs:
