@@ -180,9 +180,7 @@ def test_another_host_cannot_take_control_while_the_holder_is_alive(rig) -> None
         hello_from(emulator, intruder, now=0.5)  # the holder was heard 0.49 s ago: refused
         assert emulator.stats.rejected.get("busy") == 1
         assert emulator.peer == link.local_address and emulator.command is not None
-        before = handled(emulator)
-        intruder.send_command(FORWARD * 0, emulator.state_sequence)
-        deliver(emulator, before, now=0.51)
+        send(emulator, intruder, FORWARD * 0, now=0.51)
         assert emulator.stats.rejected.get("peer") == 1 and emulator.stats.accepted["command"] == 1
         send(emulator, link, FORWARD, now=1.2)  # the holder's commands keep renewing control
         hello_from(emulator, intruder, now=2.1)
@@ -204,13 +202,9 @@ def test_a_silent_holder_loses_control_after_the_lease_timeout(rig) -> None:
         hello_from(emulator, restarted, now=0.01 + timeout + 0.05)
         assert emulator.peer == restarted.local_address
         assert emulator.command is None  # the old host's command is dropped: the robot holds
-        before = handled(emulator)
-        restarted.send_command(FORWARD * 0, emulator.state_sequence)
-        deliver(emulator, before, now=1.1)
+        send(emulator, restarted, FORWARD * 0, now=1.1)
         assert emulator.command is not None and emulator.stats.accepted["command"] == 2
-        before = handled(emulator)
-        link.send_command(FORWARD, emulator.state_sequence)  # the old host is now foreign
-        deliver(emulator, before, now=1.11)
+        send(emulator, link, FORWARD, now=1.11)  # the old host is now foreign
         assert emulator.stats.rejected.get("peer") == 1
     finally:
         restarted.close()
