@@ -249,4 +249,4 @@ def test_no_input_sequence_makes_a_chain_raise_or_leave_its_hard_limits(robot, m
 
 
 FIELDS = {"joint_pos", "joint_vel", "joint_effort", "ee_pos", "ee_quat", "ee_pos_desired", "ee_quat_desired",
-          "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "state_stamp"}
+          "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "base_lin_acc", "state_stamp"}
