@@ -15,15 +15,15 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from sim2real.policies.config_schema import from_dict
 from sim2real.policies.rewards.config import RewardConfig
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import Fraction, NonNegative, NonNegativeInt, Positive, PositiveInt, from_dict
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-ALGOS = ("ppo", "sac", "td3", "ppo_lag", "sac_lag")
-DR_PRESETS = ("train", "heldout", "none")
+Algo = Literal["ppo", "sac", "td3", "ppo_lag", "sac_lag"]
+DrPreset = Literal["train", "heldout", "none"]
 
 
 @dataclass
@@ -34,7 +34,7 @@ class NetConfig:
     """Hidden layer sizes of the actor."""
     vf: list[int] = field(default_factory=lambda: [256, 256])
     """Hidden layer sizes of the critic (PPO's value function, SAC/TD3's Q functions)."""
-    activation: str = "elu"
+    activation: Literal["elu", "tanh", "relu"] = "elu"
     """Hidden activation: ``elu`` (legged_gym, rsl_rl), ``tanh`` or ``relu``."""
     critic_privileged: bool = False
     """``ppo`` only: asymmetric actor-critic. The critic also reads the simulator's
@@ -52,11 +52,11 @@ class NormalizeConfig:
     """Normalize observations to zero mean, unit variance."""
     reward: bool = False
     """Scale rewards by the running std of the discounted return (off in legged_gym)."""
-    clip_obs: float = 10.0
+    clip_obs: Positive = 10.0
     """Normalized observations are clipped to ``[-clip_obs, clip_obs]``."""
-    clip_reward: float = 10.0
+    clip_reward: Positive = 10.0
     """Normalized rewards are clipped to ``[-clip_reward, clip_reward]``."""
-    epsilon: float = 1e-8
+    epsilon: Positive = 1e-8
     """Added to the variance before the square root."""
 
 
@@ -64,13 +64,13 @@ class NormalizeConfig:
 class EvalConfig:
     """Periodic evaluation on separate environments during training."""
 
-    every_steps: int = 50_000
+    every_steps: NonNegativeInt = 50_000
     """Evaluate every this many environment steps (0 disables; the last step is always evaluated)."""
-    episodes: int = 20
+    episodes: PositiveInt = 20
     """Episodes per evaluation."""
-    n_envs: int = 4
+    n_envs: PositiveInt = 4
     """Evaluation environments stepped as one batch."""
-    dr: str = "train"
+    dr: DrPreset = "train"
     """Randomization preset of the evaluation environments: ``train``, ``heldout`` or ``none``."""
     seed: int = 10_000
     """Seed of the evaluation environments, reset at every evaluation so that every
@@ -83,9 +83,9 @@ class EvalConfig:
 class CheckpointConfig:
     """Crash safety: ``kill -9`` loses at most ``every_steps`` of training."""
 
-    every_steps: int = 50_000
+    every_steps: PositiveInt = 50_000
     """Write the ``last`` checkpoint every this many environment steps."""
-    keep: int = 2
+    keep: PositiveInt = 2
     """Step checkpoints kept on disk (the newest is ``last``; older ones are deleted)."""
 
 
@@ -93,34 +93,34 @@ class CheckpointConfig:
 class PPOConfig:
     """PPO (SB3) with rsl_rl's KL-adaptive learning rate."""
 
-    learning_rate: float = 3e-4
+    learning_rate: Positive = 3e-4
     """Initial Adam step size."""
-    desired_kl: float | None = 0.01
+    desired_kl: Positive | None = 0.01
     """Target KL of an update: the step size is divided by 1.5 when the KL exceeds
     twice this and multiplied by 1.5 below half of it (rsl_rl). ``null``: constant."""
-    lr_min: float = 1e-5
+    lr_min: Positive = 1e-5
     """Lower bound of the adaptive learning rate."""
-    lr_max: float = 1e-2
+    lr_max: Positive = 1e-2
     """Upper bound of the adaptive learning rate."""
-    n_steps: int = 64
+    n_steps: PositiveInt = 64
     """Rollout length per environment; one update sees ``n_steps * n_envs`` steps."""
-    batch_size: int = 512
+    batch_size: PositiveInt = 512
     """Minibatch size (``n_steps * n_envs / batch_size`` minibatches per epoch)."""
-    n_epochs: int = 5
+    n_epochs: PositiveInt = 5
     """Passes over each rollout."""
-    gamma: float = 0.99
+    gamma: Fraction = 0.99
     """Discount factor."""
-    gae_lambda: float = 0.95
+    gae_lambda: Fraction = 0.95
     """GAE lambda."""
-    clip_range: float = 0.2
+    clip_range: Positive = 0.2
     """Policy ratio clipping."""
-    ent_coef: float = 0.01
+    ent_coef: NonNegative = 0.01
     """Entropy bonus coefficient."""
-    vf_coef: float = 1.0
+    vf_coef: NonNegative = 1.0
     """Value loss coefficient (rsl_rl uses 1.0)."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: Positive = 1.0
     """Gradient norm clipping."""
-    target_kl: float | None = None
+    target_kl: Positive | None = None
     """Stop an update's epochs early above ``1.5 * target_kl`` (SB3); ``null``: never."""
     log_std_init: float = 0.0
     """Initial log standard deviation of the Gaussian policy."""
@@ -130,19 +130,19 @@ class PPOConfig:
 class SACConfig:
     """SAC (SB3); defaults follow HIL-SERL's learner where it applies."""
 
-    learning_rate: float = 3e-4
+    learning_rate: Positive = 3e-4
     """Adam step size of actor, critics and temperature."""
-    buffer_size: int = 200_000
+    buffer_size: PositiveInt = 200_000
     """Replay buffer capacity in transitions."""
-    learning_starts: int = 1_000
+    learning_starts: NonNegativeInt = 1_000
     """Environment steps of random actions before the first update."""
-    batch_size: int = 256
+    batch_size: PositiveInt = 256
     """Minibatch size."""
-    tau: float = 0.005
+    tau: Fraction = 0.005
     """Soft target update coefficient."""
-    gamma: float = 0.99
+    gamma: Fraction = 0.99
     """Discount factor."""
-    train_freq: int = 1
+    train_freq: PositiveInt = 1
     """Update every this many vectorized steps."""
     gradient_steps: int = 1
     """Gradient steps per update (-1: as many as environment steps collected)."""
@@ -156,29 +156,29 @@ class SACConfig:
 class TD3Config:
     """TD3 (SB3)."""
 
-    learning_rate: float = 1e-3
+    learning_rate: Positive = 1e-3
     """Adam step size of actor and critics."""
-    buffer_size: int = 200_000
+    buffer_size: PositiveInt = 200_000
     """Replay buffer capacity in transitions."""
-    learning_starts: int = 1_000
+    learning_starts: NonNegativeInt = 1_000
     """Environment steps of random actions before the first update."""
-    batch_size: int = 256
+    batch_size: PositiveInt = 256
     """Minibatch size."""
-    tau: float = 0.005
+    tau: Fraction = 0.005
     """Soft target update coefficient."""
-    gamma: float = 0.99
+    gamma: Fraction = 0.99
     """Discount factor."""
-    train_freq: int = 1
+    train_freq: PositiveInt = 1
     """Update every this many vectorized steps."""
     gradient_steps: int = 1
     """Gradient steps per update (-1: as many as environment steps collected)."""
-    policy_delay: int = 2
+    policy_delay: PositiveInt = 2
     """Critic updates per actor update."""
-    target_policy_noise: float = 0.2
+    target_policy_noise: NonNegative = 0.2
     """Std of the target policy smoothing noise."""
-    target_noise_clip: float = 0.5
+    target_noise_clip: NonNegative = 0.5
     """Clip of the target policy smoothing noise."""
-    action_noise_std: float = 0.1
+    action_noise_std: NonNegative = 0.1
     """Std of the Gaussian exploration noise added to actions in [-1, 1]."""
 
 
@@ -188,23 +188,23 @@ class LagrangianConfig:
 
     cost_metric: str = "energy_violation"
     """Task metric used as the per-step cost (arm ``ee_impedance``: energy drawn beyond the tank, J)."""
-    cost_limit: float = 0.0
+    cost_limit: NonNegative = 0.0
     """Allowed expected cost per episode (``--cost-limit``)."""
-    lambda_init: float = 0.0
+    lambda_init: NonNegative = 0.0
     """Initial Lagrange multiplier."""
-    lambda_lr: float = 0.05
+    lambda_lr: NonNegative = 0.05
     """Integral gain ``Ki`` of the multiplier's PID update (its learning rate)."""
-    lambda_kp: float = 0.0
+    lambda_kp: NonNegative = 0.0
     """Proportional gain (PID-Lagrangian damping; 0: plain Lagrangian)."""
-    lambda_kd: float = 0.0
+    lambda_kd: NonNegative = 0.0
     """Derivative gain on rising cost (0: off)."""
-    lambda_max: float = 100.0
+    lambda_max: Positive = 100.0
     """Upper bound of the multiplier."""
-    cost_gamma: float = 0.99
+    cost_gamma: Fraction = 0.99
     """Discount of the cost return."""
-    cost_gae_lambda: float = 0.95
+    cost_gae_lambda: Fraction = 0.95
     """GAE parameter of the cost advantage (``ppo_lag``)."""
-    update_every_steps: int = 2048
+    update_every_steps: PositiveInt = 2048
     """Environment steps between multiplier updates (``sac_lag``; ``ppo_lag`` updates once per rollout)."""
 
 
@@ -214,17 +214,17 @@ class TrainConfig:
 
     task: str = ""
     """Registered task (``ArmReach``, ``arm/reach`` or ``sim2real/ArmReach-v0``); stored as the Gymnasium id."""
-    algo: str = "ppo"
+    algo: Algo = "ppo"
     """Algorithm: ``ppo``, ``sac``, ``td3``, ``ppo_lag`` or ``sac_lag`` (PPO-/SAC-Lagrangian)."""
     seed: int = 0
     """Seed of the environments, the network initialisation and the algorithm."""
-    total_steps: int = 1_000_000
+    total_steps: PositiveInt = 1_000_000
     """Environment steps to train for (summed over the batch)."""
-    n_envs: int = 32
+    n_envs: PositiveInt = 32
     """Training environments stepped as one batch."""
     action_mode: str | None = None
     """The task's action mode (``null``: the task's default)."""
-    dr: str = "train"
+    dr: DrPreset = "train"
     """Randomization preset of the training environments: ``train``, ``heldout`` or ``none``."""
     dr_overrides: dict[str, Any] = field(default_factory=dict)
     """Randomization fields that replace the ``dr`` preset's values, e.g.
@@ -234,9 +234,9 @@ class TrainConfig:
     preset: a custom training distribution that config.yaml reproduces."""
     task_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options passed to the task constructor."""
-    nthread: int | None = None
+    nthread: PositiveInt | None = None
     """Physics worker threads of the batched env (``null``: all cores)."""
-    torch_threads: int = 1
+    torch_threads: PositiveInt = 1
     """PyTorch intra-op threads; small MLPs on CPU are fastest on one."""
     device: str = "cpu"
     """PyTorch device."""
@@ -263,38 +263,9 @@ class TrainConfig:
         """Raise :class:`ConfigError` naming the first invalid field."""
         if not self.task:
             raise ConfigError("task", "no task given (pass TASK or set `task:` in a config file)")
-        if self.algo not in ALGOS:
-            raise ConfigError("algo", f"must be one of {list(ALGOS)}, got {self.algo!r}")
-        for name in ("dr", "eval.dr"):
-            value = self.dr if name == "dr" else self.eval.dr
-            if value not in DR_PRESETS:
-                raise ConfigError(name, f"must be one of {list(DR_PRESETS)}, got {value!r}")
-        positive = {
-            "total_steps": self.total_steps,
-            "n_envs": self.n_envs,
-            "torch_threads": self.torch_threads,
-            "eval.episodes": self.eval.episodes,
-            "eval.n_envs": self.eval.n_envs,
-            "checkpoint.every_steps": self.checkpoint.every_steps,
-            "checkpoint.keep": self.checkpoint.keep,
-            "ppo.n_steps": self.ppo.n_steps,
-            "ppo.batch_size": self.ppo.batch_size,
-            "ppo.n_epochs": self.ppo.n_epochs,
-        }
-        for name, value in positive.items():
-            if value < 1:
-                raise ConfigError(name, f"must be >= 1, got {value}")
-        if self.eval.every_steps < 0:
-            raise ConfigError("eval.every_steps", f"must be >= 0, got {self.eval.every_steps}")
-        if self.net.activation not in ("elu", "tanh", "relu"):
-            raise ConfigError("net.activation", f"must be elu, tanh or relu, got {self.net.activation!r}")
         if self.net.critic_privileged and self.algo != "ppo":
             raise ConfigError("net.critic_privileged", f"is supported with algo ppo only, not {self.algo!r}")
         self.reward.validate()
-        if self.lagrangian.cost_limit < 0:
-            raise ConfigError("lagrangian.cost_limit", f"must be >= 0, got {self.lagrangian.cost_limit}")
-        if self.lagrangian.lambda_lr < 0 or self.lagrangian.lambda_init < 0:
-            raise ConfigError("lagrangian", "lambda_lr and lambda_init must be >= 0")
         if self.algo in ("ppo", "ppo_lag") and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
             raise ConfigError(
                 "ppo.batch_size",

@@ -11,6 +11,7 @@ import yaml
 
 from sim2real.policies.config import CONFIG_DIR, TrainConfig
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import from_dict, nest
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -60,27 +61,19 @@ def resolve_config(
     if not name:
         raise ConfigError("task", "no task given (pass TASK or set `task:` in the config file)")
     task_cls = REGISTRY.get(str(name))
-    layers = [read_yaml(CONFIG_DIR / "default.yaml")]
+    files = [CONFIG_DIR / "default.yaml"]
     if task_config_path(task_cls).exists():
-        layers.append(read_yaml(task_config_path(task_cls)))
-    layers += [user, _unflatten(flat)]
+        files.append(task_config_path(task_cls))
+    layers = [(str(f), read_yaml(f)) for f in files]
+    layers += [(str(config_file), user), ("command line", nest(flat))]
     merged: dict[str, Any] = {}
-    for layer in layers:
+    for source, layer in layers:
+        try:  # types and ranges layer by layer, so an error names the file it is in
+            from_dict(TrainConfig, layer, validate=False)
+        except ConfigError as exc:
+            raise exc.with_source(source) from None
         merged = merge(merged, layer)
     merged["task"] = gym_id(task_cls)
     cfg = TrainConfig.from_dict(merged)
     cfg.validate()
     return cfg
-
-
-def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        if value is None:
-            continue  # an unset CLI flag
-        node = out
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out

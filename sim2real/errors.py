@@ -14,9 +14,14 @@ class Sim2RealError(Exception):
 class ConfigError(Sim2RealError, ValueError):
     """A configuration value is invalid; ``field`` names it (dotted path)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, source: str = "") -> None:
+        self.field, self.message, self.source = field, message, source
+        """``source``: the file the value came from (empty: none or unknown)."""
+        super().__init__(f"{source}: {field}: {message}" if source else f"{field}: {message}")
+
+    def with_source(self, source: str) -> ConfigError:
+        """The same error naming the file it came from."""
+        return ConfigError(self.field, self.message, self.source or source)
 
 
 class UnknownTaskError(Sim2RealError, KeyError):

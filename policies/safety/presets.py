@@ -8,8 +8,8 @@ Timeouts are in control periods so one file serves any rate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -18,8 +18,14 @@ from sim2real.policies.safety.chain import SafetyChain
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.sim.arm import constants as ARM
+from sim2real.sim.core.schema import Bounds, NonNegative, Positive, PositiveInt, from_dict
 from sim2real.sim.drone import constants as DRONE
 from sim2real.sim.quadruped import constants as QUAD
+
+Periods = Annotated[float, Bounds(ge=0.5, le=100.0)]
+"""A time in control periods (half a period at least: a watchdog needs one tick)."""
+Tilt = Annotated[float, Bounds(gt=0.0, le=1.57)]
+"""A tilt angle in rad, up to 90 deg."""
 
 
 def _list(a: np.ndarray | list[float]) -> list[float]:
@@ -28,102 +34,131 @@ def _list(a: np.ndarray | list[float]) -> list[float]:
 
 @dataclass
 class CommonParams:
-    command_timeout_periods: float = 2.0
+    command_timeout_periods: Periods = 2.0
     """A command older than this many control periods is stale. With the node checking
     every quarter period, the safe action starts within 2.25 periods of the last command."""
-    state_timeout_periods: float = 2.0
+    state_timeout_periods: Periods = 2.0
+    """A state stream older than this many control periods is stale (safe action)."""
     latch_watchdog: bool = False
     """Keep the safe action after a timeout until an explicit reset. Off by default: the
     policy resumes on its next fresh command (a watchdog trip from scheduling jitter must
     not end a run); turn it on where a started landing or stand-down must complete."""
-    rate_max_dt_periods: float = 2.0
+    rate_max_dt_periods: Periods = 2.0
     """Elapsed time credited to the rate limit is capped at this many periods."""
 
 
 @dataclass
 class ArmSafetyParams(CommonParams):
-    max_linear_speed: float = 0.8
+    max_linear_speed: Positive = 0.8
     """m/s, per axis, of the Cartesian velocity command (``ee_delta``)."""
-    max_angular_speed: float = 2.0
+    max_angular_speed: Positive = 2.0
     """rad/s, per axis."""
-    max_linear_accel: float = 10.0
+    max_linear_accel: Positive = 10.0
     """m/s^2: rate limit of the linear velocity command."""
-    max_angular_accel: float = 30.0
-    max_linear_jerk: float = 0.0
+    max_angular_accel: Positive = 30.0
+    """rad/s^2: rate limit of the angular velocity command."""
+    max_linear_jerk: NonNegative = 0.0
     """m/s^3: rate of the acceleration (0: off)."""
-    gripper_min: float = 0.0
-    gripper_max: float = ARM.GRIP_WIDTH_MAX
-    gripper_rate: float = 0.5
+    gripper_min: NonNegative = 0.0
+    """m, smallest gripper width command."""
+    gripper_max: Positive = ARM.GRIP_WIDTH_MAX
+    """m, largest gripper width command."""
+    gripper_rate: Positive = 0.5
     """m/s, gripper width command."""
     workspace_low: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_LOW))
+    """m, lower corner (x, y, z, base frame) of the box the end effector's commands stay in."""
     workspace_high: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_HIGH))
-    workspace_guard_margin: float = 0.05
+    """m, upper corner of that box."""
+    workspace_guard_margin: NonNegative = 0.05
     """m: the measured end effector this far outside the box trips the hold."""
     joint_lower: list[float] = field(default_factory=lambda: _list(ARM.JOINT_LOWER))
+    """rad, lower joint limits (Franka Panda's)."""
     joint_upper: list[float] = field(default_factory=lambda: _list(ARM.JOINT_UPPER))
-    joint_max_velocity: list[float] = field(default_factory=lambda: _list(ARM.VELOCITY_LIMIT))
-    joint_position_margin: float = 0.02
-    joint_velocity_ratio: float = 1.2
-    max_effort: list[float] = field(default_factory=lambda: _list(0.9 * ARM.TORQUE_LIMIT))
+    """rad, upper joint limits."""
+    joint_max_velocity: list[Positive] = field(default_factory=lambda: _list(ARM.VELOCITY_LIMIT))
+    """rad/s, joint speed limits."""
+    joint_position_margin: NonNegative = 0.02
+    """rad beyond a joint's range before the joint guard trips."""
+    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0)] = 1.2
+    """A measured joint faster than this multiple of its speed limit trips the joint guard."""
+    max_effort: list[Positive] = field(default_factory=lambda: _list(0.9 * ARM.TORQUE_LIMIT))
     """Nm, ``joint_torque`` mode."""
-    effort_rate: float = 1000.0
+    effort_rate: Positive = 1000.0
     """Nm/s, ``joint_torque`` mode."""
-    hold_damping: list[float] = field(default_factory=lambda: _list(ARM.JOINT_KD))
+    hold_damping: list[NonNegative] = field(default_factory=lambda: _list(ARM.JOINT_KD))
     """Nm s/rad, damping torques of the hold in ``joint_torque`` mode."""
     passivity_filter: bool = True
     """``ee_impedance`` mode: scale commands the energy tank cannot pay for."""
-    tank_initial: float = 1.0
+    tank_initial: Positive = 1.0
     """J, energy tank at start (``ee_impedance``)."""
-    tank_minimum: float = 0.05
+    tank_minimum: Positive = 0.05
     """J, ``T_min``: the tank never lends below it."""
-    tank_maximum: float = 2.0
+    tank_maximum: Positive = 2.0
     """J, ``T_max``: dissipation stops refilling above it."""
-    passivity_margin: float = 0.8
+    passivity_margin: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.8
     """Share of ``T - T_min`` one command may draw (covers measurement-to-actuation delay)."""
 
 
 @dataclass
 class QuadrupedSafetyParams(CommonParams):
     joint_lower: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
+    """rad, lower joint limits (FR, FL, RR, RL; hip, thigh, calf)."""
     joint_upper: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 1]))
-    joint_max_velocity: list[float] = field(default_factory=lambda: _list(QUAD.velocity_limits()))
-    joint_position_margin: float = 0.2
+    """rad, upper joint limits."""
+    joint_max_velocity: list[Positive] = field(default_factory=lambda: _list(QUAD.velocity_limits()))
+    """rad/s, joint speed limits."""
+    joint_position_margin: NonNegative = 0.2
     """rad beyond a joint's range before the joint guard trips (a sensor fault or a fall)."""
-    joint_velocity_ratio: float = 1.5
+    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0)] = 1.5
     """A measured joint faster than this multiple of its speed limit trips the joint guard."""
-    target_horizon_periods: float = 2.0
+    target_horizon_periods: Periods = 2.0
     """Targets may lead the measured joints by ``max_velocity`` times this many periods."""
-    max_target_rate: float = 40.0
+    max_target_rate: Positive = 40.0
     """rad/s, change of the joint targets."""
-    max_effort: list[float] = field(default_factory=lambda: _list(QUAD.torque_limits()))
-    servo_kp: float = QUAD.KP
-    servo_kd: float = QUAD.KV
-    max_tilt: float = 1.0
+    max_effort: list[Positive] = field(default_factory=lambda: _list(QUAD.torque_limits()))
+    """Nm, joint torque limits (the PD servo's torque is kept under them)."""
+    servo_kp: Positive = QUAD.KP
+    """Nm/rad, the servos' position gain (predicts the torque of a target)."""
+    servo_kd: NonNegative = QUAD.KV
+    """Nm s/rad, the servos' velocity gain."""
+    max_tilt: Tilt = 1.0
     """rad (57 deg): beyond it the robot has fallen (latched)."""
-    max_body_rate: float = 10.0
+    max_body_rate: Positive = 10.0
     """rad/s: a faster body rotation counts as falling."""
-    effort_guard_ratio: float = 0.98
-    effort_guard_samples: int = 50
+    effort_guard_ratio: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.98
+    """A joint torque above this share of its limit counts towards the effort guard."""
+    effort_guard_samples: PositiveInt = 50
+    """Consecutive state samples above it that trip the effort guard."""
     stand_down_pose: list[float] = field(default_factory=lambda: _list(QUAD.CROUCH_POSE))
-    stand_down_seconds: float = 1.5
+    """rad, the joint targets the stand-down ends in (a crouch)."""
+    stand_down_seconds: Positive = 1.5
+    """s, duration of the stand-down's move to that pose."""
 
 
 @dataclass
 class DroneSafetyParams(CommonParams):
-    thrust_min: float = 0.0
-    thrust_max: float = 0.9 * DRONE.MAX_COLLECTIVE_THRUST
-    thrust_rate: float = 6.0
+    thrust_min: NonNegative = 0.0
+    """N, smallest collective thrust command."""
+    thrust_max: Positive = 0.9 * DRONE.MAX_COLLECTIVE_THRUST
+    """N, largest collective thrust command."""
+    thrust_rate: Positive = 6.0
     """N/s."""
-    max_body_rate: list[float] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
-    body_rate_accel: float = 200.0
+    max_body_rate: list[Positive] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
+    """rad/s, roll, pitch and yaw rate command limits."""
+    body_rate_accel: Positive = 200.0
     """rad/s^2: rate limit of the body-rate commands."""
-    max_tilt: float = 0.8
+    max_tilt: Tilt = 0.8
     """rad (46 deg): beyond it roll/pitch commands are replaced by levelling rates."""
     fence_low: list[float] = field(default_factory=lambda: [-3.0, -3.0, -0.5])
+    """m, lower corner (x, y, z, odometry frame) of the geofence."""
     fence_high: list[float] = field(default_factory=lambda: [3.0, 3.0, 2.5])
-    fence_lookahead: float = 0.5
-    hover_seconds: float = 2.0
-    land_speed: float = 0.3
+    """m, upper corner of the geofence."""
+    fence_lookahead: NonNegative = 0.5
+    """s: the position this far ahead at the current velocity must stay inside the fence."""
+    hover_seconds: NonNegative = 2.0
+    """s the fallback hovers before it lands."""
+    land_speed: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.3
+    """m/s, the fallback's descent speed with odometry."""
 
 
 PARAMS: dict[str, type[CommonParams]] = {
@@ -134,13 +169,11 @@ PARAMS: dict[str, type[CommonParams]] = {
 
 
 def params_from_dict(robot: str, values: dict[str, Any]) -> CommonParams:
-    """The robot's parameter dataclass with ``values`` applied; unknown keys raise."""
-    cls = PARAMS[robot]
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown safety parameters for {robot}: {unknown}; known: {sorted(known)}")
-    return cls(**values)
+    """The robot's parameter dataclass with ``values`` applied, through the strict
+    loader (unknown keys, wrong types and values out of range raise ConfigError)."""
+    params = from_dict(PARAMS[robot], values)
+    assert isinstance(params, CommonParams)
+    return params
 
 
 def make_chain(space: CommandSpace, params: CommonParams | None = None, sources: list[CommandSource] | None = None,

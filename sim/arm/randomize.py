@@ -49,16 +49,16 @@ class ArmRandomization(DomainRandomization):
 
     def validate(self) -> None:
         super().validate()
-        self.joint_damping.validate("joint_damping", lower_bound=0.0)
-        self.joint_friction.validate("joint_friction", 0.0, 5.0)
-        self.object_mass.validate("object_mass", lower_bound=0.05)
-        self.object_friction.validate("object_friction", lower_bound=0.0)
-        self.wall_friction.validate("wall_friction", lower_bound=0.0)
+        self.joint_damping.check("joint_damping", lower_bound=0.0)
+        self.joint_friction.check("joint_friction", 0.0, 5.0)
+        self.object_mass.check("object_mass", lower_bound=0.05)
+        self.object_friction.check("object_friction", lower_bound=0.0)
+        self.wall_friction.check("wall_friction", lower_bound=0.0)
         # The maze's nominal wall timeconst is 10 ms; MuJoCo floors it at 2 physics steps (4 ms).
-        self.wall_stiffness.validate("wall_stiffness", 0.05, 6.0)
+        self.wall_stiffness.check("wall_stiffness", 0.05, 6.0)
         if self.com_shift.low != 0.0 or self.com_shift.high != 0.0:
             # The hand is the "root" whose CoM moves: payload uncertainty of a few cm at most.
-            self.com_shift.validate("com_shift", -0.05, 0.05)
+            self.com_shift.check("com_shift", -0.05, 0.05)
 
     @classmethod
     def train(cls) -> ArmRandomization:

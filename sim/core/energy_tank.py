@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import from_dict
 
 ROUNDING_J = 1e-12
 """Energy differences below this (J) are floating-point rounding."""
@@ -71,13 +72,9 @@ class TankParams:
 
     @classmethod
     def from_dict(cls, values: dict | None) -> TankParams:
-        """Parameters from a config mapping (unknown keys are named in the error)."""
-        values = dict(values or {})
-        unknown = sorted(set(values) - {"initial", "minimum", "maximum"})
-        if unknown:
-            raise ConfigError(f"energy_tank.{unknown[0]}", "unknown field; accepted: initial, minimum, maximum")
-        params = cls(**values)
-        params.validate()
+        """Parameters from a config mapping, through the strict loader."""
+        params = from_dict(cls, dict(values or {}), "energy_tank.")
+        assert isinstance(params, TankParams)
         return params
 
 

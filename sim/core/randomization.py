@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import from_dict
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Range:
     low: float
     high: float
 
-    def validate(self, name: str, lower_bound: float | None = None, upper_bound: float | None = None) -> None:
+    def check(self, name: str, lower_bound: float | None = None, upper_bound: float | None = None) -> None:
         for end, value in (("low", self.low), ("high", self.high)):
             if not np.isfinite(value):
                 raise ConfigError(f"{name}.{end}", f"must be finite, got {value}")
@@ -81,12 +82,12 @@ class DomainRandomization:
     # -- validation -------------------------------------------------------
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
-        self.friction.validate("friction", lower_bound=0.0)
-        self.mass_scale.validate("mass_scale", lower_bound=0.05)
-        self.com_shift.validate("com_shift", -0.5, 0.5)
-        self.motor_strength.validate("motor_strength", lower_bound=0.0)
-        self.pd_gain_scale.validate("pd_gain_scale", lower_bound=0.0)
-        self.push_velocity.validate("push_velocity", lower_bound=0.0)
+        self.friction.check("friction", lower_bound=0.0)
+        self.mass_scale.check("mass_scale", lower_bound=0.05)
+        self.com_shift.check("com_shift", -0.5, 0.5)
+        self.motor_strength.check("motor_strength", lower_bound=0.0)
+        self.pd_gain_scale.check("pd_gain_scale", lower_bound=0.0)
+        self.push_velocity.check("push_velocity", lower_bound=0.0)
         lo, hi = self.latency_steps
         if int(lo) != lo or int(hi) != hi or lo < 0 or hi < lo or hi > 20:
             raise ConfigError(
@@ -107,30 +108,10 @@ class DomainRandomization:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> DomainRandomization:
-        """Build from plain values (``[low, high]`` lists for ranges); unknown keys
-        and malformed values raise :class:`ConfigError` naming the field."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in values.items():
-            if key not in fields:
-                raise ConfigError(key, f"unknown randomization field for {cls.__name__}; known: {sorted(fields)}")
-            default = getattr(cls(), key)
-            try:
-                if isinstance(default, Range):
-                    low, high = (float(x) for x in value)
-                    kwargs[key] = Range(low, high)
-                elif isinstance(default, tuple):
-                    kwargs[key] = tuple(type(d)(x) for d, x in zip(default, value, strict=True))
-                elif isinstance(default, bool):
-                    if not isinstance(value, bool):
-                        raise TypeError("expected true/false")
-                    kwargs[key] = value
-                else:
-                    kwargs[key] = type(default)(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(key, f"malformed value {value!r} ({exc})") from None
-        dr = cls(**kwargs)
-        dr.validate()
+        """Build from plain values (``[low, high]`` lists for ranges) through the strict
+        loader: unknown keys and malformed values raise :class:`ConfigError` naming the field."""
+        dr = from_dict(cls, values)
+        assert isinstance(dr, DomainRandomization)
         return dr
 
     # -- presets (robots override) ------------------------------------------

@@ -47,12 +47,12 @@ class DroneRandomization(DomainRandomization):
 
     def validate(self) -> None:
         super().validate()
-        self.inertia_scale.validate("inertia_scale", lower_bound=0.05)
-        self.thrust_coefficient.validate("thrust_coefficient", lower_bound=0.05)
-        self.torque_coefficient.validate("torque_coefficient", lower_bound=0.0)
-        self.motor_time_constant.validate("motor_time_constant", lower_bound=1e-3, upper_bound=1.0)
-        self.wind_speed.validate("wind_speed", lower_bound=0.0, upper_bound=20.0)
-        self.drag_scale.validate("drag_scale", lower_bound=0.0)
+        self.inertia_scale.check("inertia_scale", lower_bound=0.05)
+        self.thrust_coefficient.check("thrust_coefficient", lower_bound=0.05)
+        self.torque_coefficient.check("torque_coefficient", lower_bound=0.0)
+        self.motor_time_constant.check("motor_time_constant", lower_bound=1e-3, upper_bound=1.0)
+        self.wind_speed.check("wind_speed", lower_bound=0.0, upper_bound=20.0)
+        self.drag_scale.check("drag_scale", lower_bound=0.0)
         if self.motor_strength.low <= 0.0:
             low = self.motor_strength.low
             raise ConfigError("motor_strength.low", f"a rotor needs some thrust: must be > 0, got {low}")

@@ -43,10 +43,10 @@ class QuadrupedRandomization(DomainRandomization):
     def validate(self) -> None:
         super().validate()
         # A negative payload must not take the trunk below half its nominal mass.
-        self.trunk_added_mass.validate("trunk_added_mass", -0.5 * c.TRUNK_MASS, 30.0)
-        self.joint_damping.validate("joint_damping", 0.0, 5.0)
-        self.joint_friction.validate("joint_friction", 0.0, 5.0)
-        self.armature_scale.validate("armature_scale", 0.1, 10.0)
+        self.trunk_added_mass.check("trunk_added_mass", -0.5 * c.TRUNK_MASS, 30.0)
+        self.joint_damping.check("joint_damping", 0.0, 5.0)
+        self.joint_friction.check("joint_friction", 0.0, 5.0)
+        self.armature_scale.check("armature_scale", 0.1, 10.0)
 
     @classmethod
     def train(cls) -> QuadrupedRandomization:

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
-from sim2real.errors import Sim2RealError
+from sim2real.commands.overrides import add_set_flag, parse_overrides
+from sim2real.errors import ConfigError, Sim2RealError
 
 DEVICES = ("scripted", "keyboard", "gamepad", "spacemouse", "none")
 
@@ -33,6 +34,7 @@ def _env_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cameras", help="comma-separated cameras, e.g. wrist,front (default wrist)")
     p.add_argument("--image-size", type=int, help="square image side (default 64)")
     p.add_argument("--seed", type=int)
+    add_set_flag(p, "learner.lr=1e-4")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,22 +94,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from sim2real.policies.config_loading import read_yaml
+    """The config file, then the flags and ``--set`` overrides, through one strict load."""
+    from sim2real.policies.config_loading import merge, read_yaml
     from sim2real.policies.hil.config import HilConfig
+    from sim2real.sim.core.schema import from_dict, nest
 
-    cfg = HilConfig.from_dict(read_yaml(args.config) if args.config else {})
-    if args.task:
-        cfg.env.task = args.task
-    if args.obs_mode:
-        cfg.env.obs_mode = args.obs_mode
-    if args.cameras:
-        cfg.env.cameras = tuple(c for c in args.cameras.split(",") if c)
-    if args.image_size:
-        cfg.env.image_size = args.image_size
-    if args.seed is not None:
-        cfg.seed = args.seed
-    cfg.validate()
-    return cfg
+    cameras = tuple(c for c in args.cameras.split(",") if c) if args.cameras else None
+    flags = {"env.task": args.task, "env.obs_mode": args.obs_mode, "env.cameras": cameras,
+             "env.image_size": args.image_size or None, "seed": args.seed, **parse_overrides(args.overrides)}
+    data = read_yaml(args.config) if args.config else {}
+    if args.config:
+        try:
+            from_dict(HilConfig, data, validate=False)
+        except ConfigError as exc:
+            raise exc.with_source(str(args.config)) from None
+    try:
+        return from_dict(HilConfig, merge(data, nest(flags)))
+    except ConfigError as exc:
+        raise exc.with_source("command line") from None
 
 
 def _env_flags(args: argparse.Namespace) -> list[str]:
@@ -116,6 +120,8 @@ def _env_flags(args: argparse.Namespace) -> list[str]:
         value = getattr(args, flag)
         if value is not None:
             out += [f"--{flag.replace('_', '-')}", str(value)]
+    for item in args.overrides:
+        out += ["--set", item]
     return out
 
 

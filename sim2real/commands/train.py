@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.overrides import add_set_flag, parse_overrides
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clip-model", help="open_clip architecture of a --clip-weights file (e.g. ViT-bigG-14)")
     parser.add_argument("--clip-weights", help="local CLIP weights: a finetune-clip folder or a weight file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or log lines")
+    add_set_flag(parser, "ppo.n_steps=32")
     add_json_flag(parser)
 
 
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         "lagrangian.cost_limit": args.cost_limit,
     }
     flags.update(_reward_flags(args))
+    flags.update(parse_overrides(args.overrides))
     if args.resume:
         config, out = _resume_config(args, flags)
     else:

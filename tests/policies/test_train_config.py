@@ -130,7 +130,7 @@ def test_dr_overrides_replace_preset_fields_for_training_and_matching_evaluation
     env.close()
 
     for overrides, field, message in (({"push_speed": [0, 1]}, "dr_overrides.push_speed", "unknown"),
-                                      ({"push_velocity": "fast"}, "dr_overrides.push_velocity", "malformed"),
+                                      ({"push_velocity": "fast"}, "dr_overrides.push_velocity", "expected"),
                                       ({"push_velocity": [0.6, 0.3]}, "dr_overrides.push_velocity", "greater")):
         bad = tiny_config("ppo", {"dr_overrides": overrides})
         with pytest.raises(ConfigError, match=message) as err:

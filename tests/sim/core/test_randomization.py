@@ -65,6 +65,6 @@ def test_randomization_changes_the_model_within_ranges_without_compounding() -> 
 @given(lo=st.floats(0.1, 2.0), width=st.floats(0.0, 2.0), seed=st.integers(0, 2**32 - 1))
 def test_any_valid_range_samples_inside(lo: float, width: float, seed: int) -> None:
     r = Range(lo, lo + width)
-    r.validate("x")
+    r.check("x")
     v = r.sample(np.random.default_rng(seed), 100)
     assert r.contains(v)

@@ -96,7 +96,7 @@ def test_draws_never_compound(nominal: mujoco.MjModel) -> None:
     [
         ({"motor_time_constant": [-0.01, 0.04]}, "motor_time_constant.low"),
         ({"wind_speed": [0.0, 50.0]}, "wind_speed.high"),
-        ({"wind_speed": [0.0, "gale"]}, "wind_speed"),
+        ({"wind_speed": [0.0, "gale"]}, "wind_speed.high"),
         ({"inertia_scale": [1.2, 0.8]}, "inertia_scale"),
         ({"thrust_coefficient": [0.0, 1.0]}, "thrust_coefficient.low"),
         ({"torque_coefficient": [-1.0, 1.0]}, "torque_coefficient.low"),
