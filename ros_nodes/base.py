@@ -21,7 +21,6 @@ activates itself, so ``ros2 launch`` needs no lifecycle manager; a manager (or
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import sys
 import time
@@ -31,6 +30,9 @@ from typing import Any
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+
+from sim2real.errors import ConfigError
+from sim2real.sim.core.schema import FieldSpec, coerce, fields_of
 
 Params = dict[str, Any]
 
@@ -46,21 +48,67 @@ class ManagedNode(LifecycleNode):
     live_parameters: frozenset[str] = frozenset()
     """Parameters that may change while the node is configured (see :meth:`apply_live`)."""
 
-    def __init__(self, name: str, defaults: Params, **kwargs: Any) -> None:
+    fixed_parameters: frozenset[str] = frozenset()
+    """Parameters fixed when the node starts (declared ``read_only``)."""
+
+    def __init__(self, name: str, settings: type, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.active = False
-        self.declare_parameter("autostart", True)
-        for key, value in defaults.items():
-            self.declare_parameter(key, value)
         self._throttle: dict[str, float] = {}
         self.callback_errors = 0
         self.load_error = ""
         """Why the last ``configure`` failed (empty: it did not)."""
         self.configured = False
+        self.specs: dict[str, FieldSpec] = {}
+        """Every declared setting's type, range and description (see :meth:`declare_settings`)."""
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_settings(settings)
         self._sim_time = bool(self.get_parameter("use_sim_time").value)
         self.control_clock: Clock = self.get_clock() if self._sim_time else Clock(clock_type=ClockType.STEADY_TIME)
         """Monotonic, or the simulation clock with ``use_sim_time``: see the module docstring."""
+
+    def declare_settings(self, settings: type) -> None:
+        """Each field of dataclass ``settings`` as a parameter with its descriptor; the
+        value from a parameter file or the command line is checked like every later set.
+
+        Raises:
+            ConfigError: an override has the wrong type or is out of range (one line,
+                naming the node and the parameter).
+        """
+        from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+
+        from sim2real.ros_nodes.parameters import descriptor, ros_value
+
+        for spec in fields_of(settings):
+            self.specs[spec.name] = spec
+            name = spec.name
+            desc = descriptor(spec, live=name in self.live_parameters, read_only=name in self.fixed_parameters)
+            try:
+                self.declare_parameter(spec.name, ros_value(spec, spec.default), desc)
+            except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+                error = ConfigError(f"{self.get_name()}.{spec.name}", " ".join(str(exc).split()))
+                # The node never finished construction: leave the context without it (the
+                # subclass's destroy_node would reach for attributes it never set).
+                LifecycleNode.destroy_node(self)
+                raise error from None
+
+    def check_overrides(self) -> None:
+        """Refuse a parameter from a file or the command line that no node of the graph
+        declares: ROS would ignore it silently, and a misspelt safety limit would then be
+        the default while the operator believes it set.
+
+        Raises:
+            ConfigError: naming the unknown parameters and this node's own.
+        """
+        from sim2real.ros_nodes.settings import graph_parameter_names
+
+        # rclpy keeps the overrides (parameter files, -p, parameter_overrides=) here and
+        # has no public accessor; tests/ros_nodes/test_parameters.py pins it.
+        given = set(getattr(self, "_parameter_overrides", {}))
+        unknown = sorted(given - set(self._parameters) - graph_parameter_names())
+        if unknown:
+            raise ConfigError(f"{self.get_name()}", f"unknown parameter(s) {', '.join(unknown)}; "
+                              f"this node's: {', '.join(sorted(self.specs))}")
 
     # -- callbacks that cannot kill the executor -------------------------------------------
     def _guarded(self, callback: Callable[..., Any], what: str) -> Callable[..., Any]:
@@ -87,6 +135,13 @@ class ManagedNode(LifecycleNode):
     def _on_set_parameters(self, params: list[Any]) -> Any:
         from rcl_interfaces.msg import SetParametersResult
 
+        for p in params:  # the type and the closed range were checked by rclpy; the rest here
+            spec = self.specs.get(p.name)
+            if spec is not None:
+                try:
+                    coerce(p.value, spec.type, p.name)
+                except ConfigError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
         if not self.configured:  # read at the next configure
             return SetParametersResult(successful=True)
         fixed = sorted(p.name for p in params if p.name not in self.live_parameters)
@@ -135,8 +190,9 @@ class ManagedNode(LifecycleNode):
     def param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
-    def params(self, names: list[str]) -> Params:
-        return {n: self.param(n) for n in names}
+    def params(self, names: list[str] | None = None) -> Params:
+        """Current values of ``names`` (default: every declared setting)."""
+        return {n: self.param(n) for n in (names if names is not None else self.specs)}
 
     def now_s(self) -> float:
         """The control clock in seconds: monotonic, or sim time with ``use_sim_time``."""
@@ -197,6 +253,7 @@ class ManagedNode(LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
+            self.check_overrides()
             self.load()
         except Exception as exc:  # the caller decides: autostart exits, a lifecycle manager retries
             self.load_error = str(exc) or type(exc).__name__
@@ -272,15 +329,6 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
     return out
 
 
-def dataclass_defaults(obj: Any) -> Params:
-    """Field values of a dataclass instance as ROS parameter defaults (tuples -> lists)."""
-    out = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        out[f.name] = list(value) if isinstance(value, tuple) else value
-    return out
-
-
 def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) -> int:
     """Spin one node until shutdown (the body of each node module's ``main``); 0 on a
     clean end, SIGINT and SIGTERM included.
@@ -295,7 +343,11 @@ def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     rclpy.init(args=args if args is not None else sys.argv)
-    node = factory()
+    try:
+        node = factory()
+    except ConfigError as exc:  # a bad parameter: one line and a non-zero exit, nothing started
+        rclpy.shutdown()
+        raise SystemExit(f"cannot start: {exc}") from None
     try:
         if not received:
             node.autostart()

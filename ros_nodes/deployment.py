@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim2real.ros_nodes.graph import InProcessGraph, ProcessGraph, config_dir, load_config, merge
+from sim2real.ros_nodes.graph import (
+    NODE_MODULES,
+    InProcessGraph,
+    ProcessGraph,
+    config_dir,
+    load_config,
+    merge,
+    sections,
+)
 from sim2real.ros_nodes.robots import robot_info
 from sim2real.sim.core.errors import ConfigError
 
@@ -49,7 +57,11 @@ class DeployOptions:
 def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The merged parameters and the nodes to run."""
     path = Path(opts.config) if opts.config else config_dir() / f"{opts.robot}.yaml"
-    params = load_config(path)
+    unknown = sorted(set(opts.overrides) - set(NODE_MODULES))
+    if unknown:
+        raise ConfigError("--set", f"no node named {', '.join(unknown)}; the graph's: {', '.join(NODE_MODULES)}")
+    params = load_config(path, opts.domain_id)
+    has_driver = "hardware_bridge" in sections(path)
     policy = opts.policy or default_policy(opts.robot)
     extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}
     if policy != "classical":
@@ -67,10 +79,10 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
                                    task_options=json.dumps(meta.get("task_options") or {}))
         extra["safety_filter"] = {"action_mode": meta["action_mode"]}
-        if "hardware_bridge" in params:
+        if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
     nodes = ["safety_filter", "policy"] + (["sim_bridge"] if opts.backend == "sim" else [])
-    if opts.backend == "real" and "hardware_bridge" in params:
+    if opts.backend == "real" and has_driver:
         # The robot speaks the sim2real wire protocol (hardware/): its driver is ours.
         # Robots without a `hardware_bridge` section bring their own ROS 2 driver.
         nodes.append("hardware_bridge")

@@ -32,10 +32,14 @@ START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "reco
 
 
 def config_dir() -> Path:
-    """``config/`` of the source tree, else ``share/sim2real/config`` of a colcon install."""
+    """``config/`` of the source tree, else ``share/sim2real/config`` of a pip install
+    (``sys.prefix``) or of a colcon install (the ament index)."""
     here = Path(__file__).resolve().parents[1] / "config"
     if here.is_dir():
         return here
+    installed = Path(sys.prefix) / "share" / "sim2real" / "config"
+    if installed.is_dir():
+        return installed
     try:
         from ament_index_python.packages import get_package_share_directory
 
@@ -44,13 +48,66 @@ def config_dir() -> Path:
         return here
 
 
-def load_config(path: str | Path) -> dict[str, dict[str, Any]]:
-    """``{node: {parameter: value}}`` from a ``ros__parameters`` YAML file."""
-    doc = yaml.safe_load(Path(path).read_text()) or {}
+def load_config(path: str | Path, domain_id: int | None = None) -> dict[str, dict[str, Any]]:
+    """``{node: {parameter: value}}`` from a ROS parameter file, read by rcl itself (the
+    parser ``ros2 launch`` and ``--params-file`` use): ``/**`` sections apply to every
+    node, a node's own section wins, nested mappings are dotted names
+    (``limits: {max_tilt: ..}`` is ``limits.max_tilt``, which the node refuses as
+    unknown), quoted strings stay strings. (rclpy's Python parser re-reads every value
+    as YAML, so ``task_options: "{}"`` became an empty mapping there.)
+
+    Each node of the graph is created for an instant in a private context, without
+    parameter services or rosout, to ask rcl what it would receive. ``domain_id``: that
+    context's DDS domain (default: ``ROS_DOMAIN_ID``); keep discovery on loopback.
+
+    Raises:
+        ConfigError: the file is missing or malformed, or names a node the graph does not have.
+    """
+    import rclpy
+    from rclpy.context import Context
+
+    p = Path(path)
+    _read(p)
+    unknown = sorted(sections(p) - set(NODE_MODULES))
+    if unknown:
+        raise ConfigError("config", f"no node named {', '.join(unknown)} in the graph; "
+                          f"its nodes: {', '.join(NODE_MODULES)}", source=str(p))
+    context = Context()
+    domain = domain_id if domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)
+    try:
+        rclpy.init(context=context, domain_id=domain, args=["sim2real", "--ros-args", "--params-file", str(p)])
+    except Exception as exc:  # rcl's parse error (RCLError), one line
+        raise ConfigError("config", " ".join(str(exc).split()), source=str(p)) from None
     out: dict[str, dict[str, Any]] = {}
-    for node, section in doc.items():
-        out[str(node).strip("/")] = dict((section or {}).get("ros__parameters", {}))
+    try:
+        for name in START_ORDER:
+            node = rclpy.create_node(name, context=context, start_parameter_services=False, enable_rosout=False)
+            # The overrides rcl resolved for this node name; rclpy has no public accessor
+            # (tests/ros_nodes/test_parameters.py pins it).
+            values = {k: p.value for k, p in node._parameter_overrides.items()}
+            node.destroy_node()
+            if values:
+                out[name] = values
+    finally:
+        rclpy.shutdown(context=context)
     return out
+
+
+def sections(path: str | Path) -> set[str]:
+    """The nodes a parameter file has its own section for (``/**`` not counted)."""
+    return {str(k).strip("/") for k in _read(Path(path)) if k != "/**"}
+
+
+def _read(p: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError("config", f"parameter file {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", f"not valid YAML: {exc}".replace("\n", " "), source=str(p)) from None
+    if not isinstance(doc, dict):
+        raise ConfigError("config", "a ROS parameter file maps node names to ros__parameters", source=str(p))
+    return doc
 
 
 def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -38,20 +38,9 @@ from sim2real.ros_nodes.command_gate import CommandGate
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import robot_info
+from sim2real.ros_nodes.settings import HardwareBridgeSettings
 from sim2real.sim.core.errors import ConfigError
 
-DEFAULTS: dict[str, Any] = {
-    "robot": "arm",
-    "action_mode": "ee_delta",
-    "robot_address": "127.0.0.1",
-    "robot_port": 17001,
-    "local_address": "127.0.0.1",
-    "local_port": 0,
-    "command_deadline": 0.2,
-    "state_timeout": 0.2,
-    "publish_mission": True,
-    "command_publisher": "safety_filter",
-}
 STATUS_BITS = {bit.name.lower(): bit for bit in Status}
 
 
@@ -59,7 +48,7 @@ class HardwareBridge(ManagedNode):
     """ROS 2 <-> arm protocol. Counters: see :meth:`summary`."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("hardware_bridge", DEFAULTS, **kwargs)
+        super().__init__("hardware_bridge", HardwareBridgeSettings, **kwargs)
         self.link: ArmLink | None = None
         self.commands_received = self.commands_rejected = self.commands_sent = self.send_failures = 0
         self.commands_without_state = 0
@@ -78,12 +67,9 @@ class HardwareBridge(ManagedNode):
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
-        p = self.params(list(DEFAULTS))
+        p = self.params()
         if p["robot"] != "arm":
             raise ConfigError("robot", f"the hardware bridge speaks the arm protocol only, not {p['robot']!r}")
-        for key in ("robot_port", "local_port"):
-            if not 0 <= int(p[key]) <= 65535 or (key == "robot_port" and int(p[key]) == 0):
-                raise ConfigError(key, f"not a UDP port: {p[key]}")
         self.info = robot_info("arm")
         self.space = command_space("arm", p["action_mode"])
         self.link = ArmLink((p["robot_address"], int(p["robot_port"])), mode_from_name(p["action_mode"]),

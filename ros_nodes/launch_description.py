@@ -43,9 +43,9 @@ def _config(robot: str) -> Path:
 
 def has_hardware_bridge(robot: str) -> bool:
     """The robot speaks a sim2real wire protocol: ``backend:=real`` starts our driver."""
-    from sim2real.ros_nodes.graph import load_config
+    from sim2real.ros_nodes.graph import sections
 
-    return "hardware_bridge" in load_config(_config(robot))
+    return "hardware_bridge" in sections(_config(robot))
 
 
 def arguments(robot: str) -> list[LaunchArgument]:

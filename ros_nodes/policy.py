@@ -33,18 +33,8 @@ from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos
 from sim2real.ros_nodes.robots import Measurements, ObservationBuilder, make_task, required_topics, robot_info
+from sim2real.ros_nodes.settings import PolicySettings
 from sim2real.sim.core.errors import ConfigError
-
-DEFAULTS: dict[str, Any] = {
-    "robot": "arm",
-    "policy": "classical",
-    "task": "",
-    "action_mode": "",
-    "task_options": "{}",
-    "control_rate": 0.0,
-    "max_state_age_periods": 2.0,
-    "align_to_state": True,
-}
 
 
 class ClassicalPolicy:
@@ -72,7 +62,7 @@ class ClassicalPolicy:
 
 class PolicyNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("policy", DEFAULTS, **kwargs)
+        super().__init__("policy", PolicySettings, **kwargs)
         self.m = Measurements()
         self.state_header: dict[str, float] = {}
         self.ticks = 0
@@ -87,7 +77,7 @@ class PolicyNode(ManagedNode):
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self) -> None:
-        p = self.params(list(DEFAULTS))
+        p = self.params()
         robot = p["robot"]
         info = robot_info(robot)
         if p["policy"] in ("", "classical"):

@@ -23,6 +23,7 @@ from typing import Any
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from sim2real.ros_nodes.base import ManagedNode, run_node
+from sim2real.ros_nodes.settings import RecorderSettings
 
 KNOWN_TYPES: dict[str, str] = {
     "joint_states": "sensor_msgs/msg/JointState",
@@ -41,13 +42,6 @@ KNOWN_TYPES: dict[str, str] = {
 }
 """Types of the deployment graph's topics (others are looked up in the ROS graph)."""
 
-DEFAULTS: dict[str, Any] = {
-    "topics": ["joint_states", "odom", "ee_pose", "raw_command", "command", "diagnostics"],
-    "output": "bags/deploy",
-    "flush_period": 1.0,
-}
-
-
 def message_class(type_name: str) -> type:
     """``pkg/msg/Name`` -> the rclpy message class."""
     pkg, kind, name = type_name.split("/")
@@ -56,7 +50,7 @@ def message_class(type_name: str) -> type:
 
 class Recorder(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("recorder", DEFAULTS, **kwargs)
+        super().__init__("recorder", RecorderSettings, **kwargs)
         self.writer = None
         self.counts: dict[str, int] = {}
         self.flushes = 0

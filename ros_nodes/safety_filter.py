@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -45,49 +46,31 @@ from sim2real.policies.safety.latch import LatchStore, default_latch_path
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
-from sim2real.ros_nodes.base import ManagedNode, dataclass_defaults, percentiles_ms, run_node
+from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import robot_info
-
-NODE_DEFAULTS: dict[str, Any] = {
-    "robot": "arm",
-    "action_mode": "",
-    "action_scale": 0.0,
-    "command_deadline": 0.0,
-    "publish_on": "both",
-    "diagnostics_rate": 10.0,
-    "latency_deadline": 0.002,
-    "policy_hold": 0.5,
-    "twist_hold": 0.5,
-    "teleop_hold": 0.5,
-    "latch_file": "",
-}
-"""Node settings. ``*_hold``: seconds a command source keeps control after its last
-valid command (the mux's rule). ``latch_file``: where latches persist (empty: see
-:func:`~sim2real.policies.safety.latch.default_latch_path`)."""
+from sim2real.ros_nodes.settings import SafetyFilterSettings
 
 SOURCES = (("policy", 10, "raw_command"), ("twist", 50, "command_twist"), ("teleop", 100, "teleop_command"))
 """(source, priority, topic) of every command input, lowest priority first."""
 TOPICS = {name: topic for name, _, topic in SOURCES}
 
 
-def declared_parameters(robot: str) -> dict[str, Any]:
-    """Every parameter the node declares for ``robot`` (node settings + safety parameters)."""
-    return {**NODE_DEFAULTS, **dataclass_defaults(PARAMS[robot]())}
-
-
 class SafetyFilterNode(ManagedNode):
+    fixed_parameters = frozenset({"robot"})
+    """The robot decides which safety parameters exist: fixed at start."""
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("safety_filter", NODE_DEFAULTS, **kwargs)
+        super().__init__("safety_filter", SafetyFilterSettings, **kwargs)
         # The safety parameters depend on the robot: declare them once `robot` is known
         # (declaring applies the overrides from the parameter file or the command line).
         robot = str(self.param("robot"))
         robot_info(robot)
-        for key, value in dataclass_defaults(PARAMS[robot]()).items():
-            self.declare_parameter(key, value)
-        self.live_parameters = frozenset(dataclass_defaults(PARAMS[robot]()))
+        self.limit_names = [f.name for f in fields(PARAMS[robot])]
+        self.live_parameters = frozenset(self.limit_names)
         """The safety limits may change while configured: :meth:`apply_live` rebuilds the chain."""
+        self.declare_settings(PARAMS[robot])
         self.robot_name = robot
         self.chain = None
         self.state = SafetyState(now=0.0)
@@ -119,7 +102,7 @@ class SafetyFilterNode(ManagedNode):
         info = robot_info(robot)
         mode = self.param("action_mode") or info.action_mode
         self.space = command_space(robot, mode, self.param("action_scale") or None)
-        safety = {k: self.param(k) for k in dataclass_defaults(PARAMS[robot]())}
+        safety = self.params(self.limit_names)
         sources = [CommandSource(name, priority, float(self.param(f"{name}_hold"))) for name, priority, _ in SOURCES]
         previous = self.chain
         self.chain = make_chain(self.space, params_from_dict(robot, safety), sources,
@@ -177,12 +160,12 @@ class SafetyFilterNode(ManagedNode):
         chain = self.chain
         if chain.mode == "safe" or chain.latched():
             return "the safe action is running (or a latch is set): reset first, then change limits"
-        values = {k: self.param(k) for k in dataclass_defaults(PARAMS[self.robot_name]())}
+        values = self.params(self.limit_names)
         values.update(changes)
         try:
             new = make_chain(self.space, params_from_dict(self.robot_name, values), chain.mux.sources,
                              estop=chain.estop)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:  # ConfigError included
             return f"invalid: {exc}"
         new.command, new.command_stamp, new.mux, new.mode = chain.command, chain.command_stamp, chain.mux, chain.mode
         new.rejected, new.dropped_during_estop = chain.rejected, chain.dropped_during_estop

@@ -36,32 +36,15 @@ from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
+from sim2real.ros_nodes.settings import SimBridgeSettings
 from sim2real.ros_nodes.sim_robot import SimRobot
-
-DEFAULTS: dict[str, Any] = {
-    "robot": "arm",
-    "task": "",
-    "action_mode": "",
-    "task_options": "{}",
-    "dr": "none",
-    "seed": 0,
-    "real_time_factor": 1.0,
-    "command_timeout": 0.5,
-    "command_deadline": 0.0,
-    "publish_mission": True,
-    "image_rate": 0.0,
-    "image_width": 160,
-    "image_height": 120,
-    "camera": "",
-    "command_publisher": "safety_filter",
-}
 
 
 class SimBridge(ManagedNode):
     """Steps a :class:`~sim2real.ros_nodes.sim_robot.SimRobot` once per control period."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("sim_bridge", DEFAULTS, **kwargs)
+        super().__init__("sim_bridge", SimBridgeSettings, **kwargs)
         self.robot: SimRobot | None = None
         self.command: np.ndarray | None = None
         self.command_time = -1e9
@@ -78,7 +61,7 @@ class SimBridge(ManagedNode):
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
-        p = self.params(list(DEFAULTS))
+        p = self.params()
         size = (int(p["image_width"]), int(p["image_height"])) if p["image_rate"] > 0 else (0, 0)
         self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
                               json.loads(p["task_options"] or "{}"), render_size=size)

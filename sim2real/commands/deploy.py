@@ -16,6 +16,7 @@ import os
 import sys
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.overrides import add_set_flag, parse_overrides
 
 NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder")
 
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID of the run (default: $ROS_DOMAIN_ID, else derived from the pid)")
     parser.add_argument("--node", choices=NODES, help="run only this node; ROS arguments follow `--` (launch files)")
+    add_set_flag(parser, "safety_filter.max_tilt=0.5")
     parser.add_argument("ros_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     add_json_flag(parser)
 
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
     opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, duration=args.duration,
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
-                         domain_id=domain)
+                         domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)))
     with console.status(f"deploying {args.robot}") as status:
         summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
     if args.json:
@@ -68,6 +70,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(summary)
     return 0
+
+
+def node_overrides(flat: dict) -> dict[str, dict]:
+    """``{"safety_filter.max_tilt": 0.5}`` -> ``{"safety_filter": {"max_tilt": 0.5}}``."""
+    from sim2real.errors import ConfigError
+
+    out: dict[str, dict] = {}
+    for key, value in flat.items():
+        node, sep, name = key.partition(".")
+        if not sep or not name:
+            raise ConfigError(f"--set {key}", "expected NODE.PARAMETER=VALUE, e.g. safety_filter.max_tilt=0.5")
+        out.setdefault(node, {})[name] = value
+    return out
 
 
 def _print(s: dict) -> None:

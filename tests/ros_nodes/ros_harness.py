@@ -137,7 +137,7 @@ def safety_node(context: Any, robot: str = "arm", **params: Any) -> Any:
     from sim2real.ros_nodes.graph import config_dir, load_config
     from sim2real.ros_nodes.safety_filter import SafetyFilterNode
 
-    values = {**load_config(config_dir() / f"{robot}.yaml")["safety_filter"], **params}
+    values = {**load_config(config_dir() / f"{robot}.yaml", context.get_domain_id())["safety_filter"], **params}
     node = SafetyFilterNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
     node.trigger_configure()
     node.trigger_activate()

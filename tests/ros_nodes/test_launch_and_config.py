@@ -12,17 +12,21 @@ import pytest
 import yaml
 from ros_harness import unique_domain_id
 
-from sim2real.ros_nodes import hardware_bridge, policy, recorder, safety_filter, sim_bridge
+from sim2real.ros_nodes import policy, recorder, safety_filter, sim_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOTS = ("arm", "quadruped", "drone")
 
 
 def declared(node: str, robot: str) -> dict:
-    base = {"autostart": True, "use_sim_time": False}
-    return {**base, **{"sim_bridge": sim_bridge.DEFAULTS, "policy": policy.DEFAULTS, "recorder": recorder.DEFAULTS,
-                       "hardware_bridge": hardware_bridge.DEFAULTS,
-                       "safety_filter": safety_filter.declared_parameters(robot)}[node]}
+    """Every parameter the node declares for ``robot``, with its default in its ROS type."""
+    from sim2real.policies.safety import PARAMS
+    from sim2real.ros_nodes.parameters import ros_value
+    from sim2real.ros_nodes.settings import NODE_SETTINGS
+    from sim2real.sim.core.schema import fields_of
+
+    classes = [NODE_SETTINGS[node]] + ([PARAMS[robot]] if node == "safety_filter" else [])
+    return {"use_sim_time": False, **{f.name: ros_value(f, f.default) for c in classes for f in fields_of(c)}}
 
 
 def calls(tree: ast.AST, name: str) -> list[ast.Call]:

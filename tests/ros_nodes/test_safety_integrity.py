@@ -199,10 +199,11 @@ def test_a_callback_that_raises_does_not_stop_the_executor() -> None:
 
     from sim2real.ros_nodes.base import ManagedNode
     from sim2real.ros_nodes.qos import status_qos
+    from sim2real.ros_nodes.settings import NodeSettings
 
     class Fragile(ManagedNode):
         def __init__(self, **kw) -> None:
-            super().__init__("fragile", {}, **kw)
+            super().__init__("fragile", NodeSettings, **kw)
             self.seen = 0
             self.failures: list[str] = []
             self.create_subscription(Bool, "poke", self._on_poke, status_qos())

@@ -1,0 +1,165 @@
+"""Every node's ROS parameters, as typed dataclasses with a docstring per field.
+
+One place declares them (:class:`~sim2real.ros_nodes.base.ManagedNode` turns each field
+into a ROS parameter with a ``ParameterDescriptor``: description, type, range), one
+loader checks them (:mod:`sim2real.sim.core.schema`), and the configuration reference
+in the docs is generated from them. The safety filter adds its robot's safety limits
+(:data:`sim2real.policies.safety.PARAMS`).
+
+Kept free of rclpy and of the nodes' own imports, so the parameter names of the whole
+graph are known without starting a node (see :func:`graph_parameter_names`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, Positive, PositiveInt
+
+Robot = Literal["arm", "quadruped", "drone"]
+Port = Annotated[int, Bounds(ge=0, le=65535)]
+
+
+@dataclass
+class NodeSettings:
+    autostart: bool = True
+    """Configure and activate at start (``false``: wait for a lifecycle manager)."""
+
+
+@dataclass
+class SimBridgeSettings(NodeSettings):
+    robot: Robot = "arm"
+    """Robot class simulated."""
+    task: str = ""
+    """Registered task whose scene and targets are simulated (empty: the robot's default)."""
+    action_mode: str = ""
+    """The task's action mode the commands are in (empty: the robot's driver mode)."""
+    task_options: str = "{}"
+    """Task constructor options as a JSON object."""
+    dr: Literal["none", "train", "heldout"] = "none"
+    """Randomization preset of the simulated robot."""
+    seed: NonNegativeInt = 0
+    """Seed of the simulated episodes (targets, randomization)."""
+    real_time_factor: Annotated[float, Bounds(ge=0.001, le=1000.0)] = 1.0
+    """Simulated seconds per wall-clock second."""
+    command_timeout: Positive = 0.5
+    """s without a command before the simulated driver stops the robot (its last resort)."""
+    command_deadline: NonNegative = 0.0
+    """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
+    publish_mission: bool = True
+    """Publish the task's target on ``goal`` / ``cmd_vel`` (false: subscribe ``cmd_vel``)."""
+    image_rate: NonNegative = 0.0
+    """Hz of ``camera/image_raw`` (0: no camera)."""
+    image_width: PositiveInt = 160
+    """Pixels."""
+    image_height: PositiveInt = 120
+    """Pixels."""
+    camera: str = ""
+    """Camera rendered (empty: the task's first)."""
+    command_publisher: str = "safety_filter"
+    """The only node allowed to publish ``command``; commands from others are refused."""
+
+
+@dataclass
+class HardwareBridgeSettings(NodeSettings):
+    robot: Robot = "arm"
+    """Robot class on the other end of the link."""
+    action_mode: str = "ee_delta"
+    """Action mode the robot is commanded in."""
+    robot_address: str = "127.0.0.1"
+    """IP address of the robot (or its emulator)."""
+    robot_port: Annotated[int, Bounds(ge=1, le=65535)] = 17001
+    """UDP port of the robot."""
+    local_address: str = "127.0.0.1"
+    """Local IP address the link binds."""
+    local_port: Port = 0
+    """Local UDP port (0: any free one)."""
+    command_deadline: NonNegative = 0.2
+    """s, QoS deadline of the ``command`` subscription (0: none)."""
+    state_timeout: Positive = 0.2
+    """s without a state packet before the link is reported lost."""
+    publish_mission: bool = True
+    """Publish the robot's mission target on ``goal``."""
+    command_publisher: str = "safety_filter"
+    """The only node allowed to publish ``command``; commands from others are refused."""
+
+
+@dataclass
+class PolicySettings(NodeSettings):
+    robot: Robot = "arm"
+    """Robot class the policy commands."""
+    policy: str = "classical"
+    """``classical`` (the robot's classical controller) or the path of an exported policy."""
+    task: str = ""
+    """Task whose observation the policy reads (an exported policy names its own)."""
+    action_mode: str = ""
+    """Action mode of the commands (empty: the policy's or the robot's)."""
+    task_options: str = "{}"
+    """Task constructor options as a JSON object."""
+    control_rate: NonNegative = 0.0
+    """Hz (0: the task's control rate)."""
+    max_state_age_periods: Annotated[float, Bounds(ge=0.5, le=100.0)] = 2.0
+    """A state older than this many periods is not acted on."""
+    align_to_state: bool = True
+    """Act as soon as a fresh state arrives within the period (false: on the timer)."""
+
+
+@dataclass
+class SafetyFilterSettings(NodeSettings):
+    robot: Robot = "arm"
+    """Robot class guarded; fixed when the node starts (it decides the safety parameters)."""
+    action_mode: str = ""
+    """Action mode of the commands (empty: the robot's driver mode)."""
+    action_scale: NonNegative = 0.0
+    """Scale of normalized joint-target commands (0: the robot's)."""
+    command_deadline: NonNegative = 0.0
+    """s, QoS deadline of the ``command`` publisher (0: none)."""
+    publish_on: Literal["state", "command", "both"] = "both"
+    """When a filtered command is sent: on each state message, on each command, or both."""
+    diagnostics_rate: Annotated[float, Bounds(gt=0.0, le=1000.0)] = 10.0
+    """Hz of ``diagnostics``."""
+    latency_deadline: Positive = 0.002
+    """s: state-in to command-out latencies above it are counted as misses."""
+    policy_hold: Positive = 0.5
+    """s the policy keeps control after its last valid command (the mux's rule)."""
+    twist_hold: Positive = 0.5
+    """s a ``command_twist`` source keeps control after its last valid command."""
+    teleop_hold: Positive = 0.5
+    """s a ``teleop_command`` source keeps control after its last valid command."""
+    latch_file: str = ""
+    """Where latches persist (empty: a per-node file in the user's state folder)."""
+
+
+DEFAULT_TOPICS = ["joint_states", "odom", "ee_pose", "raw_command", "command", "diagnostics"]
+
+
+@dataclass
+class RecorderSettings(NodeSettings):
+    topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
+    """Topics recorded (types of the graph's own topics are known; others are looked up)."""
+    output: str = "bags/deploy"
+    """Folder of the MCAP rosbag2 (must not exist)."""
+    flush_period: Annotated[float, Bounds(gt=0.0, le=60.0)] = 1.0
+    """s between complete MCAP chunks on disk (what a crash can lose at most)."""
+
+
+NODE_SETTINGS: dict[str, type[NodeSettings]] = {
+    "sim_bridge": SimBridgeSettings,
+    "hardware_bridge": HardwareBridgeSettings,
+    "policy": PolicySettings,
+    "safety_filter": SafetyFilterSettings,
+    "recorder": RecorderSettings,
+}
+"""Node name -> its settings."""
+
+
+def graph_parameter_names() -> set[str]:
+    """Every parameter some node of the graph declares (the safety limits of every robot
+    included): an override outside this set is a typo, not another node's setting."""
+    import dataclasses
+
+    from sim2real.policies.safety import PARAMS
+
+    classes = [*NODE_SETTINGS.values(), *PARAMS.values()]
+    return {f.name for cls in classes for f in dataclasses.fields(cls)}
