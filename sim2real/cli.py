@@ -25,6 +25,7 @@ COMMANDS = {
     "hil": "sim2real.commands.hil",
     "hardware": "sim2real.commands.hardware",
     "bag": "sim2real.commands.bag",
+    "config": "sim2real.commands.config",
 }
 
 
@@ -64,6 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._module.run(args) or 0)
     except Sim2RealError as exc:
         print(f"sim2real {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        from sim2real.extras import missing_extra_message
+
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        print(f"sim2real {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"sim2real {args.command}: interrupted", file=sys.stderr)
