@@ -47,7 +47,7 @@ $(VENV)/bin/python:
 # Reinstall when the dependency list changes.
 $(STAMP): pyproject.toml setup.py | $(VENV)/bin/python
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e ".[ros,dev]"
+	$(PIP) install -q -e ".[all,dev]"
 	touch $(STAMP)
 
 venv: deps $(STAMP)

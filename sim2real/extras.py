@@ -1,0 +1,36 @@
+"""Which optional extra provides which import, so a missing one is one clear line.
+
+The core install runs the deployment graph (``pip install "sim2real[ros]"`` on a
+robot's computer): MuJoCo, ONNX Runtime, numpy, PyYAML. Everything else is an extra:
+
+* ``train``: torch, Stable-Baselines3, ONNX export, TensorBoard, plots and videos;
+* ``vlm``: CLIP reward models (open_clip, safetensors), on top of ``train``;
+* ``hil``: HIL-SERL (ZeroMQ transport, HDF5 demos, pygame devices), on top of ``train``;
+* ``spacemouse``: the SpaceMouse device (needs the hidapi system library);
+* ``ros``: the ROS 2 client libraries and the MCAP recorder;
+* ``all``: train, vlm, hil and ros (what ``make demo`` and ``make test`` install).
+"""
+
+from __future__ import annotations
+
+EXTRA_OF: dict[str, str] = {
+    **dict.fromkeys(["torch", "torchvision", "stable_baselines3", "tensorboard", "onnx", "onnxscript",
+                     "matplotlib", "imageio", "imageio_ffmpeg"], "train"),
+    **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
+    **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
+    "pyspacemouse": "spacemouse",
+    **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
+                     "lifecycle_msgs", "diagnostic_msgs", "rcl_interfaces", "rosgraph_msgs", "trajectory_msgs",
+                     "builtin_interfaces", "ament_index_python", "lz4", "backports"],
+                    "ros"),
+}
+"""Top-level import name -> the extra that installs it."""
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
+    """The line to print for an import an extra would provide (``None``: not ours to explain)."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF.get(top)
+    if extra is None:
+        return None
+    return f"this needs {top}, which the '{extra}' extra installs: pip install \"sim2real[{extra}]\""
