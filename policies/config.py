@@ -127,11 +127,11 @@ class PPOConfig:
 
 
 @dataclass
-class SACConfig:
-    """SAC (SB3); defaults follow HIL-SERL's learner where it applies."""
+class OffPolicyConfig:
+    """What SAC and TD3 (SB3) share: replay, minibatches, target networks, update cadence."""
 
     learning_rate: Positive = 3e-4
-    """Adam step size of actor, critics and temperature."""
+    """Adam step size of actor and critics (and SAC's temperature)."""
     buffer_size: PositiveInt = 200_000
     """Replay buffer capacity in transitions."""
     learning_starts: NonNegativeInt = 1_000
@@ -146,6 +146,12 @@ class SACConfig:
     """Update every this many vectorized steps."""
     gradient_steps: int = 1
     """Gradient steps per update (-1: as many as environment steps collected)."""
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    """SAC (SB3); defaults follow HIL-SERL's learner where it applies."""
+
     ent_coef: str = "auto_0.01"
     """Entropy temperature: a number (fixed), ``auto`` or ``auto_<initial>`` (learned)."""
     target_entropy: str = "auto"
@@ -153,25 +159,11 @@ class SACConfig:
 
 
 @dataclass
-class TD3Config:
+class TD3Config(OffPolicyConfig):
     """TD3 (SB3)."""
 
     learning_rate: Positive = 1e-3
     """Adam step size of actor and critics."""
-    buffer_size: PositiveInt = 200_000
-    """Replay buffer capacity in transitions."""
-    learning_starts: NonNegativeInt = 1_000
-    """Environment steps of random actions before the first update."""
-    batch_size: PositiveInt = 256
-    """Minibatch size."""
-    tau: Fraction = 0.005
-    """Soft target update coefficient."""
-    gamma: Fraction = 0.99
-    """Discount factor."""
-    train_freq: PositiveInt = 1
-    """Update every this many vectorized steps."""
-    gradient_steps: int = 1
-    """Gradient steps per update (-1: as many as environment steps collected)."""
     policy_delay: PositiveInt = 2
     """Critic updates per actor update."""
     target_policy_noise: NonNegative = 0.2

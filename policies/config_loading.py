@@ -7,24 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim2real.policies.config import CONFIG_DIR, TrainConfig
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import from_dict, nest
+from sim2real.sim.core.schema import read_yaml as schema_read_yaml
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from ``path`` (a missing or malformed file raises ConfigError)."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError("config", f"config file {p} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("config", f"{p} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("config", f"{p} must hold a mapping at the top level")
+    data = schema_read_yaml(path)
     data.pop("provenance", None)  # written by training for people; never an input
     return data
 

@@ -99,15 +99,9 @@ def sections(path: str | Path) -> set[str]:
 
 
 def _read(p: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(p.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError("config", f"parameter file {p} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("config", f"not valid YAML: {exc}".replace("\n", " "), source=str(p)) from None
-    if not isinstance(doc, dict):
-        raise ConfigError("config", "a ROS parameter file maps node names to ros__parameters", source=str(p))
-    return doc
+    from sim2real.sim.core.schema import read_yaml
+
+    return read_yaml(p, "a ROS parameter file: node names mapped to ros__parameters")
 
 
 def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -28,7 +28,20 @@ class NodeSettings:
 
 
 @dataclass
-class SimBridgeSettings(NodeSettings):
+class DriverSettings(NodeSettings):
+    """What every node that drives a robot (simulated or real) shares."""
+
+    command_deadline: NonNegative = 0.0
+    """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
+    publish_mission: bool = True
+    """Publish the mission target on ``goal`` (and ``cmd_vel`` where the task has one; with
+    false the sim bridge subscribes ``cmd_vel`` instead)."""
+    command_publisher: str = "safety_filter"
+    """The only node allowed to publish ``command``; commands from others are refused."""
+
+
+@dataclass
+class SimBridgeSettings(DriverSettings):
     robot: Robot = "arm"
     """Robot class simulated."""
     task: str = ""
@@ -45,10 +58,6 @@ class SimBridgeSettings(NodeSettings):
     """Simulated seconds per wall-clock second."""
     command_timeout: Positive = 0.5
     """s without a command before the simulated driver stops the robot (its last resort)."""
-    command_deadline: NonNegative = 0.0
-    """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
-    publish_mission: bool = True
-    """Publish the task's target on ``goal`` / ``cmd_vel`` (false: subscribe ``cmd_vel``)."""
     image_rate: NonNegative = 0.0
     """Hz of ``camera/image_raw`` (0: no camera)."""
     image_width: PositiveInt = 160
@@ -57,12 +66,10 @@ class SimBridgeSettings(NodeSettings):
     """Pixels."""
     camera: str = ""
     """Camera rendered (empty: the task's first)."""
-    command_publisher: str = "safety_filter"
-    """The only node allowed to publish ``command``; commands from others are refused."""
 
 
 @dataclass
-class HardwareBridgeSettings(NodeSettings):
+class HardwareBridgeSettings(DriverSettings):
     robot: Robot = "arm"
     """Robot class on the other end of the link."""
     action_mode: str = "ee_delta"
@@ -76,13 +83,9 @@ class HardwareBridgeSettings(NodeSettings):
     local_port: Port = 0
     """Local UDP port (0: any free one)."""
     command_deadline: NonNegative = 0.2
-    """s, QoS deadline of the ``command`` subscription (0: none)."""
+    """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
     state_timeout: Positive = 0.2
     """s without a state packet before the link is reported lost."""
-    publish_mission: bool = True
-    """Publish the robot's mission target on ``goal``."""
-    command_publisher: str = "safety_filter"
-    """The only node allowed to publish ``command``; commands from others are refused."""
 
 
 @dataclass

@@ -111,8 +111,9 @@ def from_dict(cls: type, values: Any, prefix: str = "", validate: bool = True) -
     return obj
 
 
-def load_file(cls: type, path: str | Path, section: str | None = None) -> Any:
-    """``cls`` from a YAML file (or one top-level ``section`` of it); every error names the file."""
+def read_yaml(path: str | Path, expected: str = "a mapping at the top level") -> dict[str, Any]:
+    """The YAML mapping in ``path``; a missing, malformed or non-mapping file is one
+    ConfigError line naming the file (``expected`` says what the file should hold)."""
     import yaml
 
     p = Path(path)
@@ -121,13 +122,18 @@ def load_file(cls: type, path: str | Path, section: str | None = None) -> Any:
     except FileNotFoundError:
         raise ConfigError("config", f"file {p} does not exist") from None
     except yaml.YAMLError as exc:
-        raise ConfigError("config", f"not valid YAML: {exc}".replace("\n", " "), source=str(p)) from None
-    if section is not None:
-        data = data.get(section, {}) if isinstance(data, dict) else data
+        raise ConfigError("config", " ".join(f"not valid YAML: {exc}".split()), source=str(p)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"expected {expected}", source=str(p))
+    return data
+
+
+def load_file(cls: type, path: str | Path) -> Any:
+    """``cls`` from a YAML file; every error names the file."""
     try:
-        return from_dict(cls, data)
+        return from_dict(cls, read_yaml(path))
     except ConfigError as exc:
-        raise exc.with_source(str(p)) from None
+        raise exc.with_source(str(path)) from None
 
 
 def nest(flat: dict[str, Any]) -> dict[str, Any]:

@@ -214,7 +214,7 @@ def test_deploy_refuses_a_misspelt_parameter_before_anything_moves(tmp_path) -> 
 
 @pytest.mark.parametrize("text,words", [("safety_fliter:\n  ros__parameters:\n    max_tilt: 0.5\n", "no node named"),
                                         ("safety_filter: [1, 2\n", "not valid YAML"),
-                                        ("- 1\n- 2\n", "maps node names")])
+                                        ("- 1\n- 2\n", "node names mapped")])
 def test_malformed_parameter_files_are_one_line_errors_naming_the_file(tmp_path, text: str, words: str) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError, match=words) as err:
