@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,8 +143,34 @@ def evaluate(cfg: PassivityStudyConfig, run: Path, filter_on: bool) -> dict[str,
     return figures
 
 
-# Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom (then ~normal).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+def t_quantile(p: float, dof: int) -> float:
+    """The ``p`` quantile (p > 0.5) of Student's t with ``dof`` degrees of freedom.
+
+    Computed, not tabled: a table that stopped at 10 degrees of freedom and then used
+    the normal 1.96 made an 11-seed interval 11 % too narrow. Newton's method on the CDF,
+    which is 1/2 plus the density's integral from 0 (Simpson's rule, 4000 panels: the
+    density is smooth and the quantile is at most 12.7 for p = 0.975).
+    """
+    if not 0.5 < p < 1.0 or dof < 1:
+        raise ValueError(f"need 0.5 < p < 1 and dof >= 1, got {p}, {dof}")
+    log_norm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+
+    def pdf(x: np.ndarray | float) -> np.ndarray | float:
+        return np.exp(log_norm - (dof + 1) / 2 * np.log1p(np.square(x) / dof))
+
+    def cdf(x: float) -> float:
+        grid = np.linspace(0.0, x, 4001)
+        weights = np.ones(4001)
+        weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
+        return 0.5 + float(weights @ pdf(grid)) * x / (3 * 4000)
+
+    x = 1.96
+    for _ in range(50):
+        step = (cdf(x) - p) / float(pdf(x))
+        x -= step
+        if abs(step) < 1e-10:
+            break
+    return x
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
@@ -153,7 +180,7 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
         return float("nan"), float("nan")
     if len(v) == 1:
         return float(v[0]), float("nan")
-    t = _T975[len(v) - 2] if len(v) - 1 <= len(_T975) else 1.96
+    t = t_quantile(0.975, len(v) - 1)
     half = t * v.std(ddof=1) / np.sqrt(len(v))
     return float(v.mean()), float(half)
 
