@@ -11,21 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sim2real.errors import Sim2RealError
-
-
-def random_shift(images: torch.Tensor, pad: int) -> torch.Tensor:
-    """DrQ augmentation: pad by replicating edges, crop back at a random offset per image."""
-    if pad <= 0:
-        return images
-    n, _, h, w = images.shape
-    padded = F.pad(images, (pad, pad, pad, pad), mode="replicate")
-    dx = torch.randint(0, 2 * pad + 1, (n,), device=images.device)
-    dy = torch.randint(0, 2 * pad + 1, (n,), device=images.device)
-    rows = (dy[:, None] + torch.arange(h, device=images.device)[None]).view(n, 1, h, 1)
-    cols = (dx[:, None] + torch.arange(w, device=images.device)[None]).view(n, 1, 1, w)
-    batch = torch.arange(n, device=images.device).view(n, 1, 1, 1)
-    chan = torch.arange(images.shape[1], device=images.device).view(1, -1, 1, 1)
-    return padded[batch, chan, rows, cols]
+from sim2real.policies.common.augment import random_shift
 
 
 class SmallCNN(nn.Module):

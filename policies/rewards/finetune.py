@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from sim2real.errors import ConfigError
+from sim2real.policies.common.augment import random_shift
 from sim2real.policies.rewards.clip_reward import (
     TINY_MODEL,
     WEIGHT_FILE,
@@ -76,17 +77,6 @@ def balanced_indices(labels: np.ndarray, n: int, rng: np.random.Generator) -> np
     counts = np.bincount(labels)
     weights = 1.0 / counts[labels]
     return rng.choice(len(labels), size=n, p=weights / weights.sum())
-
-
-def random_shift(x: torch.Tensor, pad: int, generator: torch.Generator) -> torch.Tensor:
-    """DrQ augmentation: replicate-pad by ``pad`` and crop back at a random offset per image."""
-    if pad <= 0:
-        return x
-    n, _, h, w = x.shape
-    padded = F.pad(x, (pad, pad, pad, pad), mode="replicate")
-    ox = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
-    oy = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
-    return torch.stack([padded[i, :, oy[i] : oy[i] + h, ox[i] : ox[i] + w] for i in range(n)])
 
 
 def ordinal_targets(progress: np.ndarray, labels: np.ndarray, n_captions: int, temperature: float) -> torch.Tensor:
