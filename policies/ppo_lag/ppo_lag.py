@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.torch_layers import create_mlp
+from stable_baselines3.common.utils import obs_as_tensor
 
 from sim2real.policies.common.lagrangian import LagrangeMultiplier
 from sim2real.policies.ppo.ppo import AdaptivePPO
@@ -98,13 +100,7 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
         obs_dim = int(np.prod(self.observation_space.shape))
         width = list(self.policy_kwargs.get("net_arch", {}).get("vf", [256, 256]))
         act = self.policy_kwargs.get("activation_fn", th.nn.Tanh)
-        layers: list[th.nn.Module] = []
-        last = obs_dim
-        for w in width:
-            layers += [th.nn.Linear(last, w), act()]
-            last = w
-        layers.append(th.nn.Linear(last, 1))
-        self.cost_critic = th.nn.Sequential(*layers).to(self.device)
+        self.cost_critic = th.nn.Sequential(*create_mlp(obs_dim, 1, width, act)).to(self.device)
         lr = getattr(self, "current_lr", None) or 3e-4
         self.cost_optimizer = th.optim.Adam(self.cost_critic.parameters(), lr=lr)
         self._rollout_costs: list[np.ndarray] = []
@@ -119,7 +115,7 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
 
     def _cost_values(self, obs: np.ndarray) -> np.ndarray:
         with th.no_grad():
-            t = th.as_tensor(obs.reshape(-1, obs.shape[-1]), dtype=th.float32, device=self.device)
+            t = obs_as_tensor(obs.reshape(-1, obs.shape[-1]), self.device).float()
             return self.cost_critic(t).cpu().numpy().reshape(obs.shape[:-1])
 
     # -- rollouts ----------------------------------------------------------------
@@ -182,13 +178,14 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
         self.logger.record("rollout/cost_limit", self.cost_limit)
 
     def _train_cost_critic(self, buf) -> float:
-        obs = th.as_tensor(buf.observations.reshape(-1, buf.observations.shape[-1]), dtype=th.float32)
-        target = th.as_tensor(self._cost_returns.reshape(-1), dtype=th.float32)
+        # On the policy's device, whatever torch's default device is (device: cuda).
+        obs = obs_as_tensor(buf.observations.reshape(-1, buf.observations.shape[-1]), self.device).float()
+        target = th.as_tensor(self._cost_returns.reshape(-1), dtype=th.float32, device=self.device)
         for group in self.cost_optimizer.param_groups:
             group["lr"] = getattr(self, "current_lr", group["lr"])
         losses = []
         for _ in range(self.n_epochs):
-            for idx in th.randperm(len(obs)).split(self.batch_size):
+            for idx in th.randperm(len(obs), device=self.device).split(self.batch_size):
                 loss = th.nn.functional.mse_loss(self.cost_critic(obs[idx]).squeeze(-1), target[idx])
                 self.cost_optimizer.zero_grad()
                 loss.backward()

@@ -102,3 +102,25 @@ def test_sac_lag_relabels_sampled_rewards_with_the_current_multiplier(trained_ru
     envs = np.random.randint(0, buf.n_envs, size=16)
     expected = buf.rewards[np.arange(16), envs] - 2.0 * buf.costs[np.arange(16), envs]
     np.testing.assert_allclose(sample.rewards.numpy().ravel(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_cost_critic_trains_on_the_policy_device_whatever_torch_defaults_to() -> None:
+    """Issue 26, defect 5: its tensors were made on torch's default device, not the
+    policy's, so ``device: cuda`` failed. Here the default is the meta device and the
+    policy's is the CPU: every tensor must still land on the CPU."""
+    from types import SimpleNamespace
+
+    from stable_baselines3.common.torch_layers import create_mlp
+
+    model = _bare()
+    model.device = torch.device("cpu")
+    model.cost_critic = torch.nn.Sequential(*create_mlp(3, 1, [8], torch.nn.Tanh))
+    model.cost_optimizer = torch.optim.Adam(model.cost_critic.parameters(), lr=1e-3)
+    model.n_epochs, model.batch_size, model.max_grad_norm = 2, 4, 1.0
+    rng = np.random.default_rng(0)
+    buf = SimpleNamespace(observations=rng.normal(size=(5, 2, 3)).astype(np.float32))
+    model._cost_returns = rng.normal(size=(5, 2))
+    with torch.device("meta"):
+        loss = model._train_cost_critic(buf)
+        values = model._cost_values(buf.observations)
+    assert np.isfinite(loss) and values.shape == (5, 2) and np.isfinite(values).all()
