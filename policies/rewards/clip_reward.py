@@ -268,24 +268,17 @@ class ClipRewardModel:
     def preprocess(self, frames: np.ndarray) -> torch.Tensor:
         """open_clip's eval transform (resize the shorter side, centre crop, normalise),
         done on the whole batch as tensors instead of one PIL image at a time."""
+        from torchvision.transforms import InterpolationMode
+        from torchvision.transforms.v2 import functional as TF
+
         x = torch.from_numpy(check_frames(frames)).to(self.device).permute(0, 3, 1, 2).float() / 255.0
         th, tw = self.image_size
-        h, w = x.shape[-2:]
-        # torchvision's Resize(int): the shorter side to the target, the longer truncated.
-        short = max(th, tw)
-        nh, nw = (short, int(short * w / h)) if h <= w else (int(short * h / w), short)
-        if (nh, nw) != (h, w):
-            mode = self.interpolation if self.interpolation in ("bilinear", "bicubic", "nearest") else "bicubic"
-            x = F.interpolate(
-                x,
-                size=(nh, nw),
-                mode=mode,
-                antialias=mode != "nearest",
-                align_corners=False if mode != "nearest" else None,
-            )
-            x = x.clamp(0.0, 1.0)
-        top, left = int(round((nh - th) / 2.0)), int(round((nw - tw) / 2.0))  # as CenterCrop
-        x = x[:, :, top : top + th, left : left + tw]
+        mode = self.interpolation if self.interpolation in ("bilinear", "bicubic", "nearest") else "bicubic"
+        if min(x.shape[-2:]) != max(th, tw):
+            # Resize(int): the shorter side to the target, as open_clip's eval transform.
+            x = TF.resize(x, [max(th, tw)], interpolation=InterpolationMode(mode), antialias=mode != "nearest")
+            x = x.clamp(0.0, 1.0)  # bicubic overshoots; uint8 images would be clamped too
+        x = TF.center_crop(x, [th, tw])
         return ((x - self.mean) / self.std).to(self.dtype)
 
     @torch.no_grad()
