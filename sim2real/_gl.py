@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import sys
 
 SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSMesa)"
+
+
+MUJOCO_IMPORTED_FIRST = False
+"""MuJoCo was imported before :func:`choose_gl_backend` set ``MUJOCO_GL`` (so it never
+saw the choice: rendering then names this as the likely cause of a GL failure)."""
 
 
 def choose_gl_backend() -> str | None:
@@ -13,6 +19,7 @@ def choose_gl_backend() -> str | None:
 
     Returns the backend chosen (or already set), ``None`` when none was found.
     """
+    global MUJOCO_IMPORTED_FIRST
     current = os.environ.get("MUJOCO_GL")
     if current:
         return current
@@ -20,6 +27,7 @@ def choose_gl_backend() -> str | None:
         return None  # a desktop session: let MuJoCo use GLFW
     for backend, lib in (("egl", "EGL"), ("osmesa", "OSMesa")):
         if ctypes.util.find_library(lib):
+            MUJOCO_IMPORTED_FIRST = "mujoco" in sys.modules
             os.environ["MUJOCO_GL"] = backend
             if backend == "osmesa":
                 os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")

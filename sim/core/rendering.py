@@ -30,35 +30,49 @@ class OffscreenRenderer:
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as exc:  # GL context creation fails in many library-specific ways
-            hint = ""
-            try:
-                from mujoco.rendering.classic import gl_context
+            from sim2real import _gl
 
-                if os.environ.get("MUJOCO_GL", "").lower() != gl_context._MUJOCO_GL:
-                    hint = (
-                        f" mujoco was imported before MUJOCO_GL was set (it saw {gl_context._MUJOCO_GL!r}): import "
-                        "sim2real before mujoco, or export MUJOCO_GL=egl (or osmesa) before starting Python."
-                    )
-            except ImportError:
-                pass
+            hint = (" mujoco was imported before sim2real chose MUJOCO_GL: import sim2real before mujoco, or "
+                    "export MUJOCO_GL=egl (or osmesa) before starting Python.") if _gl.MUJOCO_IMPORTED_FIRST else ""
             raise RenderingUnavailableError(
                 f"offscreen rendering failed with MUJOCO_GL={os.environ.get('MUJOCO_GL', '(unset)')}: {exc}. "
                 f"Install the headless GL libraries ({SYSTEM_PACKAGES}), e.g. "
                 f"`sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri`, or run `make deps`.{hint}"
             ) from exc
         self.width, self.height = width, height
+        self._scene_option = mujoco.MjvOption()
 
     def render(self, model, data, camera: str | int | None = None) -> np.ndarray:
         """An ``[H, W, 3]`` uint8 frame of ``data`` (``model`` may be any copy of
         the renderer's model with the same sizes, e.g. a randomized one)."""
+        import mujoco
+
+        # The scene is updated from `model` itself (public mjv_updateScene rather than the
+        # renderer's update_scene, which reads the model it was built with): same sizes,
+        # so one GL context serves every randomized copy.
         r = self._renderer
-        r._model = model  # same sizes; lets one GL context serve every randomized copy
-        r.update_scene(data, camera=camera if camera is not None else -1)
+        cam = mujoco.MjvCamera()
+        cam_id = camera if camera is not None else -1
+        if isinstance(cam_id, str):
+            name = cam_id
+            cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name)
+            if cam_id == -1:
+                raise ValueError(f'The camera "{name}" does not exist.')
+        if not -1 <= cam_id < model.ncam:
+            raise ValueError(f"The camera id {cam_id} is out of range [-1, {model.ncam}).")
+        if cam_id == -1:
+            cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+            mujoco.mjv_defaultFreeCamera(model, cam)
+        else:
+            cam.type, cam.fixedcamid = mujoco.mjtCamera.mjCAMERA_FIXED, cam_id
+        mujoco.mjv_updateScene(model, data, self._scene_option, None, cam, mujoco.mjtCatBit.mjCAT_ALL, r.scene)
         return r.render().copy()
 
     def upload_heightfield(self, model, hfield_id: int) -> None:
         import mujoco
 
+        # mujoco.Renderer has no public accessor for its GPU context; pinned by
+        # tests/sim/core/test_rendering_api.py.
         mujoco.mjr_uploadHField(model, self._renderer._mjr_context, hfield_id)
 
     def close(self) -> None:
