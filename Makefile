@@ -23,7 +23,7 @@ help:
 	@echo "make test       run the default test suite"
 	@echo "make test-slow  run the slow tests"
 	@echo "make bench      run the simulation benchmark (JSON in reports/bench_sim.json)"
-	@echo "make lint       ruff"
+	@echo "make lint       ruff and the type checker (basedpyright)"
 	@echo "make baselines  retrain, export and evaluate the shipped baseline policies (hours on 2 cores)"
 
 deps:
@@ -58,8 +58,15 @@ test: venv
 test-slow: venv
 	$(PY) -m pytest -m slow -q
 
-lint: venv
+# Stubs for MuJoCo's compiled bindings, regenerated when the installed packages change.
+typings/.stamp: $(STAMP) tools/typing_stubs.py
+	rm -rf typings
+	$(PY) tools/typing_stubs.py typings
+	touch $@
+
+lint: venv typings/.stamp
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/basedpyright
 
 demo: venv
 	$(VENV)/bin/sim2real demo --out reports/demo
