@@ -23,6 +23,7 @@ import numpy as np
 
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.position_control import CascadedPIDGains
 
 
@@ -58,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         for dr in ("train", "heldout"):
             ev = Evaluator(task_cls, n_envs=args.n_envs, action_mode="ctbr_residual", dr=dr,
                            task_options={"start": args.start})
-            ev.task.reference.gains = CascadedPIDGains(**overrides)
+            drone = ev.task
+            if not isinstance(drone, DroneTask) or drone.reference is None:
+                raise SystemExit(f"{args.task} has no cascaded PID reference (the ctbr_residual mode of a drone task)")
+            drone.reference.gains = CascadedPIDGains(**overrides)
             zero = np.zeros(ev.act_size)
             result = ev.run(lambda obs, zero=zero: np.tile(zero, (len(obs), 1)), args.episodes).to_dict()
             final = result["metrics_final"]

@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(policy.metadata.get("task_options") or {})
     train, held = task_cls.dr_class.train(), task_cls.dr_class.heldout()
     act_size = sum(int(n) for _, n in policy.action_layout)
-    controllers = {"": policy}
+    controllers: dict[str, Callable[[np.ndarray], np.ndarray]] = {"": policy}
     if args.reference:
         controllers["reference alone, "] = lambda obs: np.zeros((len(obs), act_size))
     if args.by_draw:

@@ -120,7 +120,7 @@ class ArmMaze(ArmTask):
         box = mujoco.mjtGeom.mjGEOM_BOX
         # Walls are softer than the rest of the scene (timeconst 10 ms) so the randomized
         # stiffness can go up by 6x before reaching MuJoCo's 2-physics-step floor.
-        wall_style = dict(
+        wall_style: dict[str, Any] = dict(
             type=box,
             contype=1,
             conaffinity=0,

@@ -32,7 +32,8 @@ class MazeLayout:
         """Cells from start to exit."""
         cell, out = self.start, [self.start]
         while cell != self.exit:
-            cell = tuple(int(x) for x in self.next_cell[cell])
+            row, col = (int(x) for x in self.next_cell[cell])
+            cell = (row, col)
             out.append(cell)
         return out
 

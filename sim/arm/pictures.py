@@ -69,7 +69,7 @@ def render_all(out_dir: Path, width: int = 480, height: int = 360, seed: int = 1
             if terminated or truncated:
                 break
         path = out_dir / f"arm_{name}.png"
-        imageio.imwrite(path, env.render())
+        imageio.imwrite(path, env.frame())
         env.close()
         written.append(path)
     return written

@@ -62,6 +62,7 @@ class ArmPush(ArmTask):
 
     def on_model(self, model: mujoco.MjModel) -> None:
         self.cube_qpos = int(model.jnt_qposadr[model.joint("cube").id])
+        self.cube_dof = int(model.jnt_dofadr[model.joint("cube").id])
 
     def task_observation_layout(self) -> list[tuple[str, int]]:
         return [("cube_pos", 3), ("cube_rot6d", 6), ("cube_rel_ee", 3), ("goal_rel_cube", 2)]
@@ -83,8 +84,7 @@ class ArmPush(ArmTask):
         return [("cube_vel", 6)]
 
     def task_privileged(self, phys: PhysicsBatch) -> np.ndarray:
-        v = self.model.jnt_dofadr[self.model.joint("cube").id]
-        return phys.qvel[:, v : v + 6]
+        return phys.qvel[:, self.cube_dof : self.cube_dof + 6]
 
     def reset_task(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         self.place_arm(data, rng, finger=0.0)

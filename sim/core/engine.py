@@ -297,6 +297,8 @@ class Engine:
             c[:, :, self.nu + 3 * self.nmocap :] = self.mocap_quat.reshape(self.num_envs, 1, -1)
         out_s = self._out_state[:, :nstep]
         out_d = self._out_sens[:, :nstep]
+        if self._pool is None:
+            raise RuntimeError("the engine was closed; make a new one")
         self._pool.rollout(
             self.models,
             self._datas,

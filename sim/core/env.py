@@ -37,6 +37,8 @@ class SimEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+    observation_space: gym.spaces.Box
+    action_space: gym.spaces.Box
 
     def __init__(
         self,
@@ -81,7 +83,8 @@ class SimEnv(gym.Env):
             self.engine.seed(seed)
         self.engine.reset()
         if self._renderer is not None:
-            self._sync_heightfields()
+            for h in range(self.model.nhfield):
+                self._renderer.upload_heightfield(self.model, h)
         self._needs_reset = False
         obs = self.engine.observe()[0].astype(np.float32)
         return obs, {
@@ -116,14 +119,16 @@ class SimEnv(gym.Env):
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":
             return None
+        return self.frame()
+
+    def frame(self) -> np.ndarray:
+        """The task camera's image (``render`` without Gymnasium's ``None`` for other
+        render modes: the renderer is made on first use whatever the mode)."""
         if self._renderer is None:
             self._renderer = OffscreenRenderer(self.model, *self._size)
-            self._sync_heightfields()
+            for h in range(self.model.nhfield):
+                self._renderer.upload_heightfield(self.model, h)
         return self._renderer.render(self.model, self.data, self.camera)
-
-    def _sync_heightfields(self) -> None:
-        for h in range(self.model.nhfield):
-            self._renderer.upload_heightfield(self.model, h)
 
     def close(self) -> None:
         if self._renderer is not None:

@@ -7,10 +7,14 @@ Names accepted everywhere: the Gymnasium id ``sim2real/ArmReach-v0``, the short
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim2real.sim.core.errors import UnknownTaskError
 from sim2real.sim.core.task import Task
+
+if TYPE_CHECKING:  # the environments import the registry's tasks
+    from sim2real.sim.core.env import SimEnv
+    from sim2real.sim.core.vec_env import BatchedVecEnv
 
 NAMESPACE = "sim2real"
 
@@ -97,14 +101,14 @@ class Registry:
 REGISTRY = Registry()
 
 
-def make(name: str, **kwargs: Any):
+def make(name: str, **kwargs: Any) -> SimEnv:
     """Create one environment: ``make("ArmReach", dr="train", render_mode="rgb_array")``."""
     from sim2real.sim.core.env import SimEnv
 
     return SimEnv(REGISTRY.get(name), **kwargs)
 
 
-def make_vec(name: str, num_envs: int, **kwargs: Any):
+def make_vec(name: str, num_envs: int, **kwargs: Any) -> BatchedVecEnv:
     """Create a batched SB3 ``VecEnv`` of ``num_envs`` environments."""
     from sim2real.sim.core.vec_env import BatchedVecEnv
 

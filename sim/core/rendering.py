@@ -73,7 +73,7 @@ class OffscreenRenderer:
 
         # mujoco.Renderer has no public accessor for its GPU context; pinned by
         # tests/sim/core/test_rendering_api.py.
-        mujoco.mjr_uploadHField(model, self._renderer._mjr_context, hfield_id)
+        mujoco.mjr_uploadHField(model, vars(self._renderer)["_mjr_context"], hfield_id)
 
     def close(self) -> None:
         self._renderer.close()

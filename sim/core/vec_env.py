@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import mujoco
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
@@ -39,6 +40,9 @@ class BatchedVecEnv(VecEnv):
         task_options: Passed to the task constructor.
     """
 
+    observation_space: gym.spaces.Box
+    action_space: gym.spaces.Box
+
     def __init__(
         self,
         task_cls: type[Task],
@@ -53,7 +57,6 @@ class BatchedVecEnv(VecEnv):
         privileged_obs: bool = False,
         **task_options: Any,
     ) -> None:
-        import gymnasium as gym
 
         self.task = task_cls(num_envs=num_envs, action_mode=action_mode, **task_options)
         self.engine = Engine(
@@ -156,6 +159,7 @@ class BatchedVecEnv(VecEnv):
         """One frame of environment ``i`` from the task camera."""
         if self._renderer is None:
             self._renderer = OffscreenRenderer(self.engine.models[0], *self._size)
+        if self._render_data is None:
             self._render_data = mujoco.MjData(self.engine.models[0])
         model = self.engine.load_env_into(i, self._render_data)
         for h in range(model.nhfield):

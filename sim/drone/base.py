@@ -112,7 +112,7 @@ class DroneTask(Task):
     action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust", "ctbr_residual")
     physics_dt: ClassVar[float] = C.PHYSICS_DT
     control_dt: ClassVar[float] = C.CONTROL_DT
-    inner_dt: ClassVar[float | None] = C.INNER_DT
+    inner_dt: float | None = C.INNER_DT
     render_camera: ClassVar[str | None] = "chase"
     dr_class: ClassVar[type[DroneRandomization]] = DroneRandomization
     push_dofs: ClassVar[tuple[int, int] | None] = (0, 3)  # gusts kick the world-frame linear velocity

@@ -67,7 +67,7 @@ def render_task_pictures(out_dir: Path, seed: int = 3, width: int = 480, height:
         _, info = env.reset()
         pose(env, info["task"])
         path = out_dir / f"drone_{picture}.png"
-        iio.imwrite(path, env.render())
+        iio.imwrite(path, env.frame())
         env.close()
         written.append(path)
     return written

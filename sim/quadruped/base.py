@@ -278,7 +278,7 @@ class QuadrupedTask(Task):
         """Run the gait clock one control period (call once per control step)."""
         if self.gait is not None:
             twist = self.reference_twist()
-            self.gait.advance(self.control_dt, (np.abs(twist) > MOVING_THRESHOLD).any(axis=1))
+            self.gait.advance(self.control_dt, np.asarray((np.abs(twist) > MOVING_THRESHOLD).any(axis=1)))
 
     def deploy_command(
         self, action: np.ndarray, obs: np.ndarray, to_command: Callable[[np.ndarray], np.ndarray]

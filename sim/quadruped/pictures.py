@@ -11,8 +11,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 PICTURES: dict[str, tuple[int, dict]] = {
     # task name: (seed, task options), seeds chosen for a representative scene
     "velocity": (0, {}),
@@ -36,7 +34,7 @@ def render(out_dir: Path, width: int = 480, height: int = 360) -> list[Path]:
         for _ in range(int(1.0 / c.CONTROL_DT)):
             env.step(stand)
         path = out_dir / f"quadruped_{task}.png"
-        imageio.imwrite(path, np.asarray(env.render()))
+        imageio.imwrite(path, env.frame())
         env.close()
         written.append(path)
     return written

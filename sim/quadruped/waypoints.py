@@ -224,13 +224,15 @@ class Waypoints(QuadrupedTask):
         # (a fast robot may pass two in one step).
         counts = self._count
         rows = self._rows[:, 0]
-        for attempt in range(4):
+        passed = 0
+        while True:
             target = self._padded[rows, np.minimum(self.index, counts - 1)]
             to_target = target[:, :2] - st.pos[:, :2]
             reached = ((to_target * to_target).sum(axis=1) < REACH_RADIUS**2) & (self.index < counts)
-            if attempt == 3 or not reached.any():
+            if passed == 3 or not reached.any():
                 break  # target and to_target belong to the final index
             self.index += reached
+            passed += 1
         at_goal = self.index >= counts
         direction = to_target / np.maximum(np.sqrt((to_target * to_target).sum(axis=1)), 1e-6)[:, None]
         world_vel = phys.qvel[:, 0:2]  # the free joint's linear velocity is in the world frame

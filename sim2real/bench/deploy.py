@@ -35,10 +35,10 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
     return compute(seconds, deadline)
 
 
-def _echo_node(context: Any, deadline: float = 0.002) -> Any:
+def _echo_node(context: Any, deadline: float = 0.002) -> tuple[Any, Any]:
     """Bare rclpy: every joint_states message is republished unchanged on ``command``,
     timed like the safety filter (header stamp -> publish), with its ``~/reset_stats``
-    service and ``diagnostics``."""
+    service and ``diagnostics``. Returns the node and its latency statistics."""
 
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from rclpy.node import Node
@@ -50,28 +50,28 @@ def _echo_node(context: Any, deadline: float = 0.002) -> Any:
     from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 
     node = Node("echo", context=context)
-    node.state_latency = LatencyStats(deadline)
+    latency = LatencyStats(deadline)
     pub = node.create_publisher(JointState, "command", command_qos())
     diag = node.create_publisher(DiagnosticArray, "diagnostics", status_qos())
 
     def on_state(msg: JointState) -> None:
         pub.publish(msg)
-        node.state_latency.record(node.get_clock().now().nanoseconds * 1e-9 - stamp_to_sec(msg.header.stamp))
+        latency.record(node.get_clock().now().nanoseconds * 1e-9 - stamp_to_sec(msg.header.stamp))
 
     def reset(request: Any, response: Any) -> Any:
-        node.state_latency.clear()
+        latency.clear()
         response.success = True
         return response
 
     def report() -> None:
-        values = {f"state_to_command_{k}": v for k, v in percentiles_ms(node.state_latency).items()}
+        values = {f"state_to_command_{k}": v for k, v in percentiles_ms(latency).items()}
         status = DiagnosticStatus(name="echo", values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         diag.publish(DiagnosticArray(status=[status]))
 
     node.create_subscription(JointState, "joint_states", on_state, sensor_qos())
     node.create_service(Trigger, "~/reset_stats", reset)
     node.create_timer(0.5, report)
-    return node
+    return node, latency
 
 
 def _safety_params(deadline: float) -> list[Any]:
@@ -120,6 +120,17 @@ class Driver:
             if status.name.split(":")[0] == self.target:
                 self.report = (time.monotonic(), {kv.key: kv.value for kv in status.values})
 
+    def latency_after(self, since: float, timeout: float = 5.0) -> dict[str, float]:
+        """The state-to-command latency figures of the first diagnostics report of the
+        node under test received after ``since`` (``time.monotonic``), waiting up to
+        ``timeout`` seconds for it."""
+        fresh = _wait(lambda: self.report is not None and self.report[0] > since, timeout)
+        report = self.report
+        if not fresh or report is None:
+            raise RuntimeError(f"no diagnostics from {self.target} after the run")
+        return {k.removeprefix("state_to_command_"): float(v) for k, v in report[1].items()
+                if k.startswith("state_to_command_")}
+
     def publish(self, i: int) -> None:
         stamp = self.node.get_clock().now().to_msg()
         self.pub_ee.publish(self.M.pose_stamped(np.array([0.5, 0.0, 0.4]), np.array([0.0, 1.0, 0.0, 0.0]), stamp))
@@ -152,15 +163,16 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
     driver = Driver(context, echo)
     executor.add_node(driver.node)
     proc = None
-    under_test = None
+    under_test = latency = None
     period = 1.0 / rate_hz
     if in_process:
         if echo:
-            under_test = _echo_node(context, period)
+            under_test, latency = _echo_node(context, period)
         else:
             under_test = SafetyFilterNode(context=context, parameter_overrides=_safety_params(period))
             under_test.trigger_configure()
             under_test.trigger_activate()
+            latency = under_test.state_latency
         executor.add_node(under_test)
     else:
         env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
@@ -180,13 +192,9 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
         end = time.monotonic()
         time.sleep(0.1)
         if in_process:
-            stats = percentiles_ms(under_test.state_latency)
+            stats = percentiles_ms(latency)
         else:
-            ok = _wait(lambda: driver.report is not None and driver.report[0] > end + 0.05, 5.0)
-            if not ok:
-                raise RuntimeError(f"no diagnostics from {driver.target} after the run")
-            stats = {k.removeprefix("state_to_command_"): float(v) for k, v in driver.report[1].items()
-                     if k.startswith("state_to_command_")}
+            stats = driver.latency_after(end + 0.05)
     finally:
         executor.shutdown(timeout_sec=2.0)
         for n in (driver.node, under_test):
@@ -289,11 +297,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _echo_main() -> int:
     import rclpy
+    from rclpy.executors import ExternalShutdownException
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
-    node = _echo_node(None)
-    with contextlib.suppress(KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    node, _latency = _echo_node(None)
+    with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
         rclpy.spin(node)
     return 0
 

@@ -67,6 +67,7 @@ def _reward_model(weights: str | None, model_name: str | None, task_cls: type, t
 
 def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | None, out: Path) -> dict[str, Any]:
     from sim2real.policies.config_loading import resolve_config
+    from sim2real.policies.rewards.vec_reward import ClipRewardVecEnv
     from sim2real.policies.trainer import Trainer
 
     overrides: dict[str, Any] = {
@@ -85,7 +86,7 @@ def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | 
         trainer.model.learn(steps)  # only learning: no evaluation or checkpoint inside the measurement
         wall = time.perf_counter() - t0
         wrapper = trainer.env.venv
-        timing = wrapper.timing() if hasattr(wrapper, "timing") else {}
+        timing = wrapper.timing() if isinstance(wrapper, ClipRewardVecEnv) else {}
     finally:
         trainer.close()
     row: dict[str, Any] = {"steps": steps, "wall_s": round(wall, 2), "steps_per_s": round(steps / wall, 1)}

@@ -98,11 +98,11 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
     # Controls in the regime the env runs in: the task's own mapping of random actions
     # (through the inner loop once, for tasks that have one), held for the whole step.
     rng = np.random.default_rng(seed)
-    task = engine.task
+    sim_task = engine.task
     actions = rng.uniform(-1, 1, (num_envs, engine.act_size))
-    ctrl_now = task.action_to_ctrl(actions, engine.phys)
-    if task.inner_dt is not None:
-        ctrl_now = task.inner_control(ctrl_now, engine.phys)
+    ctrl_now = sim_task.action_to_ctrl(actions, engine.phys)
+    if sim_task.inner_dt is not None:
+        ctrl_now = sim_task.inner_control(ctrl_now, engine.phys)
     ctrl = np.repeat(np.asarray(ctrl_now, dtype=np.float64)[:, None, :], nstep, axis=1)
     state = engine.state.copy()
     start_state = state.copy()
@@ -127,9 +127,11 @@ def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> t
 def ant_rate(seconds: float, seed: int = 0) -> tuple[float, int]:
     """Gymnasium Ant-v5 env steps/s (and its frame skip) with random actions."""
     import gymnasium as gym
+    from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
     env = gym.make("Ant-v5")
     env.reset(seed=seed)
+    assert isinstance(env.action_space, gym.spaces.Box)
     actions = np.random.default_rng(seed).uniform(-1, 1, (256, env.action_space.shape[0]))
 
     def chunk() -> int:
@@ -139,7 +141,9 @@ def ant_rate(seconds: float, seed: int = 0) -> tuple[float, int]:
                 env.reset()
         return len(actions)
 
-    return _timed(chunk, seconds), env.unwrapped.frame_skip
+    ant = env.unwrapped
+    assert isinstance(ant, MujocoEnv)
+    return _timed(chunk, seconds), ant.frame_skip
 
 
 def run_sim_bench(

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from sim2real.bench.deploy import Driver, _stream, _wait, _wait_for_answers
+from sim2real.bench.deploy import Driver, _stream, _wait_for_answers
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 HELP = "safety filter for an hour at 500 Hz: p99 and RSS per minute (flat is the point)"
@@ -67,10 +67,7 @@ def run_soak(windows: int = 60, window_seconds: float = 60.0, rate_hz: float = 5
             driver.reset_stats()
             sent = _stream(driver, window_seconds, period)
             end = time.monotonic()
-            if not _wait(lambda end=end: driver.report is not None and driver.report[0] > end + 0.05, 5.0):
-                raise RuntimeError("no diagnostics from the safety filter after a window")
-            stats = {k.removeprefix("state_to_command_"): float(v) for k, v in driver.report[1].items()
-                     if k.startswith("state_to_command_")}
+            stats = driver.latency_after(end + 0.05)
             answered = int(stats["n"])
             rows.append({"window": w + 1, "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"],
                          "max_ms": stats["max_ms"], "states_sent": sent, "unanswered": max(0, sent - answered),

@@ -71,7 +71,7 @@ def _table(cls: type, prefix: str) -> list[str]:
     rows = ["| key | type | accepts | default | description |", "|---|---|---|---|---|"]
     nested: list[tuple[str, type]] = []
     for spec in fields_of(cls):
-        if dataclasses.is_dataclass(spec.base) and spec.base.__name__ != "Range":
+        if isinstance(spec.base, type) and dataclasses.is_dataclass(spec.base) and spec.base.__name__ != "Range":
             nested.append((prefix + spec.name, spec.base))
             continue
         accepts = ("one of " + ", ".join(f"`{c}`" for c in spec.choices) if spec.choices

@@ -38,13 +38,13 @@ def run(args: argparse.Namespace) -> int:
         env.step(zero)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix.lower() == ".png":
-        iio.imwrite(args.out, env.render())
+        iio.imwrite(args.out, env.frame())
     else:
         fps = env.metadata["render_fps"]
-        frames = [env.render()]
+        frames = [env.frame()]
         for _ in range(int(args.seconds * fps)):
             _, _, term, trunc, _ = env.step(zero)
-            frames.append(env.render())
+            frames.append(env.frame())
             if term or trunc:
                 break
         iio.imwrite(args.out, np.stack(frames), fps=fps, codec="libx264")

@@ -107,7 +107,7 @@ def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, np.ndarray]]], dict
             topic, t = conn.topic.lstrip("/"), stamp * 1e-9
             if topic not in series and topic not in ("joint_states", "odom", "goal"):
                 continue
-            msg = reader.deserialize(raw, conn.msgtype)
+            msg: Any = reader.deserialize(raw, conn.msgtype)
             if topic in series:
                 series[topic].append((t, np.asarray(msg.data, dtype=float)))
             elif topic == "joint_states":
