@@ -5,9 +5,9 @@ The import namespace maps onto the repository's top-level folders:
 ``sim2real.ros_nodes`` (``ros_nodes/``), ``sim2real.hardware`` (``hardware/``).
 """
 
-from sim2real._gl import choose_gl_backend as _choose_gl_backend
-
-# Must run before anything imports mujoco: MuJoCo reads MUJOCO_GL at import time.
-_choose_gl_backend()
-
 __version__ = "0.1.0"
+
+# Every layer stands on the simulation layer, which chooses the headless GL backend
+# before anything imports mujoco (sim2real/sim/gl.py): load it first, whichever
+# sim2real.* module a process imports.
+import sim2real.sim  # noqa: F401

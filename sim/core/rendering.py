@@ -1,8 +1,8 @@
 """Headless offscreen rendering: pick a working OpenGL backend, explain failures.
 
 ``MUJOCO_GL`` must be set before ``mujoco`` is imported, so the backend choice
-(:func:`sim2real._gl.choose_gl_backend`) runs from ``sim2real/__init__.py``,
-which Python always imports before any ``sim2real.*`` module.
+(:mod:`sim2real.sim.gl`) runs when ``sim2real.sim`` is imported, before its robots
+import mujoco; the ``sim2real`` package imports ``sim2real.sim`` first of all.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from sim2real._gl import SYSTEM_PACKAGES, choose_gl_backend
+from sim2real.sim.gl import SYSTEM_PACKAGES, choose_gl_backend
 
 __all__ = ["SYSTEM_PACKAGES", "OffscreenRenderer", "choose_gl_backend"]
 
@@ -30,10 +30,10 @@ class OffscreenRenderer:
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as exc:  # GL context creation fails in many library-specific ways
-            from sim2real import _gl
+            from sim2real.sim import gl
 
             hint = (" mujoco was imported before sim2real chose MUJOCO_GL: import sim2real before mujoco, or "
-                    "export MUJOCO_GL=egl (or osmesa) before starting Python.") if _gl.MUJOCO_IMPORTED_FIRST else ""
+                    "export MUJOCO_GL=egl (or osmesa) before starting Python.") if gl.MUJOCO_IMPORTED_FIRST else ""
             raise RenderingUnavailableError(
                 f"offscreen rendering failed with MUJOCO_GL={os.environ.get('MUJOCO_GL', '(unset)')}: {exc}. "
                 f"Install the headless GL libraries ({SYSTEM_PACKAGES}), e.g. "

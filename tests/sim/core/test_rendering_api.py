@@ -49,3 +49,24 @@ def test_the_renderer_still_keeps_its_gpu_context_where_height_fields_are_upload
         assert isinstance(renderer._mjr_context, mujoco.MjrContext)
     finally:
         renderer.close()
+
+
+@pytest.mark.parametrize(
+    "first_import", ["sim2real.errors", "sim2real.hardware.emulator.arm", "sim2real.ros_nodes.sim_robot"]
+)
+def test_the_gl_backend_is_chosen_before_mujoco_whatever_module_comes_first(first_import: str) -> None:
+    """MuJoCo reads MUJOCO_GL once, at import: modules of other layers import mujoco
+    themselves, so the choice must not wait for the first render."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY",
+                                                           "WAYLAND_DISPLAY")}
+    code = (f"import os, {first_import}\n"
+            "from sim2real.sim import gl\n"
+            "print(os.environ.get('MUJOCO_GL'), gl.MUJOCO_IMPORTED_FIRST)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    backend, imported_first = out.stdout.split()
+    assert backend in ("egl", "osmesa") and imported_first == "False"

@@ -1,4 +1,10 @@
-"""Choose a headless OpenGL backend before MuJoCo is imported (no mujoco import here)."""
+"""Choose a headless OpenGL backend before MuJoCo is imported (no mujoco import here).
+
+MuJoCo reads ``MUJOCO_GL`` once, when it is imported. ``sim2real.sim`` imports this
+module before any robot (which imports mujoco), and the ``sim2real`` package imports
+``sim2real.sim`` first of all, so the choice is made whichever ``sim2real.*`` module a
+process imports first.
+"""
 
 from __future__ import annotations
 
@@ -35,3 +41,6 @@ def choose_gl_backend() -> str | None:
                 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
             return backend
     return None
+
+
+choose_gl_backend()
