@@ -12,6 +12,16 @@ preset with that one range narrowed to each interval in turn (e.g. how success f
 with the size of the pushes), and ``--reference`` adds the task's reference
 controller alone (a residual policy's PID or trot with a zero residual) to each case.
 
+With ``--presets`` it evaluates only the two presets, training and held-out; with
+``--reference`` too it is the residual policy against its own reference controller on
+the same episodes (same seeds):
+
+    python benchmarks/heldout_factors.py policies/baselines/DroneHover --presets --reference --episodes 100
+
+``--task-option KEY=VALUE`` (a YAML value, repeatable) changes one of the policy's task
+options for every controller, e.g. ``--task-option "residual_tilt_gate=[15, 30]"`` to
+try a tilt gate on a policy trained without one.
+
 With ``--by-draw`` it runs the whole held-out preset once and splits its episodes by
 what each one drew: for every randomized value, the failure and fall (or crash) rate
 in each quartile of its draws, and how many falls came before the first push. Vectors
@@ -33,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.commands.overrides import parse_overrides
+from sim2real.errors import ConfigError
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.policies.deploy import OnnxPolicy
 from sim2real.sim.core.randomization import Range
@@ -47,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", metavar="FIELD=LOW:HIGH,...", help="narrow one held-out range in steps")
     parser.add_argument("--drop-one", action="store_true",
                         help="held-out preset with one field at a time back at its training range")
+    parser.add_argument("--presets", action="store_true", help="only the training and the held-out preset")
     parser.add_argument("--reference", action="store_true", help="also evaluate the reference alone")
+    parser.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one of the policy's task options (VALUE is YAML; repeatable)")
     parser.add_argument("--by-draw", action="store_true",
                         help="one held-out run, failures split by each randomized value's quartiles")
     parser.add_argument("--json", action="store_true")
@@ -56,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     policy = OnnxPolicy(args.policy)
     task_cls = REGISTRY.get(policy.task)
     options = dict(policy.metadata.get("task_options") or {})
+    try:
+        options.update(parse_overrides(args.task_option))
+    except ConfigError as exc:
+        parser.error(f"--task-option: {exc}")
     train, held = task_cls.dr_class.train(), task_cls.dr_class.heldout()
     act_size = sum(int(n) for _, n in policy.action_layout)
     controllers: dict[str, Callable[[np.ndarray], np.ndarray]] = {"": policy}
@@ -75,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.sweep:
         cases = sweep_cases(held, args.sweep)
+    elif args.presets:
+        cases = [("train", train), ("heldout", held)]
     elif args.drop_one:
         cases = factor_cases(held, train, labels=("heldout (all)", "heldout but training", "train"))
     else:
@@ -85,13 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             label = prefix + case
             ev = Evaluator(task_cls, n_envs=args.n_envs, action_mode=policy.action_mode, dr=dr, task_options=options)
             d = ev.run(controller, args.episodes).to_dict()
-            results[label] = {"success_rate": d["success_rate"], "metrics_final": d["metrics_final"],
-                              "metrics_mean": d["metrics_mean"]}
+            results[label] = {k: d[k] for k in ("successes", "episodes", "success_rate", "metrics_final",
+                                                "metrics_mean")}
             if not args.json:
                 extra = " ".join(f"{k} {v:.3f}" for k, v in d["metrics_mean"].items())
                 print(f"{label:40s} success {d['success_rate']:.2f}  {extra}", flush=True)
     if args.json:
-        print(json.dumps({"policy": args.policy, "task": policy.task, "episodes": args.episodes, "cases": results}))
+        print(json.dumps({"policy": args.policy, "task": policy.task, "action_mode": policy.action_mode,
+                          "task_options": options, "episodes": args.episodes, "cases": results}))
     return 0
 
 

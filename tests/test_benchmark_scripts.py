@@ -70,15 +70,19 @@ def test_failures_split_by_draw_point_at_the_value_that_causes_them() -> None:
     assert "trunk_added_mass" in script.format_by_draw(report)
 
 
-def test_reference_controllers_take_task_option_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_residual_policy_against_its_reference_takes_task_option_overrides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from sim2real.sim.core.errors import ConfigError
 
-    script = _load("reference_controllers")
+    script = _load("heldout_factors")
     hover = str(ROOT / "policies" / "baselines" / "DroneHover")
-    args = [hover, "--episodes", "2", "--n-envs", "2"]
+    args = [hover, "--presets", "--reference", "--json", "--episodes", "2", "--n-envs", "2"]
     assert script.main([*args, "--task-option", "residual_tilt_gate=[10, 20]"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert all(r["episodes"] == 2 for preset in report["results"].values() for r in preset.values())
+    assert sorted(report["cases"]) == ["heldout", "reference alone, heldout", "reference alone, train", "train"]
+    assert all(case["episodes"] == 2 for case in report["cases"].values())
+    assert report["task_options"]["residual_tilt_gate"] == [10, 20]
     with pytest.raises(ConfigError, match="residual_tilt_gate"):  # the value reaches the task
         script.main([*args, "--task-option", "residual_tilt_gate=[20, 10]"])
     with pytest.raises(SystemExit):
