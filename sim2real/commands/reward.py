@@ -104,7 +104,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     from sim2real.policies.rewards.captions import captioner
     from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
-    from sim2real.policies.rewards.dataset import DECOY_FRACTION, collect_frames, policy_frames
+    from sim2real.policies.rewards.dataset import DECOY_FRACTION
     from sim2real.policies.rewards.finetune import (
         FinetuneConfig,
         caption_accuracy,
@@ -114,7 +114,6 @@ def _finetune(args: argparse.Namespace) -> int:
         save_model,
         train_clip,
     )
-    from sim2real.policies.rewards.training import frame_settings
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.registry import gym_id
 
@@ -123,44 +122,9 @@ def _finetune(args: argparse.Namespace) -> int:
         captioner(task)  # fail before rendering anything when a task has no captions
     model_name = args.model or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
-    model_size = model_image_size(model_cfg)
     decoy_fraction = DECOY_FRACTION if args.decoy_fraction is None else args.decoy_fraction
-    sets, cameras = [], {}
-    for i, task in enumerate(args.tasks):
-        # Fine-tuning keeps the camera and frame size the --init model was trained on.
-        camera, size = frame_settings(args.init, REGISTRY.get(task), args.camera, args.size, model_size)
-        cameras[gym_id(REGISTRY.get(task))] = camera
-        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
-        sets.append(
-            collect_frames(
-                task,
-                args.frames,
-                n_envs=args.n_envs,
-                size=size,
-                camera=camera,
-                seed=args.seed + i,
-                decoy_fraction=decoy_fraction,
-            )
-        )
-    if args.policy:
-        from sim2real.errors import ConfigError
-        from sim2real.policies.loading import load_run
-
-        run = load_run(args.policy)
-        task_id = gym_id(REGISTRY.get(run.config.task))
-        if task_id not in cameras:
-            raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
-        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
-        opts = {"n_envs": args.n_envs, "size": size, "camera": cameras[task_id], "seed": args.seed + 1000}
-        visited = policy_frames(run, args.policy_frames, **opts)
-        sets.append(visited)
-    # Hold out the last 15% of each task's episodes for the accuracy check.
-    train_parts, held_parts = [], []
-    for fs in sets:
-        cut = np.quantile(fs.episode, 0.85)
-        train_parts.append(fs.subset(fs.episode <= cut))
-        held_parts.append(fs.subset(fs.episode > cut))
-    train_set, held_set = _concat(train_parts), _concat(held_parts)
+    sets, cameras, size = _render_frames(args, model_image_size(model_cfg), decoy_fraction)
+    train_set, held_set = _hold_out_last_episodes(sets)
     cfg = FinetuneConfig(
         steps=args.steps,
         batch_size=args.batch_size,
@@ -188,15 +152,9 @@ def _finetune(args: argparse.Namespace) -> int:
         "caption_accuracy": accuracy,
         "training": {**describe_config(cfg), **stats},
     }
-    save_model(
-        model,
-        args.out,
-        model_cfg,
-        metadata,
-    )
-    summary = {"out": str(args.out), **metadata}
+    save_model(model, args.out, model_cfg, metadata)
     if args.json:
-        emit_json(summary)
+        emit_json({"out": str(args.out), **metadata})
     else:
         done = (
             f"kept {cfg.init or cfg.model} untrained (a control)"
@@ -208,6 +166,48 @@ def _finetune(args: argparse.Namespace) -> int:
             f"caption accuracy {accuracy['train']:.0%} train, {accuracy['heldout']:.0%} held-out; saved {args.out}"
         )
     return 0
+
+
+def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: float):
+    """The captioned frames of every task (and of the ``--policy`` run's own states):
+    the frame sets, the camera per task id, and the frame size."""
+    from sim2real.errors import ConfigError
+    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
+    from sim2real.policies.rewards.training import frame_settings
+    from sim2real.sim import REGISTRY
+    from sim2real.sim.core.registry import gym_id
+
+    sets, cameras, size = [], {}, 0
+    for i, task in enumerate(args.tasks):
+        # Fine-tuning keeps the camera and frame size the --init model was trained on.
+        camera, size = frame_settings(args.init, REGISTRY.get(task), args.camera, args.size, model_size)
+        cameras[gym_id(REGISTRY.get(task))] = camera
+        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
+        sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
+                                   seed=args.seed + i, decoy_fraction=decoy_fraction))
+    if args.policy:
+        from sim2real.policies.loading import load_run
+
+        run = load_run(args.policy)
+        task_id = gym_id(REGISTRY.get(run.config.task))
+        if task_id not in cameras:
+            raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
+        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
+        sets.append(policy_frames(run, args.policy_frames, n_envs=args.n_envs, size=size, camera=cameras[task_id],
+                                  seed=args.seed + 1000))
+    return sets, cameras, size
+
+
+def _hold_out_last_episodes(sets: list, keep: float = 0.85):
+    """Each set's episodes after its ``keep`` quantile held out for the accuracy check."""
+    import numpy as np
+
+    train_parts, held_parts = [], []
+    for fs in sets:
+        cut = np.quantile(fs.episode, keep)
+        train_parts.append(fs.subset(fs.episode <= cut))
+        held_parts.append(fs.subset(fs.episode > cut))
+    return _concat(train_parts), _concat(held_parts)
 
 
 def _config_of_init(init: str, model: str):
