@@ -100,50 +100,59 @@ class Engine:
         self.priv_size = sum(n for _, n in task.privileged_layout())
         self.episode_steps = max(1, int(round(task.episode_seconds / task.control_dt)))
 
-        B = self.num_envs
-        slices = state_slices(m)
         self.nstate = mujoco.mj_stateSize(m, _FULL)
-        if self.backend == "step":
-            self.data = mujoco.MjData(self.models[0])
-            self._scratch = self.data
-            d = self.data
-            self._phys = PhysicsBatch(
-                qpos=d.qpos[None],
-                qvel=d.qvel[None],
-                act=d.act[None],
-                sensordata=d.sensordata[None],
-                mocap_pos=d.mocap_pos[None],
-                mocap_quat=d.mocap_quat[None],
-                time=np.zeros(1),
-                last_action=np.zeros((1, self.act_size)),
-            )
-        else:
-            self._scratch = mujoco.MjData(m)
-            self.state = np.zeros((B, self.nstate))
-            self.sensordata = np.zeros((B, m.nsensordata))
-            self.mocap_pos = np.zeros((B, self.nmocap, 3))
-            self.mocap_quat = np.zeros((B, self.nmocap, 4))
-            n = nthread or os.cpu_count() or 1
-            self._pool = mj_rollout.Rollout(nthread=n)
-            self._datas = [mujoco.MjData(m) for _ in range(n)]
-            chunk = self.inner_steps if task.inner_dt else self.decimation
-            # skip_checks=True means no tiling inside rollout: controls are laid out per step.
-            self._controls = np.zeros((B, chunk, self.nu + 7 * self.nmocap))
-            self._out_state = np.zeros((B, chunk, self.nstate))
-            self._out_sens = np.zeros((B, chunk, m.nsensordata))
-            s = self.state
-            self._phys = PhysicsBatch(
-                qpos=s[:, slices[2]],
-                qvel=s[:, slices[4]],
-                act=s[:, slices[8]],
-                sensordata=self.sensordata,
-                mocap_pos=self.mocap_pos,
-                mocap_quat=self.mocap_quat,
-                time=s[:, 0],
-                last_action=np.zeros((B, self.act_size)),
-            )
+        self._pool: mj_rollout.Rollout | None = None
+        self._phys = self._bind_one_data() if self.backend == "step" else self._bind_rollout_buffers(nthread)
+        self._init_bookkeeping(seed)
 
-        # Per-env bookkeeping.
+    def _bind_one_data(self) -> PhysicsBatch:
+        """The ``step`` backend: one ``MjData``, viewed as a batch of one."""
+        self.data = mujoco.MjData(self.models[0])
+        self._scratch = self.data
+        d = self.data
+        return PhysicsBatch(
+            qpos=d.qpos[None],
+            qvel=d.qvel[None],
+            act=d.act[None],
+            sensordata=d.sensordata[None],
+            mocap_pos=d.mocap_pos[None],
+            mocap_quat=d.mocap_quat[None],
+            time=np.zeros(1),
+            last_action=np.zeros((1, self.act_size)),
+        )
+
+    def _bind_rollout_buffers(self, nthread: int | None) -> PhysicsBatch:
+        """The ``rollout`` backend: full physics states of the whole batch in one array
+        that ``mujoco.rollout`` advances with a pool of threads."""
+        m, B, task = self.nominal, self.num_envs, self.task
+        self._scratch = mujoco.MjData(m)
+        self.state = np.zeros((B, self.nstate))
+        self.sensordata = np.zeros((B, m.nsensordata))
+        self.mocap_pos = np.zeros((B, self.nmocap, 3))
+        self.mocap_quat = np.zeros((B, self.nmocap, 4))
+        n = nthread or os.cpu_count() or 1
+        self._pool = mj_rollout.Rollout(nthread=n)
+        self._datas = [mujoco.MjData(m) for _ in range(n)]
+        chunk = self.inner_steps if task.inner_dt else self.decimation
+        # skip_checks=True means no tiling inside rollout: controls are laid out per step.
+        self._controls = np.zeros((B, chunk, self.nu + 7 * self.nmocap))
+        self._out_state = np.zeros((B, chunk, self.nstate))
+        self._out_sens = np.zeros((B, chunk, m.nsensordata))
+        s, slices = self.state, state_slices(m)
+        return PhysicsBatch(
+            qpos=s[:, slices[2]],
+            qvel=s[:, slices[4]],
+            act=s[:, slices[8]],
+            sensordata=self.sensordata,
+            mocap_pos=self.mocap_pos,
+            mocap_quat=self.mocap_quat,
+            time=s[:, 0],
+            last_action=np.zeros((B, self.act_size)),
+        )
+
+    def _init_bookkeeping(self, seed: int | None) -> None:
+        """Per-env counters, the action-latency history, observation noise and pushes."""
+        B, task = self.num_envs, self.task
         self.rng = np.random.default_rng(seed)
         self.step_count = np.zeros(B, dtype=np.int64)
         self.latency = np.zeros(B, dtype=np.int64)
