@@ -10,14 +10,14 @@ compensates its model's masses, not the true ones: a mass error shows up as sag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.randomization import DomainRandomization, Range
+from sim2real.sim.core.randomization import DomainRandomization, Range, uniform
 
 OBJECT_BODIES = ("cube", "peg")
 """Bodies whose mass and friction the object fields scale (when the task has them)."""
@@ -25,37 +25,27 @@ WALL_PREFIX = "wall"
 """Geoms whose name starts with this are maze walls."""
 
 
-def _range(low: float, high: float) -> Any:
-    return field(default_factory=lambda: Range(low, high))
-
-
 @dataclass
 class ArmRandomization(DomainRandomization):
     """Arm randomization; scales multiply the nominal value."""
 
-    joint_damping: Range = _range(1.0, 1.0)
+    joint_damping: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on the viscous damping of every arm joint."""
-    joint_friction: Range = _range(0.0, 0.0)
+    joint_friction: Range = uniform(0.0, 0.0, at_least=0.0, at_most=5.0)
     """Coulomb friction (Nm) added to every arm joint (nominal 0)."""
-    object_mass: Range = _range(1.0, 1.0)
+    object_mass: Range = uniform(1.0, 1.0, at_least=0.05)
     """Scale on the mass (and inertia) of the manipulated object (cube, peg)."""
-    object_friction: Range = _range(1.0, 1.0)
+    object_friction: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on the sliding friction of the manipulated object, on top of ``friction``."""
-    wall_friction: Range = _range(1.0, 1.0)
+    wall_friction: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on the sliding friction of the maze walls, on top of ``friction``."""
-    wall_stiffness: Range = _range(1.0, 1.0)
+    wall_stiffness: Range = uniform(1.0, 1.0, at_least=0.05, at_most=6.0)
     """Scale on the contact stiffness of the maze walls (their solref time constant is
-    divided by its square root, since stiffness goes as 1 / timeconst^2)."""
+    divided by its square root, since stiffness goes as 1 / timeconst^2). At most 6: the
+    maze's nominal wall timeconst is 10 ms and MuJoCo floors it at 2 physics steps (4 ms)."""
 
     def validate(self) -> None:
         super().validate()
-        self.joint_damping.check("joint_damping", lower_bound=0.0)
-        self.joint_friction.check("joint_friction", 0.0, 5.0)
-        self.object_mass.check("object_mass", lower_bound=0.05)
-        self.object_friction.check("object_friction", lower_bound=0.0)
-        self.wall_friction.check("wall_friction", lower_bound=0.0)
-        # The maze's nominal wall timeconst is 10 ms; MuJoCo floors it at 2 physics steps (4 ms).
-        self.wall_stiffness.check("wall_stiffness", 0.05, 6.0)
         if self.com_shift.low != 0.0 or self.com_shift.high != 0.0:
             # The hand is the "root" whose CoM moves: payload uncertainty of a few cm at most.
             self.com_shift.check("com_shift", -0.05, 0.05)

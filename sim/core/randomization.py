@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.schema import from_dict
+from sim2real.sim.core.schema import Bounds, from_dict
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,12 @@ class Range:
         return bool(np.all((v >= self.low - 1e-12) & (v <= self.high + 1e-12)))
 
 
-def _range(low: float, high: float) -> Range:
-    return field(default_factory=lambda: Range(low, high))
+def uniform(low: float, high: float, *, at_least: float | None = None, at_most: float | None = None) -> Any:
+    """A :class:`Range` field of a randomization dataclass: its default ``[low, high]``
+    and the bounds any value of it must keep (:meth:`DomainRandomization.validate`
+    checks every range field against its own). One declaration per field, in every
+    robot's ``randomize.py``."""
+    return field(default_factory=lambda: Range(low, high), metadata={"bounds": Bounds(ge=at_least, le=at_most)})
 
 
 @dataclass
@@ -60,34 +64,35 @@ class DomainRandomization:
 
     enabled: bool = True
     """Master switch; ``False`` gives the nominal model every episode."""
-    friction: Range = _range(1.0, 1.0)
+    friction: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on the sliding friction of every geom."""
-    mass_scale: Range = _range(1.0, 1.0)
+    mass_scale: Range = uniform(1.0, 1.0, at_least=0.05)
     """Scale on every robot link mass (one draw per link)."""
-    com_shift: Range = _range(0.0, 0.0)
+    com_shift: Range = uniform(0.0, 0.0, at_least=-0.5, at_most=0.5)
     """Shift (m) of the root body's centre of mass, per axis."""
-    motor_strength: Range = _range(1.0, 1.0)
+    motor_strength: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on each actuator's force/torque output (one draw per actuator)."""
-    pd_gain_scale: Range = _range(1.0, 1.0)
+    pd_gain_scale: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on position-actuator stiffness and damping (one draw per actuator)."""
     latency_steps: tuple[int, int] = (0, 0)
     """Actuation latency in whole control steps, sampled per episode (inclusive)."""
     obs_noise_scale: float = 0.0
     """Multiplier on the task's per-element observation noise (0 disables)."""
-    push_velocity: Range = _range(0.0, 0.0)
+    push_velocity: Range = uniform(0.0, 0.0, at_least=0.0)
     """Magnitude (m/s) of random horizontal velocity kicks to the root body."""
     push_interval_s: float = 0.0
     """Seconds between kicks (0 disables)."""
 
     # -- validation -------------------------------------------------------
     def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first invalid field."""
-        self.friction.check("friction", lower_bound=0.0)
-        self.mass_scale.check("mass_scale", lower_bound=0.05)
-        self.com_shift.check("com_shift", -0.5, 0.5)
-        self.motor_strength.check("motor_strength", lower_bound=0.0)
-        self.pd_gain_scale.check("pd_gain_scale", lower_bound=0.0)
-        self.push_velocity.check("push_velocity", lower_bound=0.0)
+        """Raise :class:`ConfigError` naming the first invalid field. Every range field is
+        checked against the bounds its :func:`uniform` declaration gives; subclasses add
+        only the rules that span fields."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Range):
+                bounds = f.metadata.get("bounds", Bounds())
+                value.check(f.name, bounds.low, bounds.high)
         lo, hi = self.latency_steps
         if int(lo) != lo or int(hi) != hi or lo < 0 or hi < lo or hi > 20:
             raise ConfigError(

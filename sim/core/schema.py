@@ -271,7 +271,9 @@ def fields_of(cls: type) -> list[FieldSpec]:
         if not f.init:
             continue
         tp = hints[f.name]
-        bounds = next((e for e in _extras(tp) if isinstance(e, Bounds)), None)
+        # A field's range: in its type (Annotated[float, Bounds(...)]) or, for a field
+        # whose value is a compound such as a randomization Range, in its metadata.
+        bounds = next((e for e in _extras(tp) if isinstance(e, Bounds)), f.metadata.get("bounds"))
         base = strip(tp)
         choices = typing.get_args(base) if typing.get_origin(base) is Literal else None
         if f.default is not dataclasses.MISSING:

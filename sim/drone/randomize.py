@@ -10,18 +10,14 @@ MuJoCo's fluid model on the drone's air-relative velocity).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.randomization import DomainRandomization, Range
-
-
-def _range(low: float, high: float) -> Any:
-    return field(default_factory=lambda: Range(low, high))
+from sim2real.sim.core.randomization import DomainRandomization, Range, uniform
 
 
 def _drone_body(model: mujoco.MjModel) -> int:
@@ -32,27 +28,21 @@ def _drone_body(model: mujoco.MjModel) -> int:
 class DroneRandomization(DomainRandomization):
     """Quadrotor randomization; every range is sampled once per episode."""
 
-    inertia_scale: Range = _range(1.0, 1.0)
+    inertia_scale: Range = uniform(1.0, 1.0, at_least=0.05)
     """Scale on each principal moment of inertia (one draw per axis), on top of ``mass_scale``."""
-    thrust_coefficient: Range = _range(1.0, 1.0)
+    thrust_coefficient: Range = uniform(1.0, 1.0, at_least=0.05)
     """Scale on every rotor's thrust (one draw for all), on top of per-rotor ``motor_strength``."""
-    torque_coefficient: Range = _range(1.0, 1.0)
+    torque_coefficient: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on the yaw reaction torque per newton of thrust (one draw for all rotors)."""
-    motor_time_constant: Range = _range(0.04, 0.04)
+    motor_time_constant: Range = uniform(0.04, 0.04, at_least=1e-3, at_most=1.0)
     """Seconds, the first-order lag of each rotor (one draw per rotor)."""
-    wind_speed: Range = _range(0.0, 0.0)
+    wind_speed: Range = uniform(0.0, 0.0, at_least=0.0, at_most=20.0)
     """m/s, steady horizontal wind in a uniformly random direction."""
-    drag_scale: Range = _range(1.0, 1.0)
+    drag_scale: Range = uniform(1.0, 1.0, at_least=0.0)
     """Scale on air density and effective viscosity (all aerodynamic drag)."""
 
     def validate(self) -> None:
         super().validate()
-        self.inertia_scale.check("inertia_scale", lower_bound=0.05)
-        self.thrust_coefficient.check("thrust_coefficient", lower_bound=0.05)
-        self.torque_coefficient.check("torque_coefficient", lower_bound=0.0)
-        self.motor_time_constant.check("motor_time_constant", lower_bound=1e-3, upper_bound=1.0)
-        self.wind_speed.check("wind_speed", lower_bound=0.0, upper_bound=20.0)
-        self.drag_scale.check("drag_scale", lower_bound=0.0)
         if self.motor_strength.low <= 0.0:
             low = self.motor_strength.low
             raise ConfigError("motor_strength.low", f"a rotor needs some thrust: must be > 0, got {low}")

@@ -12,41 +12,30 @@ The held-out preset is wider in every direction and never used for training.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.randomization import DomainRandomization, Range
+from sim2real.sim.core.randomization import DomainRandomization, Range, uniform
 from sim2real.sim.quadruped import constants as c
-
-
-def _constant(value: float) -> Any:
-    return field(default_factory=lambda: Range(value, value))
 
 
 @dataclass
 class QuadrupedRandomization(DomainRandomization):
     """Shared fields (see :class:`DomainRandomization`) plus quadruped ones."""
 
-    trunk_added_mass: Range = _constant(0.0)
-    """Payload (kg) added to the trunk at its centre of mass; inertia scales with mass."""
-    joint_damping: Range = _constant(0.0)
+    trunk_added_mass: Range = uniform(0.0, 0.0, at_least=-0.5 * c.TRUNK_MASS, at_most=30.0)
+    """Payload (kg) added to the trunk at its centre of mass; inertia scales with mass. A
+    negative payload must not take the trunk below half its nominal mass."""
+    joint_damping: Range = uniform(0.0, 0.0, at_least=0.0, at_most=5.0)
     """Viscous damping (Nm s/rad) added to every leg joint, one draw per joint."""
-    joint_friction: Range = _constant(0.0)
+    joint_friction: Range = uniform(0.0, 0.0, at_least=0.0, at_most=5.0)
     """Dry friction (Nm, ``frictionloss``) of every leg joint, one draw per joint. Each
     non-zero value adds a constraint row: about 20 % more physics time per step."""
-    armature_scale: Range = _constant(1.0)
+    armature_scale: Range = uniform(1.0, 1.0, at_least=0.1, at_most=10.0)
     """Scale on the reflected rotor inertia of every leg joint, one draw per joint."""
-
-    def validate(self) -> None:
-        super().validate()
-        # A negative payload must not take the trunk below half its nominal mass.
-        self.trunk_added_mass.check("trunk_added_mass", -0.5 * c.TRUNK_MASS, 30.0)
-        self.joint_damping.check("joint_damping", 0.0, 5.0)
-        self.joint_friction.check("joint_friction", 0.0, 5.0)
-        self.armature_scale.check("armature_scale", 0.1, 10.0)
 
     @classmethod
     def train(cls) -> QuadrupedRandomization:

@@ -68,3 +68,32 @@ def test_any_valid_range_samples_inside(lo: float, width: float, seed: int) -> N
     r.check("x")
     v = r.sample(np.random.default_rng(seed), 100)
     assert r.contains(v)
+
+
+def test_every_range_field_of_every_robot_declares_and_keeps_its_bounds() -> None:
+    """One declaration per field (``uniform(..., at_least, at_most)``): the preset
+    check refuses a range past either bound, for every robot's own fields too."""
+    import dataclasses
+
+    from sim2real.sim.arm.randomize import ArmRandomization
+    from sim2real.sim.core.errors import ConfigError
+    from sim2real.sim.core.randomization import Range
+    from sim2real.sim.drone.randomize import DroneRandomization
+    from sim2real.sim.quadruped.randomize import QuadrupedRandomization
+
+    checked = 0
+    for cls in (ArmRandomization, QuadrupedRandomization, DroneRandomization):
+        for f in dataclasses.fields(cls):
+            bounds = f.metadata.get("bounds")
+            if f.default_factory is dataclasses.MISSING or not isinstance(f.default_factory(), Range):
+                continue
+            assert bounds is not None, f"{cls.__name__}.{f.name} has no declared bounds"
+            for end, past in (("low", bounds.low), ("high", bounds.high)):
+                if past is None:
+                    continue
+                value = past - 1.0 if end == "low" else past + 1.0
+                bad = Range(value, max(value, past)) if end == "low" else Range(min(value, past), value)
+                with pytest.raises(ConfigError, match=f"{f.name}.{end}"):
+                    dataclasses.replace(cls.train(), **{f.name: bad}).validate()
+                checked += 1
+    assert checked >= 20
