@@ -55,13 +55,14 @@ class TiltLimit(SafetyFilter):
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         out = np.array(command, dtype=np.float64)
-        if not state.has("base_quat") or np.linalg.norm(state.base_quat) < 1e-6:
+        quat = state.value("base_quat")
+        if quat is None or np.linalg.norm(quat) < 1e-6:
             return out, FilterReport(self.name, tripped=True, reason="no attitude")
         if not state.fresh("base_quat", self.params.max_age):
             return out, FilterReport(self.name, tripped=True, reason=f"attitude stale ({state.age('base_quat'):.3f} s)")
-        if tilt_angle(state.base_quat) <= self.params.max_tilt:
+        if tilt_angle(quat) <= self.params.max_tilt:
             return out, FilterReport(self.name)
-        out[1], out[2] = levelling_rates(rotation(state.base_quat), self.params.level_gain)
+        out[1], out[2] = levelling_rates(rotation(quat), self.params.level_gain)
         return out, compare(self.name, command[1:3], out[1:3], "tilted beyond the limit: levelling")
 
 
@@ -112,17 +113,19 @@ class HoverThenLand(Fallback):
         self.blind = None
         self._hold_at(state)
         # Resting on the ground (e.g. no command yet): stay there with the motors off.
-        on_ground = state.has("base_pos", "base_lin_vel") and state.base_pos[2] < p.landed_height
-        self.landed = bool(on_ground and np.linalg.norm(state.base_lin_vel) < 0.2)
+        pos, vel = state.value("base_pos"), state.value("base_lin_vel")
+        self.landed = bool(pos is not None and vel is not None and pos[2] < p.landed_height
+                           and np.linalg.norm(vel) < 0.2)
         self.pid.reset()
         self._last = None
 
     def _hold_at(self, state: SafetyState) -> None:
         p = self.params
         margin = 0.3
-        if state.has("base_pos"):
+        pos = state.value("base_pos")
+        if pos is not None:
             lo, hi = np.asarray(p.fence_low) + margin, np.asarray(p.fence_high) - margin
-            self.hold = np.clip(np.asarray(state.base_pos, float), lo, hi)
+            self.hold = np.clip(np.asarray(pos, float), lo, hi)
         else:
             self.hold = None
 
@@ -145,8 +148,9 @@ class HoverThenLand(Fallback):
         if self.landed:
             return np.zeros(4)
         timeout = p.state_timeout
-        odometry = all(state.fresh(f, timeout) for f in ("base_pos", "base_lin_vel", "base_quat", "base_ang_vel"))
-        if not odometry or self.hold is None:
+        base_pos, lin_vel, quat, ang_vel = (
+            state.fresh_value(f, timeout) for f in ("base_pos", "base_lin_vel", "base_quat", "base_ang_vel"))
+        if base_pos is None or lin_vel is None or quat is None or ang_vel is None or self.hold is None:
             if self.blind is None:
                 self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.gain)
             out = self.blind.step(state, last_output)
@@ -156,15 +160,14 @@ class HoverThenLand(Fallback):
             self.blind = None
             self._hold_at(state)
             self.engaged_at = state.now - p.hover_seconds
-            self.hold[2] = min(self.hold[2], float(state.base_pos[2]))
+            self.hold[2] = min(self.hold[2], float(base_pos[2]))
             self.pid.reset()
-        pos = np.asarray(state.base_pos, float)
+        pos = np.asarray(base_pos, float)
         landing = state.now - self.engaged_at > p.hover_seconds
-        if landing and pos[2] < p.landed_height and abs(float(state.base_lin_vel[2])) < 0.5:
+        if landing and pos[2] < p.landed_height and abs(float(lin_vel[2])) < 0.5:
             self.landed = True
             return np.zeros(4)
         obs = np.concatenate(
-            [self.target(state.now) - pos, state.base_lin_vel, rotation(state.base_quat).reshape(9),
-             state.base_ang_vel, np.zeros(4)]
+            [self.target(state.now) - pos, lin_vel, rotation(quat).reshape(9), ang_vel, np.zeros(4)]
         )
         return self.space.action_to_command(self.pid.act(obs))

@@ -81,17 +81,19 @@ class ThrustGain:
             if dt > 0:
                 self.thrust += (self._sent[1] - self.thrust) * (1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT))
         self._sent = (state.now, float(thrust))
-        if not (state.fresh("base_lin_vel", max_age) and state.fresh("base_quat", max_age)
-                and state.fresh("base_pos", max_age)):
+        vel = state.fresh_value("base_lin_vel", max_age)
+        quat = state.fresh_value("base_quat", max_age)
+        pos = state.fresh_value("base_pos", max_age)
+        if vel is None or quat is None or pos is None:
             self._previous = None
             return
         stamp = state.now - state.age("base_lin_vel")
-        vz = float(state.base_lin_vel[2])
+        vz = float(vel[2])
         previous, self._previous = self._previous, (stamp, vz)
         if previous is None or not 0 < stamp - previous[0] <= 4 * max_age:
             return
-        lift = self.thrust * float(rotation(state.base_quat)[2, 2]) / C.MASS
-        if state.base_pos[2] < C.REST_HEIGHT + 0.05 or lift < 0.5 * C.GRAVITY:
+        lift = self.thrust * float(rotation(quat)[2, 2]) / C.MASS
+        if pos[2] < C.REST_HEIGHT + 0.05 or lift < 0.5 * C.GRAVITY:
             return  # on (or near) the ground, or nearly falling: contact or lag would dominate
         dt = stamp - previous[0]
         decay = float(np.exp(-dt / self.time_constant))
@@ -153,13 +155,14 @@ class BlindDescent:
         self.params = params
         self.thrust_gain = thrust_gain
         self.attitude_timeout = attitude_timeout
-        known = state.has("base_pos")
+        pos, vel, quat = state.value("base_pos"), state.value("base_lin_vel"), state.value("base_quat")
+        known = pos is not None
         lost_at = state.now - state.age("base_pos") if known and np.isfinite(state.age("base_pos")) else state.now
         self.lost_at = min(lost_at, state.now)
-        self.height = float(state.base_pos[2]) if known else params.ceiling
-        self.velocity = np.asarray(state.base_lin_vel, float).copy() if state.has("base_lin_vel") else np.zeros(3)
+        self.height = float(pos[2]) if pos is not None else params.ceiling
+        self.velocity = np.asarray(vel, float).copy() if vel is not None else np.zeros(3)
         """Dead-reckoned world-frame velocity (m/s)."""
-        self.R = rotation(state.base_quat) if state.has("base_quat") else np.eye(3)
+        self.R = rotation(quat) if quat is not None else np.eye(3)
         last = np.asarray(last_command, float) if last_command is not None else np.zeros(0)
         if last.shape != (4,) or not np.all(np.isfinite(last)):
             last = np.array([C.HOVER_THRUST, 0.0, 0.0, 0.0])
@@ -185,9 +188,10 @@ class BlindDescent:
         p = self.params
         if sent is not None and np.shape(sent) == (4,) and np.all(np.isfinite(sent)):
             self.command = np.asarray(sent, float).copy()
-        if self.attitude_known(state):
-            self.R = rotation(state.base_quat)
-        measured = state.base_lin_acc if state.fresh("base_lin_acc", self.attitude_timeout) else None
+        quat = state.fresh_value("base_quat", self.attitude_timeout)
+        if quat is not None:  # attitude_known(state)
+            self.R = rotation(quat)
+        measured = state.fresh_value("base_lin_acc", self.attitude_timeout)
         self._predict(state.now, measured)
         if self.motors_off:
             self.command = np.zeros(4)

@@ -48,13 +48,13 @@ class ArmHold(Fallback):
 
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
         out = np.zeros(self.space.size)
-        has_last = last_output is not None and np.isfinite(last_output[-1])
-        out[-1] = last_output[-1] if has_last else self.space.hold[-1]
+        out[-1] = last_output[-1] if last_output is not None and np.isfinite(last_output[-1]) else self.space.hold[-1]
         if self.space.action_mode == "ee_impedance":
             # Hold with the softest spring: compliant, and it cannot store much energy.
             out[6:12] = self.space.lower[6:12]
-        if self.space.action_mode == "joint_torque" and state.has("joint_vel") and len(state.joint_vel) == 7:
-            out[:7] = -self.damping * np.asarray(state.joint_vel)
+        qd = state.value("joint_vel")
+        if self.space.action_mode == "joint_torque" and qd is not None and len(qd) == 7:
+            out[:7] = -self.damping * np.asarray(qd)
         return out
 
 
@@ -81,8 +81,9 @@ class StandDown(Fallback):
 
     def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
         super().engage(state, last_output)
-        if state.has("joint_pos") and len(state.joint_pos) == self.space.size:
-            self.start = np.asarray(state.joint_pos, float).copy()
+        q = state.value("joint_pos")
+        if q is not None and len(q) == self.space.size:
+            self.start = np.asarray(q, float).copy()
         elif last_output is not None:
             self.start = np.asarray(last_output, float).copy()
         else:
@@ -90,8 +91,9 @@ class StandDown(Fallback):
 
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
         if any(c in self.params.damping_causes for c in causes):
-            if state.has("joint_pos") and len(state.joint_pos) == self.space.size:
-                return np.asarray(state.joint_pos, float).copy()
+            q = state.value("joint_pos")
+            if q is not None and len(q) == self.space.size:
+                return np.asarray(q, float).copy()
             return self.start.copy()
         s = float(np.clip((state.now - self.engaged_at) / self.params.duration, 0.0, 1.0))
         blend = s * s * (3.0 - 2.0 * s)

@@ -154,9 +154,10 @@ class JointStateGuard(Guard):
 
     def check(self, state: SafetyState) -> str:
         n = len(self.lower)
-        if not state.has("joint_pos", "joint_vel") or len(state.joint_pos) != n or len(state.joint_vel) != n:
+        joint_pos, joint_vel = state.value("joint_pos"), state.value("joint_vel")
+        if joint_pos is None or joint_vel is None or len(joint_pos) != n or len(joint_vel) != n:
             return "no valid joint state"
-        q, qd = np.asarray(state.joint_pos), np.asarray(state.joint_vel)
+        q, qd = np.asarray(joint_pos), np.asarray(joint_vel)
         out = np.flatnonzero((q < self.lower) | (q > self.upper))
         if len(out):
             return f"joint {int(out[0])} at {q[out[0]]:.3f} rad is beyond its limit"
@@ -196,13 +197,15 @@ class AttitudeGuard(Guard):
         self.params = params
 
     def check(self, state: SafetyState) -> str:
-        if not state.has("base_quat") or np.linalg.norm(state.base_quat) < 1e-6:
+        quat = state.value("base_quat")
+        if quat is None or np.linalg.norm(quat) < 1e-6:
             return "no base orientation"
-        tilt = tilt_angle(state.base_quat)
+        tilt = tilt_angle(quat)
         if tilt > self.params.max_tilt:
             return f"fallen: tilt {np.degrees(tilt):.0f} deg > {np.degrees(self.params.max_tilt):.0f} deg"
-        if state.has("base_ang_vel") and np.linalg.norm(state.base_ang_vel) > self.params.max_angular_velocity:
-            return f"falling: body rate {np.linalg.norm(state.base_ang_vel):.1f} rad/s"
+        rate = state.value("base_ang_vel")
+        if rate is not None and np.linalg.norm(rate) > self.params.max_angular_velocity:
+            return f"falling: body rate {np.linalg.norm(rate):.1f} rad/s"
         return ""
 
 

@@ -121,8 +121,9 @@ class RateLimit(SafetyFilter):
             return self._prev, float(np.clip(state.now - self._t_prev, 0.0, self.params.max_dt))
         if self.params.initial == "zero":
             return np.zeros(self.size), self.params.max_dt
-        if self.params.initial == "joint_pos" and state.has("joint_pos") and len(state.joint_pos) == self.size:
-            return np.asarray(state.joint_pos, dtype=np.float64), self.params.max_dt
+        q = state.value("joint_pos") if self.params.initial == "joint_pos" else None
+        if q is not None and len(q) == self.size:
+            return np.asarray(q, dtype=np.float64), self.params.max_dt
         return None, self.params.max_dt
 
     def bounds(self, state: SafetyState) -> tuple[np.ndarray, np.ndarray] | None:
@@ -185,9 +186,10 @@ class TargetVelocityLimit(SafetyFilter):
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         self.last_interval = None
-        if not state.has("joint_pos") or len(state.joint_pos) != self.size:
+        joint_pos = state.value("joint_pos")
+        if joint_pos is None or len(joint_pos) != self.size:
             return np.zeros(self.size), FilterReport(self.name, acted=True, tripped=True, reason="no joint positions")
-        q = np.asarray(state.joint_pos, dtype=np.float64)
+        q = np.asarray(joint_pos, dtype=np.float64)
         lo, hi = self.last_interval = (q - self.step, q + self.step)
         out = clamp(command, lo, hi, q)
         return out, compare(self.name, command, out, "target too far from the measured position")
@@ -228,10 +230,10 @@ class ServoEffortLimit(SafetyFilter):
 
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         self.last_interval = None
-        if not state.has("joint_pos", "joint_vel") or len(state.joint_pos) != self.size \
-                or len(state.joint_vel) != self.size:
+        joint_pos, joint_vel = state.value("joint_pos"), state.value("joint_vel")
+        if joint_pos is None or joint_vel is None or len(joint_pos) != self.size or len(joint_vel) != self.size:
             return np.zeros(self.size), FilterReport(self.name, acted=True, tripped=True, reason="no joint state")
-        q, qd = np.asarray(state.joint_pos, float), np.asarray(state.joint_vel, float)
+        q, qd = np.asarray(joint_pos, float), np.asarray(joint_vel, float)
         center = q + self.kd * qd / self.kp
         lo, hi = self.last_interval = (center - self.tau / self.kp, center + self.tau / self.kp)
         out = clamp(command, lo, hi, center)

@@ -70,17 +70,27 @@ class SafetyState:
     def fresh(self, name: str, max_age: float) -> bool:
         """The field is present, finite and between 0 and ``max_age`` seconds old (a
         stamp in the future means the clock stepped back: not fresh)."""
-        return 0.0 <= self.age(name) <= max_age and self.has(name)
+        return self.fresh_value(name, max_age) is not None
 
     def has(self, *names: str) -> bool:
         """True when every named field is present and finite."""
-        for name in names:
-            value = getattr(self, name)
-            # One reduction instead of isfinite + all: a NaN or inf anywhere makes the sum
-            # non-finite (and so, fail-closed, does a sum overflowing past 1e308).
-            if value is None or not math.isfinite(float(np.add.reduce(value, axis=None))):
-                return False
-        return True
+        return all(self.value(name) is not None for name in names)
+
+    def value(self, name: str) -> np.ndarray | None:
+        """The named field when it is present and finite (the rule of :meth:`has`), else
+        ``None``. Filters bind it to a local and trip on ``None``: the checked value is
+        the one they use."""
+        value = getattr(self, name)
+        # One reduction instead of isfinite + all: a NaN or inf anywhere makes the sum
+        # non-finite (and so, fail-closed, does a sum overflowing past 1e308).
+        if value is None or not math.isfinite(float(np.add.reduce(value, axis=None))):
+            return None
+        return value
+
+    def fresh_value(self, name: str, max_age: float) -> np.ndarray | None:
+        """The named field when it is :meth:`fresh` (present, finite, between 0 and
+        ``max_age`` seconds old), else ``None``."""
+        return self.value(name) if 0.0 <= self.age(name) <= max_age else None
 
 
 @dataclass
