@@ -106,7 +106,8 @@ class SafetyChain:
 
     def latched(self) -> list[str]:
         """``"name: reason"`` of every latched guard."""
-        return [f"{g.name}: {g.latched_reason}" for g in self.guards if getattr(g, "latched_reason", "")]
+        reasons = ((g.name, getattr(g, "latched_reason", "")) for g in self.guards)
+        return [f"{name}: {reason}" for name, reason in reasons if reason]
 
     # -- input -------------------------------------------------------------------------
     def offer(self, source: str, values: object, now: float, names: list[str] | None = None) -> str:

@@ -25,7 +25,7 @@ Two forms share :mod:`sim2real.sim.core.energy_tank`:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -219,7 +219,7 @@ class PassivityFilterWrapper(gym.Wrapper):
         energy.filter_enabled = True
         self.energy = energy
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         m = info.get("metrics", {})
         keys = ("tank_energy", "passivity_scale", "passivity_active", "energy_violation")

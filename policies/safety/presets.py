@@ -32,6 +32,12 @@ def _list(a: np.ndarray | list[float]) -> list[float]:
     return [float(x) for x in a]
 
 
+def _xyz(a: list[float]) -> tuple[float, float, float]:
+    """A point as a 3-tuple (``a`` already checked to hold 3 values, e.g. by a guard's params)."""
+    x, y, z = a
+    return float(x), float(y), float(z)
+
+
 @dataclass
 class CommonParams:
     command_timeout_periods: Periods = 2.0
@@ -265,6 +271,7 @@ def _quadruped(space: CommandSpace, p: QuadrupedSafetyParams, dt: float):
 
 
 def _drone(space: CommandSpace, p: DroneSafetyParams, dt: float):
+    # The geofence validates the fence (two 3-vectors) before the fallback reads it.
     g: list = [guards.Geofence(guards.BoxGuardParams(p.fence_low, p.fence_high, p.fence_lookahead))]
     rates = np.asarray(p.max_body_rate, float)
     lim = [
@@ -276,6 +283,6 @@ def _drone(space: CommandSpace, p: DroneSafetyParams, dt: float):
                                               hold=[0.0, 0.0, 0.0, 0.0]), "thrust_rate_limit"),
     ]
     fb = aerial.HoverThenLand(space, aerial.HoverThenLandParams(
-        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=tuple(p.fence_low),
-        fence_high=tuple(p.fence_high), state_timeout=p.state_timeout_periods * dt))
+        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=_xyz(p.fence_low),
+        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt))
     return g, lim, fb
