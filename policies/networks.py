@@ -71,6 +71,10 @@ class DeterministicActor(nn.Module):
         epsilon: Added to the variance before the square root (as VecNormalize).
     """
 
+    # Buffers (register_buffer): declared so they read as tensors, not ``Tensor | Module``.
+    obs_mean: torch.Tensor
+    obs_std: torch.Tensor
+
     def __init__(
         self,
         policy: Any,

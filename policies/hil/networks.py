@@ -37,6 +37,10 @@ class SmallCNN(nn.Module):
 class PretrainedBackbone(nn.Module):
     """Frozen torchvision ResNet-18 loaded from a local file; a trainable projection on top."""
 
+    # Buffers (register_buffer): declared so they read as tensors, not ``Tensor | Module``.
+    mean: torch.Tensor
+    std: torch.Tensor
+
     def __init__(self, weights_path: str, latent_dim: int) -> None:
         super().__init__()
         from torchvision.models import resnet18
@@ -52,7 +56,7 @@ class PretrainedBackbone(nn.Module):
             raise Sim2RealError(f"{weights_path!r} is not a ResNet-18 state dict: {exc}") from exc
         if any(not k.startswith("fc.") for k in missing):
             raise Sim2RealError(f"{weights_path!r} is not a ResNet-18 state dict (missing {missing[:3]})")
-        net.fc = nn.Identity()
+        net.add_module("fc", nn.Identity())  # replaces the classifier (ResNet types fc as nn.Linear)
         self.backbone = net.eval().requires_grad_(False)
         self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
@@ -66,6 +70,11 @@ class PretrainedBackbone(nn.Module):
 
 class ObservationEncoder(nn.Module):
     """Concatenates the state vector with one embedding per camera (shared by actor and critic)."""
+
+    # Buffers (register_buffer): declared so they read as tensors, not ``Tensor | Module``.
+    state_mean: torch.Tensor
+    state_std: torch.Tensor
+    state_fitted: torch.Tensor
 
     def __init__(self, state_dim: int, cameras: tuple[str, ...], image_size: int, latent_dim: int,
                  backbone_weights: str | None = None) -> None:
