@@ -23,6 +23,7 @@ import datetime as dt
 import os
 import re
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ EPISODE_NAME = re.compile(r"episode_(\d+)\.h5")
 STEP_FIELDS = ("action", "reward", "terminated", "truncated", "intervened", "success")
 
 
-def write_episode(path: str | os.PathLike[str], obs: list[dict[str, np.ndarray]], steps: dict[str, np.ndarray],
-                  attrs: dict[str, Any]) -> Path:
-    """Write one episode atomically (see the module docstring for the layout)."""
+def write_episode(path: str | os.PathLike[str], obs: list[dict[str, np.ndarray]],
+                  steps: Mapping[str, np.ndarray | Sequence[Any]], attrs: dict[str, Any]) -> Path:
+    """Write one episode atomically (see the module docstring for the layout); ``steps``
+    holds one array or list of per-step values by field."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     T = len(steps["action"])
@@ -73,11 +75,14 @@ def read_episode(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], d
     """``(obs arrays [T+1, ...] by key, step arrays [T] by field, attrs)``; raises on a malformed file."""
     try:
         with h5py.File(path, "r") as f:
-            attrs = dict(f.attrs)
+            attrs: dict[str, Any] = dict(f.attrs)
             if int(attrs.get("schema_version", -1)) != SCHEMA_VERSION:
                 raise Sim2RealError(f"{path}: unsupported schema_version {attrs.get('schema_version')}")
-            obs = {key: f["obs"][key][()] for key in f["obs"]}
-            steps = {name: f[name][()] for name in STEP_FIELDS}
+            group = f["obs"]
+            if not isinstance(group, h5py.Group):
+                raise KeyError("'obs' is not a group")
+            obs = {key: _read_dataset(group, key) for key in _names(group)}
+            steps = {name: _read_dataset(f, name) for name in STEP_FIELDS}
     except (OSError, KeyError) as exc:
         raise Sim2RealError(f"{path}: not a readable demo episode ({exc})") from exc
     T = int(attrs["steps"])
@@ -87,6 +92,24 @@ def read_episode(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], d
     if not all(np.all(np.isfinite(v)) for v in floats):
         raise Sim2RealError(f"{path}: holds NaN or inf")
     return obs, steps, attrs
+
+
+def _names(group: h5py.Group) -> list[str]:
+    """The member names of ``group`` (KeyError: a name that is not UTF-8, which h5py gives as bytes)."""
+    names: list[str] = []
+    for name in group:
+        if not isinstance(name, str):
+            raise KeyError(f"member name {name!r} is not UTF-8")
+        names.append(name)
+    return names
+
+
+def _read_dataset(group: h5py.Group, name: str) -> np.ndarray:
+    """The whole array of dataset ``name`` in ``group`` (KeyError: missing, or not a dataset)."""
+    node = group[name]
+    if not isinstance(node, h5py.Dataset):
+        raise KeyError(f"{name!r} is not a dataset")
+    return node[()]
 
 
 def episode_files(folder: str | os.PathLike[str]) -> list[Path]:

@@ -15,6 +15,7 @@ in for a person who sees the scene).
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Protocol
 
@@ -157,7 +158,9 @@ class SpaceMouseDevice:
 
     def __init__(self, action_dim: int, deadzone: float = 0.05) -> None:
         try:
-            import pyspacemouse
+            # By name: the package is optional and outside ``sim2real[all]`` (it needs the hidapi
+            # system library), so the environments that type-check this file do not have it.
+            pyspacemouse = importlib.import_module("pyspacemouse")
         except ImportError as exc:
             raise Sim2RealError("the SpaceMouse device needs pyspacemouse (pip install 'sim2real[hil]')") from exc
         if not pyspacemouse.open():

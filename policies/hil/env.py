@@ -19,6 +19,7 @@ from sim2real.errors import ConfigError
 from sim2real.policies.hil.config import EnvConfig
 from sim2real.policies.hil.safety import ActionSafety, SafetyReport
 from sim2real.sim import make
+from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.rendering import OffscreenRenderer
 
@@ -43,6 +44,8 @@ class HilEnv:
         options = {} if config.end_on_success else {"end_on_success": False}
         self.sim = make(config.task, seed=seed, privileged_info=False, **options)
         task = self.sim.task
+        if not isinstance(task, ArmTask):  # the workspace box and the gripper are an arm's
+            raise ConfigError("env.task", f"{config.task} is not an arm task")
         self.obs_layout = task.observation_layout()
         self.action_layout = task.action_layout()
         self.action_dim = sum(n for _, n in self.action_layout)

@@ -155,6 +155,8 @@ class HilAgent:
         return loss, info
 
     def _gripper_loss(self, batch, features, next_obs, reward, not_done, gripper_action):
+        # Called only with a gripper critic; __init__ makes it and its target together.
+        assert self.gripper is not None and self.target_gripper is not None
         cfg = self.config
         index = gripper_to_discrete(gripper_action)
         penalty = cfg.grasp_penalty * (index != 1).float()

@@ -142,7 +142,9 @@ def chunk_header(data: bytes) -> tuple[str, int, list[dict[str, Any]]]:
 
 def pack_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     buffer = io.BytesIO()
-    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+    # The flag is passed explicitly so that no array can land in it by name; the format has
+    # no pickles (unpack_arrays refuses them), so an object array fails here, not at the reader.
+    np.savez(buffer, allow_pickle=False, **{k: np.asarray(v) for k, v in arrays.items()})
     return buffer.getvalue()
 
 
