@@ -166,4 +166,6 @@ class OnnxPolicy:
             bad = np.argwhere(~np.isfinite(x))[0]
             raise ObservationError(f"observation has a non-finite value at index {tuple(int(i) for i in bad)}")
         (action,) = self._session.run([self._output], {self._input: x})
+        if not isinstance(action, np.ndarray):  # a tensor output is a numpy array; sequences, maps are not
+            raise PolicyFileError(f"{self.path}: output {self._output!r} is a {type(action).__name__}, not a tensor")
         return action[0] if single else action

@@ -122,9 +122,9 @@ class ArmCartesianController:
             pos_error = obs[:, self.obs_index["target_rel_ee"]]
             step = np.full(B, self.max_step)
         else:
-            pos_error = self._peg_error(obs)
-            step = np.where(self._descending, self.insert_step, self.max_step)
-            ki[self._descending, 2] = 0.0
+            pos_error, descending = self._peg_error(obs)
+            step = np.where(descending, self.insert_step, self.max_step)
+            ki[descending, 2] = 0.0
         rot_error = self._orientation_error(obs[:, self.obs_index["ee_rot6d"]])
         # goal - setpoint = (goal - x) - (setpoint - x).
         g = self.setpoint_gain
@@ -147,20 +147,22 @@ class ArmCartesianController:
         current = mat_to_quat(rot6d_to_mat(rot6d))
         return quat_to_rotvec(quat_mul(REF_QUAT, quat_conj(current)))
 
-    def _peg_error(self, obs: np.ndarray) -> np.ndarray:
-        """Fingertip displacement that moves the peg tip toward the next waypoint."""
+    def _peg_error(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fingertip displacement that moves the peg tip toward the next waypoint, and
+        which envs are descending into the hole (the updated ``self._descending``)."""
         to_hole = obs[:, self.obs_index["hole_rel_peg_tip"]]
         horizontal = np.linalg.norm(to_hole[:, :2], axis=1)
-        if self._descending is None or len(self._descending) != len(obs):
-            self._descending = np.zeros(len(obs), dtype=bool)
+        descending = self._descending
+        if descending is None or len(descending) != len(obs):
+            descending = self._descending = np.zeros(len(obs), dtype=bool)
         # Descend once aligned; climb back to hover height if the peg slid off the hole
         # while still above its rim.
         inside = to_hole[:, 2] > 0.0  # hole top above the tip: already in the hole
-        self._descending |= horizontal < self.align_tolerance
-        self._descending &= (horizontal < 3 * self.align_tolerance) | inside
+        descending |= horizontal < self.align_tolerance
+        descending &= (horizontal < 3 * self.align_tolerance) | inside
         error = to_hole.copy()
-        error[:, 2] += np.where(self._descending, -(self.insert_depth + self.insert_overshoot), self.hover_height)
-        return error
+        error[:, 2] += np.where(descending, -(self.insert_depth + self.insert_overshoot), self.hover_height)
+        return error, descending
 
 
 def _saturate(v: np.ndarray, limit: float | np.ndarray) -> np.ndarray:

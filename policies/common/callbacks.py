@@ -19,7 +19,7 @@ from sim2real.policies.common.progress import TrainProgress
 class Session(Protocol):
     """What the callback needs from the trainer."""
 
-    def evaluate(self, step: int) -> None: ...
+    def evaluate(self, step: int) -> object: ...  # the result (the trainer's metrics) is not used here
     def save_last(self, step: int) -> None: ...
 
 

@@ -12,6 +12,7 @@ from typing import IO, Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -19,12 +20,22 @@ from sim2real.policies.algorithms import AlgorithmSpec
 from sim2real.policies.errors import CorruptCheckpointError
 
 
-def obs_statistics(vecnorm: VecNormalize) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(mean, var)`` of the observation normalization; ``None`` when it is off
-    (VecNormalize then has no ``obs_rms`` at all)."""
+def obs_rms(vecnorm: VecNormalize) -> RunningMeanStd | None:
+    """The observation normalization's running statistics; ``None`` when it is off
+    (VecNormalize then has no ``obs_rms`` at all). Observations here are flat Boxes:
+    VecNormalize keeps one :class:`RunningMeanStd`, never the per-key dict of Dict spaces."""
     if not vecnorm.norm_obs:
         return None
-    return vecnorm.obs_rms.mean, vecnorm.obs_rms.var
+    rms = vecnorm.obs_rms
+    if not isinstance(rms, RunningMeanStd):
+        raise TypeError(f"expected one RunningMeanStd for a Box observation space, got {type(rms).__name__}")
+    return rms
+
+
+def obs_statistics(vecnorm: VecNormalize) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(mean, var)`` of the observation normalization; ``None`` when it is off."""
+    rms = obs_rms(vecnorm)
+    return None if rms is None else (rms.mean, rms.var)
 
 
 def engine_of(vecnorm: VecNormalize) -> Any:
@@ -118,13 +129,13 @@ def fingerprint(model: Any, vecnorm: VecNormalize) -> dict[str, Any]:
             if "exp_avg_sq" in s:
                 second += float(s["exp_avg_sq"].double().sum())
         opt_info[name] = {"steps": steps, "exp_avg_sq_sum": second}
-    stats = obs_statistics(vecnorm)
+    rms = obs_rms(vecnorm)
     out: dict[str, Any] = {
         "num_timesteps": int(model.num_timesteps),
         "n_updates": int(getattr(model, "_n_updates", 0)),
-        "obs_rms_count": float(vecnorm.obs_rms.count) if stats is not None else 0.0,
-        "obs_rms_mean": [float(x) for x in stats[0]] if stats is not None else [],
-        "obs_rms_var": [float(x) for x in stats[1]] if stats is not None else [],
+        "obs_rms_count": float(rms.count) if rms is not None else 0.0,
+        "obs_rms_mean": [float(x) for x in rms.mean] if rms is not None else [],
+        "obs_rms_var": [float(x) for x in rms.var] if rms is not None else [],
         "optimizers": opt_info,
     }
     if getattr(model, "replay_buffer", None) is not None:

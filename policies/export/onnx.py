@@ -38,6 +38,9 @@ def export_onnx(actor: torch.nn.Module, obs_size: int, path: str | Path) -> None
             external_data=False,
             verbose=False,
         )
+    # Only the legacy TorchScript exporter (dynamo=False) returns None; dynamo=True always
+    # returns the ONNXProgram.
+    assert program is not None
     atomic.write_bytes(path, program.model_proto.SerializeToString())
 
 
