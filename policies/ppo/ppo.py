@@ -8,6 +8,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.utils import ConstantSchedule, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
+from sim2real.errors import ConfigError
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.networks import activation
 from sim2real.policies.ppo.asymmetric import AsymmetricActorCriticPolicy
@@ -97,6 +98,11 @@ def build_ppo(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = No
     an asymmetric actor-critic; ``env`` then appends the privileged state to its observations)."""
     kwargs = ppo_kwargs(config, tensorboard_log)
     if config.net.critic_privileged:
+        from sim2real.sim.core.vec_env import BatchedVecEnv
+
         kwargs["policy"] = AsymmetricActorCriticPolicy
-        kwargs["policy_kwargs"]["actor_obs_size"] = int(env.unwrapped.task_obs_size)
+        base = env.unwrapped
+        if not isinstance(base, BatchedVecEnv):  # the privileged state is the simulator's
+            raise ConfigError("net.critic_privileged", f"needs the simulator's batched env, not {type(base).__name__}")
+        kwargs["policy_kwargs"]["actor_obs_size"] = int(base.task_obs_size)
     return AdaptivePPO(env=env, **kwargs)

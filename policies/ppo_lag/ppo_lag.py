@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import create_mlp
-from stable_baselines3.common.utils import obs_as_tensor
 
 from sim2real.policies.common.lagrangian import LagrangeMultiplier
 from sim2real.policies.ppo.ppo import AdaptivePPO
@@ -97,7 +97,10 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
     # -- model -------------------------------------------------------------------
     def _setup_model(self) -> None:
         super()._setup_model()
-        obs_dim = int(np.prod(self.observation_space.shape))
+        space = self.observation_space
+        if not isinstance(space, spaces.Box):  # the cost critic reads flat observation vectors
+            raise TypeError(f"PPO-Lagrangian needs a Box observation space, not {type(space).__name__}")
+        obs_dim = int(np.prod(space.shape))
         width = list(self.policy_kwargs.get("net_arch", {}).get("vf", [256, 256]))
         act = self.policy_kwargs.get("activation_fn", th.nn.Tanh)
         self.cost_critic = th.nn.Sequential(*create_mlp(obs_dim, 1, width, act)).to(self.device)
@@ -115,7 +118,7 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
 
     def _cost_values(self, obs: np.ndarray) -> np.ndarray:
         with th.no_grad():
-            t = obs_as_tensor(obs.reshape(-1, obs.shape[-1]), self.device).float()
+            t = th.as_tensor(obs.reshape(-1, obs.shape[-1]), device=self.device).float()
             return self.cost_critic(t).cpu().numpy().reshape(obs.shape[:-1])
 
     # -- rollouts ----------------------------------------------------------------
@@ -179,7 +182,7 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
 
     def _train_cost_critic(self, buf) -> float:
         # On the policy's device, whatever torch's default device is (device: cuda).
-        obs = obs_as_tensor(buf.observations.reshape(-1, buf.observations.shape[-1]), self.device).float()
+        obs = th.as_tensor(buf.observations.reshape(-1, buf.observations.shape[-1]), device=self.device).float()
         target = th.as_tensor(self._cost_returns.reshape(-1), dtype=th.float32, device=self.device)
         for group in self.cost_optimizer.param_groups:
             group["lr"] = getattr(self, "current_lr", group["lr"])

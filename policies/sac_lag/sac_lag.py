@@ -51,14 +51,22 @@ class CostReplayBuffer(ReplayBuffer):
             next_obs = self.next_observations[batch_inds, envs, :]
         rewards = self.rewards[batch_inds, envs] - self.lagrange_multiplier * self.costs[batch_inds, envs]
         data = (
-            self._normalize_obs(self.observations[batch_inds, envs, :], env),
+            self._normalize_array(self.observations[batch_inds, envs, :], env),
             self.actions[batch_inds, envs, :],
-            self._normalize_obs(next_obs, env),
+            self._normalize_array(next_obs, env),
             # Time-limit truncations are not terminal (bootstrapped), as in SB3.
             (self.dones[batch_inds, envs] * (1 - self.timeouts[batch_inds, envs])).reshape(-1, 1),
             self._normalize_reward(rewards.reshape(-1, 1), env),
         )
         return ReplayBufferSamples(*tuple(map(self.to_torch, data)))
+
+    def _normalize_array(self, obs: np.ndarray, env=None) -> np.ndarray:
+        """``_normalize_obs`` of an array observation (this buffer holds Box observations;
+        only the dicts of Dict spaces normalize to dicts)."""
+        out = self._normalize_obs(obs, env)
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"normalizing an array observation gave a {type(out).__name__}")
+        return out
 
 
 class SACLagrangian(LagrangeMultiplier, SAC):
@@ -97,7 +105,8 @@ class SACLagrangian(LagrangeMultiplier, SAC):
         super()._update_info_buffer(infos, dones)
         if dones is None:
             return
-        metric = self.replay_buffer.cost_metric if self.replay_buffer is not None else "energy_violation"
+        buffer = self.replay_buffer  # a CostReplayBuffer once set up (__init__ sets the class)
+        metric = buffer.cost_metric if isinstance(buffer, CostReplayBuffer) else "energy_violation"
         if len(getattr(self, "_running_cost", ())) != len(infos):
             self._running_cost = np.zeros(len(infos))
         self._running_cost += [float(i.get("metrics", {}).get(metric, 0.0)) for i in infos]

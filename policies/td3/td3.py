@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from gymnasium import spaces
 from stable_baselines3 import TD3
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecEnv
@@ -14,7 +15,10 @@ from sim2real.policies.config import TrainConfig
 def build_td3(config: TrainConfig, env: VecEnv, tensorboard_log: str | None = None) -> TD3:
     """A fresh TD3 model for ``env`` from the resolved config."""
     c = config.td3
-    n_actions = int(np.prod(env.action_space.shape))
+    action_space = env.action_space
+    if not isinstance(action_space, spaces.Box):  # TD3 acts in continuous spaces only
+        raise TypeError(f"TD3 needs a Box action space, not {type(action_space).__name__}")
+    n_actions = int(np.prod(action_space.shape))
     noise = (
         NormalActionNoise(np.zeros(n_actions), c.action_noise_std * np.ones(n_actions)) if c.action_noise_std else None
     )
