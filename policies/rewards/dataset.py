@@ -160,7 +160,10 @@ def collect_frames(
             )
 
     def driven(obs: np.ndarray) -> np.ndarray:
-        return obs if decoys is None else toward_decoys(obs, venv, decoys, decoyed, target_block)
+        # decoy_points gives decoys only to tasks whose observation has a target_rel_ee block.
+        if decoys is None or target_block is None:
+            return obs
+        return toward_decoys(obs, venv, decoys, decoyed, target_block)
 
     hook = BeforeResetHook(venv.engine, record)
     try:
@@ -191,7 +194,9 @@ def collect_frames(
                 next_episode += 1
                 weight[i] = rng.choice(MIX_WEIGHTS)
                 if decoys is not None:
-                    decoys[i], decoyed[i] = decoy_points(venv, decoy_rng, 1)[0], decoy_rng.random() < decoy_fraction
+                    points = decoy_points(venv, decoy_rng, 1)
+                    assert points is not None  # the same task gave the first decoys
+                    decoys[i], decoyed[i] = points[0], decoy_rng.random() < decoy_fraction
             if len(done_ids) and controller is not None:
                 controller.reset(done_ids)
     finally:

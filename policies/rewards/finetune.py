@@ -139,6 +139,9 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
     else:
         model = open_clip.create_model(cfg.model, pretrained=None)
         tokenizer = open_clip.get_tokenizer(cfg.model)
+    # create_model is annotated as returning a bare nn.Module; it builds one of these.
+    if not isinstance(model, (open_clip.CLIP, open_clip.CustomTextCLIP, open_clip.CoCa)):
+        raise ConfigError("model", f"{cfg.model!r} built a {type(model).__name__}, not an open_clip CLIP model")
     model.train()
     captions = sorted(set(train.captions))
     labels_np = np.array([captions.index(c) for c in train.captions])

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mujoco
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from sim2real.errors import ConfigError
 from sim2real.policies.rewards.clip_reward import ClipRewardModel
@@ -44,7 +44,7 @@ class FrameRenderer:
         self.engine = venv.engine
         self.camera = camera or venv.task.render_camera
         base = copy.copy(self.engine.models[0])
-        views: list[str | int] = self.camera.split("+") if isinstance(self.camera, str) else [self.camera]
+        views: Sequence[str | int] = self.camera.split("+") if isinstance(self.camera, str) else [self.camera]
         names = [base.camera(i).name for i in range(base.ncam)]
         for view in views:
             if isinstance(view, str) and view not in names:
@@ -145,7 +145,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
             self._terminal_frames[i] = self.renderer.render(i)
         self.render_seconds += time.perf_counter() - t0
 
-    def reset(self) -> np.ndarray:
+    def reset(self) -> VecEnvObs:
         self._clip_return[:] = 0.0
         return self.venv.reset()
 
@@ -159,7 +159,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
         t0 = time.perf_counter()
         frames = np.stack(
             [
-                self._terminal_frames.get(i) if i in self._terminal_frames else self.renderer.render(i)
+                self._terminal_frames[i] if i in self._terminal_frames else self.renderer.render(i)
                 for i in range(self.num_envs)
             ]
         )

@@ -187,7 +187,9 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 
 def tank_trace(cfg: PassivityStudyConfig, run: Path, filter_on: bool, seed: int = 123) -> list[float]:
     """Tank energy at every step of one episode (the same maze and start for every policy)."""
+    from sim2real.errors import ConfigError
     from sim2real.policies.loading import load_run
+    from sim2real.sim.arm.base import ArmTask
     from sim2real.sim.core.engine import Engine
     from sim2real.sim.core.env import resolve_dr
 
@@ -195,10 +197,14 @@ def tank_trace(cfg: PassivityStudyConfig, run: Path, filter_on: bool, seed: int 
     task = loaded.task_cls(
         num_envs=1, action_mode="ee_impedance", **{**loaded.config.task_options, "passivity_filter": filter_on}
     )
+    # ee_impedance arm tasks carry the energy tank (the passivity filter's).
+    energy = task.energy if isinstance(task, ArmTask) else None
+    if energy is None:
+        raise ConfigError("run", f"{run}: {loaded.task_cls.__name__} has no energy tank (an arm task in ee_impedance)")
     engine = Engine(task, resolve_dr(loaded.task_cls, cfg.eval_dr), seed=seed)
     engine.reset()
     policy, obs = loaded.policy(), engine.observe()
-    trace = [float(task.energy.tank.level[0])]
+    trace = [float(energy.tank.level[0])]
     for _ in range(engine.episode_steps):
         out = engine.step(np.asarray(policy(obs.astype(np.float32)), dtype=np.float64))
         trace.append(float(out.result.metrics["tank_energy"][0]))
