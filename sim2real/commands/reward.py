@@ -244,9 +244,7 @@ def _eval(args: argparse.Namespace) -> int:
     import torch
 
     from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
     from sim2real.policies.rewards.dataset import collect_frames, policy_frames
-    from sim2real.policies.rewards.finetune import read_metadata
     from sim2real.policies.rewards.reward_eval import evaluate_reward, plot_episodes
     from sim2real.policies.rewards.training import frame_settings
     from sim2real.sim import REGISTRY
@@ -258,23 +256,7 @@ def _eval(args: argparse.Namespace) -> int:
     goal_default, baseline_default = GOAL_PROMPTS[task_id]
     goal = args.prompt or [goal_default]
     baseline = args.baseline or [baseline_default]
-    models: dict[str, ClipRewardModel] = {}
-    meta = {}
-    for weights in args.clip_weights:
-        models[str(weights)] = ClipRewardModel.load(args.clip_model, weights, goal, baseline, alpha=0.5)
-        if not meta and Path(weights).is_dir():  # the first model folder's architecture
-            meta = read_metadata(weights)
-    if args.include_untrained:
-        import open_clip
-
-        register_model_configs()
-        torch.manual_seed(0)
-        # The same architecture as the (first) trained model: the "before" of its training.
-        name = args.clip_model or meta.get("training", {}).get("model") or TINY_MODEL
-        untrained = open_clip.create_model(name, pretrained=None).eval()
-        models[f"untrained {name}"] = ClipRewardModel(
-            untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
-        )
+    models = _reward_models(args, goal, baseline)
     first = next(iter(models.values()))
     folder = next((w for w in args.clip_weights if Path(w).is_dir()), None)  # the first model folder's settings
     camera, size = frame_settings(folder, REGISTRY.get(task_id), args.camera, model_size=first.image_size[0])
@@ -301,12 +283,50 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(out)
         return 0
+    _print_reward_eval(results)
+    if args.plot:
+        stdout.print(f"plot: {out['plot']}")
+    return 0
+
+
+def _reward_models(args: argparse.Namespace, goal: list[str], baseline: list[str]) -> dict:
+    """The reward models to compare, by name: each ``--clip-weights``, and with
+    ``--include-untrained`` the first one's architecture untrained (the "before")."""
+    import torch
+
+    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
+    from sim2real.policies.rewards.finetune import read_metadata
+
+    models: dict[str, ClipRewardModel] = {}
+    meta = {}
+    for weights in args.clip_weights:
+        models[str(weights)] = ClipRewardModel.load(args.clip_model, weights, goal, baseline, alpha=0.5)
+        if not meta and Path(weights).is_dir():  # the first model folder's architecture
+            meta = read_metadata(weights)
+    if args.include_untrained:
+        import open_clip
+
+        register_model_configs()
+        torch.manual_seed(0)
+        name = args.clip_model or meta.get("training", {}).get("model") or TINY_MODEL
+        untrained = open_clip.create_model(name, pretrained=None).eval()
+        models[f"untrained {name}"] = ClipRewardModel(
+            untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
+        )
+    return models
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _print_reward_eval(results: dict) -> None:
     for name, res in results.items():
         stdout.print(f"{name}: {res['frames']} frames, {res['success_frames']} successful, {res['episodes']} episodes")
         for row in res["alphas"]:
             rho, d, rp = row["pearson_success"], row["epic_distance"], row["pearson_progress"]
-            fmt = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
-            stdout.print(f"  alpha {row['alpha']:.2f}: rho(success) {fmt(rho)}  EPIC {fmt(d)}  rho(progress) {fmt(rp)}")
+            stdout.print(f"  alpha {row['alpha']:.2f}: rho(success) {_signed(rho)}  EPIC {_signed(d)}  "
+                         f"rho(progress) {_signed(rp)}")
             bands = row["mean_reward_by_caption"]
             stdout.print(
                 "    mean reward per caption, farthest first: "
@@ -318,9 +338,6 @@ def _eval(args: argparse.Namespace) -> int:
             stdout.print(f"  on the states {visited['run']} visits ({visited['frames']} frames):")
             for row in visited["alphas"]:
                 stdout.print(
-                    f"    alpha {row['alpha']:.2f}: rho(progress) {fmt(row['pearson_progress'])}; per caption: "
+                    f"    alpha {row['alpha']:.2f}: rho(progress) {_signed(row['pearson_progress'])}; per caption: "
                     + " ".join(f"{m:.2f}" for m in row["mean_reward_by_caption"]["mean"])
                 )
-    if args.plot:
-        stdout.print(f"plot: {out['plot']}")
-    return 0

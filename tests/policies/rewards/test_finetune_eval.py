@@ -248,6 +248,11 @@ def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, 
     report = json.loads(capsys.readouterr().out)
     assert report["camera"] == "reach_view+wrist" and report["image_size"] == 32
     assert set(report["models"]) == {str(out), f"untrained {micro_model_name}"}
+    # The same report for people: one block per model, one line per alpha.
+    text_args = ["reward", "eval", "ArmReach", "--clip-weights", str(out), "--include-untrained", "--frames", "400"]
+    assert main(text_args) == 0
+    text = capsys.readouterr().out
+    assert f"untrained {micro_model_name}: 400 frames" in text and text.count("rho(success)") == 10
 
 
 @pytest.mark.parametrize("task", ["DroneHover", "QuadrupedVelocity"])
