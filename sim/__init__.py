@@ -5,11 +5,6 @@ This layer imports nothing above it (no policies, no ROS).
 
 from __future__ import annotations
 
-# First of all: the GL backend is chosen before the robots import mujoco.
-from sim2real.sim import gl  # noqa: F401
-
-# isort: split
-
 import functools
 
 import gymnasium as gym

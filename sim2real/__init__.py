@@ -5,9 +5,11 @@ The import namespace maps onto the repository's top-level folders:
 ``sim2real.ros_nodes`` (``ros_nodes/``), ``sim2real.hardware`` (``hardware/``).
 """
 
-__version__ = "0.1.0"
+from sim2real.gl_backend import choose_gl_backend as _choose_gl_backend
 
-# Every layer stands on the simulation layer, which chooses the headless GL backend
-# before anything imports mujoco (sim2real/sim/gl.py): load it first, whichever
-# sim2real.* module a process imports.
-import sim2real.sim  # noqa: F401
+# Must run before anything imports mujoco (MuJoCo reads MUJOCO_GL at import time), and
+# Python imports this package before any sim2real.* module. It stays light: importing
+# the package loads no layer (a robot's ONNX policy chain never loads mujoco or torch).
+_choose_gl_backend()
+
+__version__ = "0.1.0"

@@ -1,8 +1,8 @@
 """Headless offscreen rendering: pick a working OpenGL backend, explain failures.
 
 ``MUJOCO_GL`` must be set before ``mujoco`` is imported, so the backend choice
-(:mod:`sim2real.sim.gl`) runs when ``sim2real.sim`` is imported, before its robots
-import mujoco; the ``sim2real`` package imports ``sim2real.sim`` first of all.
+(:mod:`sim2real.gl_backend`, a leaf of the namespace root) runs from
+``sim2real/__init__.py``, which Python imports before any ``sim2real.*`` module.
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ import os
 
 import numpy as np
 
-from sim2real.sim.gl import SYSTEM_PACKAGES, choose_gl_backend
+from sim2real.gl_backend import choose_gl_backend
 
 __all__ = ["SYSTEM_PACKAGES", "OffscreenRenderer", "choose_gl_backend"]
+
+SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSMesa)"
+"""The Debian packages of a headless GL backend (``make deps`` installs them)."""
 
 
 class OffscreenRenderer:
@@ -30,10 +33,12 @@ class OffscreenRenderer:
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as exc:  # GL context creation fails in many library-specific ways
-            from sim2real.sim import gl
+            from sim2real import gl_backend
 
-            hint = (" mujoco was imported before sim2real chose MUJOCO_GL: import sim2real before mujoco, or "
-                    "export MUJOCO_GL=egl (or osmesa) before starting Python.") if gl.MUJOCO_IMPORTED_FIRST else ""
+            hint = ""
+            if gl_backend.MUJOCO_IMPORTED_FIRST:
+                hint = (" mujoco was imported before sim2real chose MUJOCO_GL: import sim2real before mujoco, or "
+                        "export MUJOCO_GL=egl (or osmesa) before starting Python.")
             raise RenderingUnavailableError(
                 f"offscreen rendering failed with MUJOCO_GL={os.environ.get('MUJOCO_GL', '(unset)')}: {exc}. "
                 f"Install the headless GL libraries ({SYSTEM_PACKAGES}), e.g. "

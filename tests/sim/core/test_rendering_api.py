@@ -64,7 +64,7 @@ def test_the_gl_backend_is_chosen_before_mujoco_whatever_module_comes_first(firs
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY",
                                                            "WAYLAND_DISPLAY")}
     code = (f"import os, {first_import}\n"
-            "from sim2real.sim import gl\n"
+            "from sim2real import gl_backend as gl\n"
             "print(os.environ.get('MUJOCO_GL'), gl.MUJOCO_IMPORTED_FIRST)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -1,9 +1,11 @@
 """Choose a headless OpenGL backend before MuJoCo is imported (no mujoco import here).
 
-MuJoCo reads ``MUJOCO_GL`` once, when it is imported. ``sim2real.sim`` imports this
-module before any robot (which imports mujoco), and the ``sim2real`` package imports
-``sim2real.sim`` first of all, so the choice is made whichever ``sim2real.*`` module a
-process imports first.
+MuJoCo reads ``MUJOCO_GL`` once, when it is imported, and modules of every layer
+import mujoco themselves. The one module Python imports before any of them is the
+``sim2real`` package, so the choice is made there, from this leaf (like
+:mod:`sim2real.errors`, it imports nothing of sim2real). It is not part of the
+command-line shell: what rendering needs beyond the choice (the system packages, the
+explanation of a failure) is in :mod:`sim2real.sim.core.rendering`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,6 @@ from __future__ import annotations
 import ctypes.util
 import os
 import sys
-
-SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSMesa)"
-
 
 MUJOCO_IMPORTED_FIRST = False
 """MuJoCo was imported before :func:`choose_gl_backend` set ``MUJOCO_GL`` (so it never
@@ -41,6 +40,3 @@ def choose_gl_backend() -> str | None:
                 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
             return backend
     return None
-
-
-choose_gl_backend()
