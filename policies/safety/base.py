@@ -44,6 +44,10 @@ class SafetyFilter(abc.ABC):
     def filter(self, command: np.ndarray, state: SafetyState) -> tuple[np.ndarray, FilterReport]:
         """The safe version of ``command`` and what was done to it."""
 
+    latched_reason: str = ""
+    """Why a latching guard holds the robot in its safe action until an explicit reset
+    (empty: not latched; filters that never latch keep it empty)."""
+
     final: bool = False
     """A final limit's output is not clipped back into earlier limits' intervals (the
     passivity filter: an energy violation is worse than a rate-limit violation)."""

@@ -106,8 +106,7 @@ class SafetyChain:
 
     def latched(self) -> list[str]:
         """``"name: reason"`` of every latched guard."""
-        reasons = ((g.name, getattr(g, "latched_reason", "")) for g in self.guards)
-        return [f"{name}: {reason}" for name, reason in reasons if reason]
+        return [f"{g.name}: {g.latched_reason}" for g in self.guards if g.latched_reason]
 
     # -- input -------------------------------------------------------------------------
     def offer(self, source: str, values: object, now: float, names: list[str] | None = None) -> str:
@@ -165,7 +164,7 @@ class SafetyChain:
         measurement is missing (nothing shows the cause has gone)."""
         blockers = ["estop: the e-stop input is still active"] if estop_input_active else []
         for g in self.guards:
-            if g is self.estop or not getattr(g, "latched_reason", ""):
+            if g is self.estop or not g.latched_reason:
                 continue
             if g is self.watchdog:
                 continue  # the reset drops the command; the watchdog then waits for a fresh one
