@@ -16,6 +16,7 @@ compressed with zstd, lz4 or not at all.
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -94,9 +95,9 @@ def _decompress(data: bytes, compression: str, size: int) -> bytes:
     if compression == "":
         return data
     if compression == "zstd":
-        try:
-            from compression import zstd  # Python 3.14
-        except ImportError:
+        if sys.version_info >= (3, 14):
+            from compression import zstd
+        else:
             from backports import zstd
         return zstd.decompress(data)
     if compression == "lz4":

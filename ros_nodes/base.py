@@ -28,7 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 import rclpy
-from rclpy.clock import Clock, ClockType
+from rclpy.clock import Clock
+from rclpy.clock_type import ClockType
+from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from sim2real.errors import ConfigError
@@ -353,7 +355,7 @@ def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) 
             node.autostart()
         if not received:
             rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
         # A signal's shutdown can catch the executor building its wait set (rclpy then

@@ -179,7 +179,7 @@ class InProcessGraph:
         if self.executor_kind == "multi":
             return MultiThreadedExecutor(num_threads=self.threads, context=self.context)
         if self.executor_kind == "events":
-            from rclpy.experimental import EventsExecutor
+            from rclpy.experimental.events_executor import EventsExecutor
 
             return EventsExecutor(context=self.context)
         return SingleThreadedExecutor(context=self.context)
@@ -201,7 +201,7 @@ class InProcessGraph:
             self.executor.shutdown(timeout_sec=2.0)
         # Let spin() return before the nodes go: destroying a node the spinning thread
         # still waits on raises InvalidHandle there.
-        if self._thread_alive():
+        if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout=2.0)
         for node in getattr(self, "nodes", {}).values():
             node.destroy_node()

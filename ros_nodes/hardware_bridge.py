@@ -41,7 +41,7 @@ from sim2real.ros_nodes.robots import robot_info
 from sim2real.ros_nodes.settings import HardwareBridgeSettings
 from sim2real.sim.core.errors import ConfigError
 
-STATUS_BITS = {bit.name.lower(): bit for bit in Status}
+STATUS_BITS = {str(bit.name).lower(): bit for bit in Status}
 
 
 class HardwareBridge(ManagedNode):
@@ -64,6 +64,7 @@ class HardwareBridge(ManagedNode):
         self._last_goal: tuple | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._status_timer: Any = None
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
@@ -105,7 +106,7 @@ class HardwareBridge(ManagedNode):
         if self._thread is not None:
             self._thread.join(timeout=2.0)
             self._thread = None
-        if getattr(self, "_status_timer", None) is not None:
+        if self._status_timer is not None:
             self.destroy_timer(self._status_timer)
             self._status_timer = None
 
@@ -128,10 +129,14 @@ class HardwareBridge(ManagedNode):
                 self._stop.wait(0.1)
 
     def _receive(self) -> None:
+        link = self.link
+        if link is None:  # unloaded while the loop starts: the loop ends with _stop
+            self._stop.wait(0.1)
+            return
         last_state = time.monotonic()
-        self.link.hello()
+        link.hello()
         while not self._stop.is_set():
-            packet = self.link.receive(timeout=min(self.state_timeout, 0.1))
+            packet = link.receive(timeout=min(self.state_timeout, 0.1))
             if packet is None or not isinstance(packet.payload, State):
                 if packet is not None:
                     self._on_mission(packet)
@@ -140,7 +145,7 @@ class HardwareBridge(ManagedNode):
                     # state stream stop and act on their own watchdogs meanwhile.
                     self.log_throttled("no_state", f"no state from the robot for {self.state_timeout:.2f} s; "
                                                    "sending HELLO", level="warning")
-                    self.link.hello()
+                    link.hello()
                     last_state = time.monotonic()
                 continue
             last_state = packet.received_at

@@ -1,3 +1,6 @@
+# launch and launch_ros come with a ROS 2 installation (there are no PyPI wheels), so
+# the type checker cannot resolve them here; only generate() imports them.
+# pyright: reportMissingImports=false
 """The deployment graph as a ROS 2 launch description, shared by every
 ``launch/<robot>.launch.py`` (each file is its robot's name and one call).
 
@@ -80,10 +83,9 @@ def generate(robot: str) -> Any:
     """The ``LaunchDescription`` of ``robot``'s graph (needs ``launch`` and ``launch_ros``)."""
     from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable, Shutdown
     from launch.conditions import LaunchConfigurationEquals
+    from launch.launch_description import LaunchDescription
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
-
-    from launch import LaunchDescription
 
     config = str(_config(robot))
 

@@ -41,7 +41,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from sim2real.policies.safety import PARAMS, SafetyState, command_space, make_chain, params_from_dict
+from sim2real.policies.safety import PARAMS, SafetyChain, SafetyState, command_space, make_chain, params_from_dict
 from sim2real.policies.safety.latch import LatchStore, default_latch_path
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.types import ChainOutput
@@ -72,7 +72,8 @@ class SafetyFilterNode(ManagedNode):
         """The safety limits may change while configured: :meth:`apply_live` rebuilds the chain."""
         self.declare_settings(PARAMS[robot])
         self.robot_name = robot
-        self.chain = None
+        self.chain: SafetyChain | None = None
+        """Built at the first configure and kept until the node is destroyed (latches too)."""
         self.state = SafetyState(now=0.0)
         self.stats: Counter[str] = Counter()
         self.max_change = 0.0
@@ -105,9 +106,10 @@ class SafetyFilterNode(ManagedNode):
         safety = self.params(self.limit_names)
         sources = [CommandSource(name, priority, float(self.param(f"{name}_hold"))) for name, priority, _ in SOURCES]
         previous = self.chain
-        self.chain = make_chain(self.space, params_from_dict(robot, safety), sources,
-                                estop=previous.estop if previous is not None else None)
-        self._restore_latches(previous)
+        chain = make_chain(self.space, params_from_dict(robot, safety), sources,
+                           estop=previous.estop if previous is not None else None)
+        self.chain = chain
+        self._restore_latches(previous, chain)
         self.joints = info.joints
         self.n_joints = info.safety_joints
         deadline = float(self.param("latency_deadline"))
@@ -120,8 +122,8 @@ class SafetyFilterNode(ManagedNode):
         self._msg = M.command_array(np.zeros(self.space.size), self.space.names)
         self.on_state = publish_on in ("state", "both")
         self.on_command = publish_on in ("command", "both")
-        self.get_logger().info(f"{robot} {mode}: guards {[g.name for g in self.chain.guards]}, "
-                               f"limits {[f.name for f in self.chain.limits]}; sources "
+        self.get_logger().info(f"{robot} {mode}: guards {[g.name for g in chain.guards]}, "
+                               f"limits {[f.name for f in chain.limits]}; sources "
                                + ", ".join(f"{t} ({n}, priority {p})" for n, p, t in SOURCES))
 
     def _subscribe(self, info: Any) -> None:
@@ -157,7 +159,7 @@ class SafetyFilterNode(ManagedNode):
         between two passes, carrying the e-stop, the sources' commands and the last output
         (so rate limits continue from it). Refused while the safe action runs: a landing
         or stand-down finishes under the limits it started with."""
-        chain = self.chain
+        chain = self.configured_chain()
         if chain.mode == "safe" or chain.latched():
             return "the safe action is running (or a latch is set): reset first, then change limits"
         values = self.params(self.limit_names)
@@ -177,29 +179,36 @@ class SafetyFilterNode(ManagedNode):
         self.chain = new
         return ""
 
-    def _restore_latches(self, previous: Any) -> None:
+    def configured_chain(self) -> SafetyChain:
+        """The chain; only callbacks made at configure call this, so it exists."""
+        if self.chain is None:
+            raise RuntimeError("the safety filter is not configured")
+        return self.chain
+
+    def _restore_latches(self, previous: SafetyChain | None, chain: SafetyChain) -> None:
         """Latches of the previous chain and of the latch file trip the new chain's e-stop."""
         path = self.param("latch_file") or str(default_latch_path(self.get_fully_qualified_name(), self.robot_name,
                                                                   self.context.get_domain_id()))
-        self.latch_store = LatchStore(path)
+        store = self.latch_store = LatchStore(path)
         carried = [r for r in (previous.latched() if previous is not None else []) if not r.startswith("estop:")]
-        stored = self.latch_store.load()
-        reasons = [r.removeprefix("estop: ") for r in dict.fromkeys(carried + stored)]
-        if reasons and not self.chain.estop.tripped:
+        reasons = [r.removeprefix("estop: ") for r in dict.fromkeys(carried + store.load())]
+        if reasons and not chain.estop.tripped:
             # One e-stop holds them all; its reason round-trips through the file unchanged.
-            self.chain.trip_estop("; ".join(reasons))
+            chain.trip_estop("; ".join(reasons))
         if reasons:
             self.get_logger().error(f"starting latched ({path}): {'; '.join(reasons)}; call ~/reset to clear")
-        self.chain.on_latch_change = self._persist_latches
-        self._persist_latches(self.chain.latched())
+        chain.on_latch_change = self._persist_latches
+        self._persist_latches(chain.latched())
 
     def _persist_latches(self, reasons: list[str]) -> None:
+        store = self.latch_store
+        if store is None:  # the store is made before the first chain can latch
+            raise RuntimeError("latches changed before the latch file was chosen")
         try:
-            self.latch_store.save(reasons)
+            store.save(reasons)
         except OSError as exc:  # the latch still holds in memory; a restart would lose it: say so loudly
             self.stats["latch_write_errors"] += 1
-            self.log_throttled("latch_write", f"cannot persist latches to {self.latch_store.path}: {exc}",
-                               level="error")
+            self.log_throttled("latch_write", f"cannot persist latches to {store.path}: {exc}", level="error")
 
     def start(self) -> None:
         # Checked every quarter period: with the 2-period timeout the safe action starts
@@ -316,7 +325,7 @@ class SafetyFilterNode(ManagedNode):
 
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.state.now = self.now_s()
-        done, names = self.chain.reset(self.state, self.estop_input_active)
+        done, names = self.configured_chain().reset(self.state, self.estop_input_active)
         if not done:
             self.get_logger().error(f"operator reset refused: {'; '.join(names)}")
             response.success, response.message = False, "refused: " + "; ".join(names)
@@ -334,9 +343,10 @@ class SafetyFilterNode(ManagedNode):
         return response
 
     def trip(self, reason: str) -> None:
-        if not self.chain.estop.tripped:
+        chain = self.configured_chain()
+        if not chain.estop.tripped:
             self.get_logger().error(f"E-STOP: {reason}")
-        self.chain.trip_estop(reason)
+        chain.trip_estop(reason)
         self._run(time.perf_counter())
 
     # -- output ----------------------------------------------------------------------------------------

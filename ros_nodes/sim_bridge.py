@@ -40,6 +40,15 @@ from sim2real.ros_nodes.settings import SimBridgeSettings
 from sim2real.ros_nodes.sim_robot import SimRobot
 
 
+def _measured(*values: np.ndarray | None) -> list[np.ndarray]:
+    """Measurements the robot's description says it has (a publisher exists for them):
+    a missing one is a bug in the simulated driver, not a reading to publish."""
+    present = [v for v in values if v is not None]
+    if len(present) != len(values):
+        raise RuntimeError("the simulated robot did not measure a field its description declares")
+    return present
+
+
 class SimBridge(ManagedNode):
     """Steps a :class:`~sim2real.ros_nodes.sim_robot.SimRobot` once per control period."""
 
@@ -63,9 +72,8 @@ class SimBridge(ManagedNode):
     def load(self) -> None:
         p = self.params()
         size = (int(p["image_width"]), int(p["image_height"])) if p["image_rate"] > 0 else (0, 0)
-        self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
-                              json.loads(p["task_options"] or "{}"), render_size=size)
-        r = self.robot
+        r = self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
+                                  json.loads(p["task_options"] or "{}"), render_size=size)
         self.space = r.space
         sensor = sensor_qos()
         self.pub_joints = self.create_publisher(JointState, "joint_states", sensor) if r.info.joints else None
@@ -106,13 +114,19 @@ class SimBridge(ManagedNode):
                 self.destroy_timer(t)
         self._timer = self._image_timer = self._status_timer = None
 
+    def configured_robot(self) -> SimRobot:
+        """The simulated robot; only code run after configure calls this, so it exists."""
+        if self.robot is None:
+            raise RuntimeError("the sim bridge is not configured")
+        return self.robot
+
     def summary(self) -> dict[str, Any]:
-        eps = self.robot.episodes
+        eps = self.robot.episodes if self.robot is not None else []
         return {"episodes": len(eps), "successes": sum(e.success for e in eps),
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
                 "commands_refused": self.commands_refused,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
-                "sim_time": round(self.robot.sim_time, 3),
+                "sim_time": round(self.robot.sim_time, 3) if self.robot is not None else 0.0,
                 **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
 
     def report(self) -> None:
@@ -137,18 +151,19 @@ class SimBridge(ManagedNode):
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = M.twist_arrays(msg)
-        self.robot.set_velocity_command(np.array([lin[0], lin[1], ang[2]]))
+        self.configured_robot().set_velocity_command(np.array([lin[0], lin[1], ang[2]]))
 
     def _on_deadline(self, event: Any) -> None:
         self.deadline_misses += 1
 
     # -- the loop ----------------------------------------------------------------------
     def _tick(self) -> None:
-        if not self.active:
+        if not self.active or self.robot is None:
             return
         t0 = time.perf_counter()
-        fresh = self.command is not None and time.monotonic() - self.command_time <= self.timeout
-        record = self.robot.step(self.command if fresh else self.robot.hold_command())
+        command = self.command
+        fresh = command is not None and time.monotonic() - self.command_time <= self.timeout
+        record = self.robot.step(command if command is not None and fresh else self.robot.hold_command())
         self.publish_state()
         if record is not None:
             self.pub_episode.publish(String(data=json.dumps(record.__dict__)))
@@ -159,17 +174,20 @@ class SimBridge(ManagedNode):
             self.overruns += 1
 
     def publish_state(self) -> None:
-        r = self.robot
+        r = self.configured_robot()
         m = r.measure()
         stamp = self.get_clock().now().to_msg()
         if self.pub_joints is not None:
-            self.pub_joints.publish(M.joint_state(r.info.joints, m.joint_pos, m.joint_vel, m.joint_effort, stamp))
-        if self.pub_odom is not None:
-            self.pub_odom.publish(M.odometry(m.base_pos, m.base_quat, m.base_lin_vel, m.base_ang_vel, stamp))
-            self.pub_imu.publish(M.imu(m.base_quat, m.base_ang_vel, r.linear_acceleration(), stamp))
-        if self.pub_ee is not None:
-            self.pub_ee.publish(M.pose_stamped(m.ee_pos, m.ee_quat, stamp))
-            self.pub_ee_d.publish(M.pose_stamped(m.ee_pos_desired, m.ee_quat_desired, stamp))
+            pos, vel = _measured(m.joint_pos, m.joint_vel)
+            self.pub_joints.publish(M.joint_state(r.info.joints, pos, vel, m.joint_effort, stamp))
+        if self.pub_odom is not None and self.pub_imu is not None:
+            pos, quat, lin_vel, ang_vel = _measured(m.base_pos, m.base_quat, m.base_lin_vel, m.base_ang_vel)
+            self.pub_odom.publish(M.odometry(pos, quat, lin_vel, ang_vel, stamp))
+            self.pub_imu.publish(M.imu(quat, ang_vel, r.linear_acceleration(), stamp))
+        if self.pub_ee is not None and self.pub_ee_d is not None:
+            pos, quat, pos_d, quat_d = _measured(m.ee_pos, m.ee_quat, m.ee_pos_desired, m.ee_quat_desired)
+            self.pub_ee.publish(M.pose_stamped(pos, quat, stamp))
+            self.pub_ee_d.publish(M.pose_stamped(pos_d, quat_d, stamp))
         clock = Clock()
         clock.clock = M.sec_to_stamp(r.sim_time)
         self.pub_clock.publish(clock)
@@ -186,7 +204,7 @@ class SimBridge(ManagedNode):
             self.pub_cmd_vel.publish(M.twist(np.r_[m.cmd_vel[:2], 0.0], np.r_[0.0, 0.0, m.cmd_vel[2]]))
 
     def _publish_image(self) -> None:
-        if not self.active:
+        if not self.active or self.robot is None or self.pub_image is None:
             return
         frame = self.robot.render()
         if frame is None:

@@ -14,9 +14,11 @@ import numpy as np
 
 from sim2real.policies.safety.spaces import CommandSpace, command_space
 from sim2real.ros_nodes.robots import Measurements, driver_mode, robot_info
+from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.frames import specific_force
 from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.quadruped.velocity import Velocity
 
 
 @dataclass
@@ -125,23 +127,30 @@ class SimRobot:
             out.base_lin_vel = d.qvel[0:3].copy()
             out.base_ang_vel = d.qvel[3:6].copy()
         if self.info.has_ee:
-            phys = self.env.engine.phys
-            out.ee_pos = np.asarray(self.task.ee_pos(phys)[0]).copy()
-            out.ee_quat = np.asarray(self.task.ee_quat(phys)[0]).copy()
-            mapper = self.task.mapper
+            arm, phys = self._arm(), self.env.engine.phys
+            out.ee_pos = np.asarray(arm.ee_pos(phys)[0]).copy()
+            out.ee_quat = np.asarray(arm.ee_quat(phys)[0]).copy()
+            mapper = arm.mapper
             out.ee_pos_desired = mapper.setpoint_pos[0].copy()
             out.ee_quat_desired = mapper.setpoint_quat[0].copy()
         goal = getattr(self.task, "target", getattr(self.task, "targets", None))  # drone / arm reach
         if goal is not None:
             out.goal = np.asarray(goal[0], dtype=np.float64).copy()
-        if hasattr(self.task, "command"):
-            out.cmd_vel = np.asarray(self.task.command[0], dtype=np.float64).copy()
+        command = getattr(self.task, "command", None)  # tasks commanded by a velocity
+        if command is not None:
+            out.cmd_vel = np.asarray(command[0], dtype=np.float64).copy()
         return out
+
+    def _arm(self) -> ArmTask:
+        """The task as an arm task (the robot's description says it has an end effector)."""
+        if not isinstance(self.task, ArmTask):
+            raise TypeError(f"{self.robot} declares an end effector but {type(self.task).__name__} is no arm task")
+        return self.task
 
     def set_velocity_command(self, cmd: np.ndarray) -> None:
         """Operator velocity command (quadruped tasks with a ``command`` block)."""
-        if hasattr(self.task, "command"):
-            self.task._set_commands(0, np.asarray(cmd, dtype=np.float64))
+        if isinstance(self.task, Velocity):
+            self.task.set_command(0, cmd)
 
     def linear_acceleration(self) -> np.ndarray:
         """Body-frame specific force over the last control period, as an IMU's

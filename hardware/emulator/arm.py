@@ -45,6 +45,7 @@ from sim2real.hardware.arm_protocol import (
 from sim2real.hardware.emulator.arm_units import arm_command_units
 from sim2real.hardware.emulator.control_lease import ControlLease
 from sim2real.sim.arm import constants as ARM
+from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY
@@ -98,7 +99,10 @@ class ArmEmulator:
         self.mode = mode_from_name(cfg.action_mode)
         self.units = arm_command_units(self.mode)
         self.env = SimEnv(REGISTRY.get(cfg.task), action_mode=cfg.action_mode, dr=cfg.dr, seed=cfg.seed)
-        self.task = self.env.task
+        task = self.env.task
+        if not isinstance(task, ArmTask):
+            raise ConfigError("task", f"{cfg.task} is not an arm task")
+        self.task = task
         self.control_dt = float(self.task.control_dt)
         model = self.env.model
         joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in JOINT_NAMES]
@@ -261,6 +265,8 @@ class ArmEmulator:
         self._send(encode(mission, self._mission_sequence, stamp))
 
     def _send(self, data: bytes) -> None:
+        if self.peer is None:  # nobody in control: nobody to answer
+            return
         try:
             self.sock.sendto(data, self.peer)
         except OSError:  # the host went away: keep controlling (holding), it may come back

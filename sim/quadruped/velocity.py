@@ -98,6 +98,11 @@ class Velocity(QuadrupedTask):
     def _resample_time(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.resample_seconds * rng.uniform(0.8, 1.2, n)
 
+    def set_command(self, env_id: int, command: np.ndarray) -> None:
+        """An operator's velocity command ``(vx, vy, yaw rate)`` for environment ``env_id``
+        (it holds until the next resampling)."""
+        self._set_commands(env_id, np.asarray(command, dtype=np.float64))
+
     def _set_commands(self, ids: np.ndarray | int, commands: np.ndarray) -> None:
         self.command[ids] = commands
         self.moving[ids] = (np.abs(commands) > MOVING_THRESHOLD).any(axis=-1)
