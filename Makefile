@@ -66,7 +66,7 @@ typings/.stamp: $(STAMP) tools/typing_stubs.py
 
 lint: venv typings/.stamp
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/basedpyright
+	$(VENV)/bin/basedpyright -p pyproject.toml
 
 demo: venv
 	$(VENV)/bin/sim2real demo --out reports/demo
