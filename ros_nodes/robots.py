@@ -10,6 +10,7 @@ deployed observation cannot drift from the simulated one.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +18,14 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.arm import constants as ARM
+from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY
 from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.quadruped import constants as QUAD
+from sim2real.sim.quadruped.base import QuadrupedTask
+from sim2real.sim.quadruped.velocity import Velocity
 
 
 @dataclass(frozen=True)
@@ -78,12 +83,32 @@ def driver_mode(robot: str, action_mode: str, options: dict[str, Any]) -> tuple[
     return action_mode, options
 
 
+TASK_CLASSES: dict[str, type[Task]] = {"arm": ArmTask, "quadruped": QuadrupedTask, "drone": DroneTask}
+"""The task base class of each robot: what :class:`ObservationBuilder` writes into."""
+
+_DEPLOY_MODELS: weakref.WeakKeyDictionary[Task, mujoco.MjModel] = weakref.WeakKeyDictionary()
+"""The model :func:`make_task` built for each task it made (forgotten with the task)."""
+
+
 def make_task(task: str, action_mode: str, options: dict[str, Any] | None = None) -> Task:
-    """One-environment task instance with its model built (sizes, sensor slices)."""
+    """One-environment task instance with its model built (sizes, sensor slices);
+    :func:`deploy_model` returns that model."""
     task_cls = REGISTRY.get(task)
     instance = task_cls(num_envs=1, action_mode=action_mode, **(options or {}))
-    instance.model_for_deploy = instance.build_model()  # type: ignore[attr-defined]
+    _DEPLOY_MODELS[instance] = instance.build_model()
     return instance
+
+
+def deploy_model(task: Task) -> mujoco.MjModel:
+    """The model :func:`make_task` built for ``task`` (a task's model is built once).
+
+    Raises:
+        RuntimeError: ``task`` was not made by :func:`make_task`.
+    """
+    model = _DEPLOY_MODELS.get(task)
+    if model is None:
+        raise RuntimeError(f"{task.robot}/{task.name}: make the task with make_task(), which builds its model")
+    return model
 
 
 @dataclass
@@ -142,6 +167,8 @@ class ObservationBuilder:
     """
 
     def __init__(self, robot: str, task: Task, last_action_size: int) -> None:
+        if not isinstance(task, TASK_CLASSES[robot]):
+            raise ConfigError("task", f"{task.robot}/{task.name} is not a {robot} task")
         unknown = [b for b, _ in task.observation_layout() if b not in ROS_OBSERVABLE[robot]]
         if unknown:
             raise ConfigError(
@@ -151,7 +178,7 @@ class ObservationBuilder:
             )
         self.robot = robot
         self.task = task
-        model: mujoco.MjModel = task.model_for_deploy  # type: ignore[attr-defined]
+        model = deploy_model(task)
         self.model = model
         self.layout = task.observation_layout()
         self.obs_size = sum(n for _, n in self.layout)
@@ -202,27 +229,30 @@ class ObservationBuilder:
 
     def _fill_arm(self, m: Measurements) -> None:
         p, t = self.phys, self.task
+        assert isinstance(t, ArmTask)  # checked in __init__
         p.qpos[0, :9] = m.joint_pos
         p.qvel[0, :9] = m.joint_vel
         p.sensordata[0, self._sensor["ee_pos"]] = m.ee_pos
         p.sensordata[0, self._sensor["ee_quat"]] = m.ee_quat
         if self._target_mocap is not None and m.goal is not None:
             p.mocap_pos[0, self._target_mocap] = m.goal
-        mapper = t.mapper  # type: ignore[attr-defined]
+        mapper = t.mapper
         mapper.setpoint_pos[0] = m.ee_pos_desired
         mapper.setpoint_quat[0] = m.ee_quat_desired
 
     def _fill_quadruped(self, m: Measurements) -> None:
         p, t = self.phys, self.task
+        assert isinstance(t, QuadrupedTask)  # checked in __init__
         p.qpos[0, 0:3], p.qpos[0, 3:7], p.qpos[0, 7:19] = m.base_pos, m.base_quat, m.joint_pos
         p.qvel[0, 0:3], p.qvel[0, 3:6], p.qvel[0, 6:18] = m.base_lin_vel, m.base_ang_vel, m.joint_vel
-        t.last_action[0] = p.last_action[0]  # type: ignore[attr-defined]
-        if m.cmd_vel is not None and hasattr(t, "command"):
-            t.command[0] = m.cmd_vel  # type: ignore[attr-defined]
+        t.last_action[0] = p.last_action[0]
+        if m.cmd_vel is not None and isinstance(t, Velocity):  # the tasks that follow a velocity command
+            t.command[0] = m.cmd_vel
 
     def _fill_drone(self, m: Measurements) -> None:
         p, t = self.phys, self.task
+        assert isinstance(t, DroneTask)  # checked in __init__
         p.qpos[0, 0:3], p.qpos[0, 3:7] = m.base_pos, m.base_quat
         p.qvel[0, 0:3], p.qvel[0, 3:6] = m.base_lin_vel, m.base_ang_vel
         if m.goal is not None:
-            t.target[0] = m.goal  # type: ignore[attr-defined]
+            t.target[0] = m.goal

@@ -139,6 +139,22 @@ def test_observations_without_a_topic_source_are_refused(robot: str, task_name: 
         ObservationBuilder(robot, task, sum(n for _, n in task.action_layout()))
 
 
+def test_a_task_of_another_robot_is_refused() -> None:
+    """Fail closed: the builder writes measurements into the robot's own task type."""
+    from sim2real.sim.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="is not a quadruped task"):
+        ObservationBuilder("quadruped", make_task("ArmReach", "ee_delta"), 7)
+
+
+def test_a_task_without_its_deploy_model_is_refused() -> None:
+    from sim2real.sim.core.registry import REGISTRY
+
+    task = REGISTRY.get("DroneHover")(num_envs=1)
+    with pytest.raises(RuntimeError, match="make_task"):
+        ObservationBuilder("drone", task, 4)
+
+
 def test_restart_forgets_the_observation_history() -> None:
     """A re-activated node starts a fresh history instead of one from before its pause."""
     opts = {"history_steps": 2}
