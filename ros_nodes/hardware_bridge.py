@@ -138,8 +138,8 @@ class HardwareBridge(ManagedNode):
         while not self._stop.is_set():
             packet = link.receive(timeout=min(self.state_timeout, 0.1))
             if packet is None or not isinstance(packet.payload, State):
-                if packet is not None:
-                    self._on_mission(packet)
+                if packet is not None and isinstance(packet.payload, Mission):
+                    self._on_mission(packet.payload)
                 if time.monotonic() - last_state > self.state_timeout:
                     # No state: (re)announce ourselves; the policy and the safety filter see the
                     # state stream stop and act on their own watchdogs meanwhile.
@@ -149,10 +149,10 @@ class HardwareBridge(ManagedNode):
                     last_state = time.monotonic()
                 continue
             last_state = packet.received_at
-            self._on_state(packet)
+            self._on_state(packet, packet.payload)
 
-    def _on_state(self, packet: Received) -> None:
-        s: State = packet.payload  # type: ignore[assignment]
+    def _on_state(self, packet: Received, s: State) -> None:
+        """``s``: the packet's payload."""
         self.state_sequence, self._state_arrival = packet.header.sequence, packet.received_at
         self.robot_status = s.status
         for name, bit in STATUS_BITS.items():
@@ -164,8 +164,7 @@ class HardwareBridge(ManagedNode):
         self.pub_ee.publish(M.pose_stamped(s.ee_pos, s.ee_quat, stamp))
         self.pub_ee_d.publish(M.pose_stamped(s.ee_pos_desired, s.ee_quat_desired, stamp))
 
-    def _on_mission(self, packet: Received) -> None:
-        m: Mission = packet.payload  # type: ignore[assignment]
+    def _on_mission(self, m: Mission) -> None:
         if m.episodes > self.episodes:
             self.pub_episode.publish(String(data=json.dumps({"episodes": m.episodes, "successes": m.successes})))
         self.episodes, self.successes = m.episodes, m.successes
