@@ -18,6 +18,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sim2real.policies.algorithms import AlgorithmSpec
 from sim2real.policies.errors import CorruptCheckpointError
+from sim2real.sim.core.engine import Engine
+from sim2real.sim.core.vec_env import BatchedVecEnv
 
 
 def obs_rms(vecnorm: VecNormalize) -> RunningMeanStd | None:
@@ -38,9 +40,12 @@ def obs_statistics(vecnorm: VecNormalize) -> tuple[np.ndarray, np.ndarray] | Non
     return None if rms is None else (rms.mean, rms.var)
 
 
-def engine_of(vecnorm: VecNormalize) -> Any:
+def engine_of(vecnorm: VecNormalize) -> Engine:
     """The simulation engine under the normalization wrapper."""
-    return vecnorm.venv.engine  # type: ignore[attr-defined]
+    base = vecnorm.venv.unwrapped if vecnorm.venv is not None else None  # through reward wrappers
+    if not isinstance(base, BatchedVecEnv):
+        raise TypeError(f"expected the simulator's batched envs under VecNormalize, got {type(base).__name__}")
+    return base.engine
 
 
 def writers(

@@ -139,7 +139,7 @@ class PPOLagrangian(LagrangeMultiplier, AdaptivePPO):
                 booked[idx] += self.cost_gamma * float(self._cost_values(np.asarray(terminal)[None])[0])
         self._rollout_costs.append(booked)
 
-    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps) -> bool:  # type: ignore[override]
+    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps) -> bool:
         self._rollout_costs = []
         if len(self._running_cost) != env.num_envs:
             self._running_cost = np.zeros(env.num_envs)

@@ -36,7 +36,7 @@ class CostReplayBuffer(ReplayBuffer):
         self.costs = np.zeros((self.buffer_size, self.n_envs), dtype=np.float32)
         self.lagrange_multiplier = 0.0
 
-    def add(self, obs, next_obs, action, reward, done, infos: list[dict[str, Any]]) -> None:  # type: ignore[override]
+    def add(self, obs, next_obs, action, reward, done, infos: list[dict[str, Any]]) -> None:
         cost = np.array([float(i.get("metrics", {}).get(self.cost_metric, 0.0)) for i in infos], dtype=np.float32)
         if not np.all(np.isfinite(cost)):
             raise ValueError(f"non-finite cost {self.cost_metric!r} in a training step")
@@ -121,7 +121,8 @@ class SACLagrangian(LagrangeMultiplier, SAC):
             self.update_multiplier(cost)
             self._next_lambda_update = self.num_timesteps + self.lambda_every
             self.logger.record("rollout/ep_cost_mean", cost)
-        self.replay_buffer.lagrange_multiplier = self.lagrange_multiplier  # type: ignore[union-attr]
+        if isinstance(self.replay_buffer, CostReplayBuffer):  # always, once set up (__init__ sets the class)
+            self.replay_buffer.lagrange_multiplier = self.lagrange_multiplier
         self.logger.record("train/lagrange_multiplier", self.lagrange_multiplier)
         super().train(gradient_steps, batch_size)
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from sim2real.policies.safety.base import SafetyFilter, as_vector
 from sim2real.policies.safety.fallback import Fallback
-from sim2real.policies.safety.guards import EStop, Watchdog
+from sim2real.policies.safety.guards import EStop, Guard, Watchdog
 from sim2real.policies.safety.limits import BoxLimit
 from sim2real.policies.safety.mux import CommandMux, CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
@@ -164,12 +164,12 @@ class SafetyChain:
         measurement is missing (nothing shows the cause has gone)."""
         blockers = ["estop: the e-stop input is still active"] if estop_input_active else []
         for g in self.guards:
-            if g is self.estop or not g.latched_reason:
-                continue
+            if g is self.estop or not isinstance(g, Guard) or not g.latched_reason:
+                continue  # only guards latch
             if g is self.watchdog:
                 continue  # the reset drops the command; the watchdog then waits for a fresh one
             try:
-                cause = g.check(state)  # type: ignore[attr-defined]
+                cause = g.check(state)
             except Exception as exc:
                 cause = f"check failed: {type(exc).__name__}"
             if cause:

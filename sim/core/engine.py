@@ -339,7 +339,9 @@ class Engine:
         due = (self.step_count % self._push_every) == 0
         if not due.any():
             return
-        lo, hi = self.task.push_dofs  # type: ignore[misc]
+        if self.task.push_dofs is None:  # _push_every is 0 then: never reached
+            return
+        lo, hi = self.task.push_dofs
         ids = np.flatnonzero(due)
         mag = self.dr.push_velocity.sample(self.rng, len(ids))
         direction = self.rng.normal(size=(len(ids), hi - lo))

@@ -163,8 +163,8 @@ def coerce(value: Any, tp: Any, path: str, validate: bool = True) -> Any:
             for i, v in enumerate(out if isinstance(out, (list, tuple)) else [out]):
                 bounds.check(v, f"{path}[{i}]" if isinstance(out, (list, tuple)) else path)
         return out
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value if value is not None else {}, path + ".", validate)  # type: ignore[arg-type]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return from_dict(tp, value if value is not None else {}, path + ".", validate)
     if origin is Literal:
         choices = typing.get_args(tp)
         if value not in choices or isinstance(value, bool) != isinstance(choices[0], bool):
