@@ -25,7 +25,7 @@ from sim2real.ros_nodes.graph import (
     merge,
     sections,
 )
-from sim2real.ros_nodes.robots import robot_info
+from sim2real.sim import robot_deployment
 from sim2real.sim.core.errors import ConfigError
 
 BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
@@ -33,7 +33,7 @@ BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
 
 def default_policy(robot: str) -> str:
     """The shipped baseline of the robot's deployment task when present, else ``classical``."""
-    path = BASELINES / robot_info(robot).task / "policy.onnx"
+    path = BASELINES / robot_deployment(robot).task / "policy.onnx"
     return str(path) if path.is_file() else "classical"
 
 

@@ -37,8 +37,8 @@ from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
-from sim2real.ros_nodes.robots import robot_info
 from sim2real.ros_nodes.settings import HardwareBridgeSettings
+from sim2real.sim import robot_deployment
 from sim2real.sim.core.errors import ConfigError
 
 STATUS_BITS = {str(bit.name).lower(): bit for bit in Status}
@@ -71,7 +71,7 @@ class HardwareBridge(ManagedNode):
         p = self.params()
         if p["robot"] != "arm":
             raise ConfigError("robot", f"the hardware bridge speaks the arm protocol only, not {p['robot']!r}")
-        self.info = robot_info("arm")
+        self.info = robot_deployment("arm")
         self.space = command_space("arm", p["action_mode"])
         self.link = ArmLink((p["robot_address"], int(p["robot_port"])), mode_from_name(p["action_mode"]),
                             local=(p["local_address"], int(p["local_port"])))

@@ -27,33 +27,25 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from sim2real.policies.classical import controller_for
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos
-from sim2real.ros_nodes.robots import Measurements, ObservationBuilder, make_task, required_topics, robot_info
+from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.settings import PolicySettings
+from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.task import Task
 
 
 class ClassicalPolicy:
     """The robot's classical controller behind the policy interface (``obs -> action``)."""
 
-    def __init__(self, robot: str, task: Any) -> None:
-        layout = task.observation_layout()
-        if robot == "arm":
-            from sim2real.policies.classical.arm import ArmCartesianController
-
-            self.controller = ArmCartesianController.for_task(task)
-        elif robot == "quadruped":
-            from sim2real.policies.classical.quadruped import StandController
-
-            self.controller = StandController(layout, action_scale=task.action_scale, control_dt=task.control_dt)
-        else:
-            from sim2real.policies.classical.drone import CascadedPID
-
-            self.controller = CascadedPID(num_envs=1, observation_layout=layout, dt=task.control_dt)
+    def __init__(self, task: Task) -> None:
+        self.controller = controller_for(task)
         self.control_dt = float(task.control_dt)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -79,12 +71,12 @@ class PolicyNode(ManagedNode):
     def load(self) -> None:
         p = self.params()
         robot = p["robot"]
-        info = robot_info(robot)
+        info = robot_deployment(robot)
         if p["policy"] in ("", "classical"):
             task_name, mode = p["task"] or info.task, p["action_mode"] or info.action_mode
             options = json.loads(p["task_options"] or "{}")
             self.task = make_task(task_name, mode, options)
-            self.runner: Any = ClassicalPolicy(robot, self.task)
+            self.runner: Any = ClassicalPolicy(self.task)
             source = f"classical controller for {task_name}"
         else:
             from sim2real.policies.deploy import OnnxPolicy
@@ -108,7 +100,7 @@ class PolicyNode(ManagedNode):
         self.robot = robot
         self.joints = info.joints
         self.builder = ObservationBuilder(robot, self.task, action_size)
-        self.required = required_topics(robot, self.task)
+        self.required = info.state_topics()
         rate = p["control_rate"] or 1.0 / float(self.task.control_dt)
         self.period = 1.0 / rate
         self.max_age = p["max_state_age_periods"] * self.period

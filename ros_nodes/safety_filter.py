@@ -49,8 +49,8 @@ from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
-from sim2real.ros_nodes.robots import robot_info
 from sim2real.ros_nodes.settings import SafetyFilterSettings
+from sim2real.sim import robot_deployment
 
 SOURCES = (("policy", 10, "raw_command"), ("twist", 50, "command_twist"), ("teleop", 100, "teleop_command"))
 """(source, priority, topic) of every command input, lowest priority first."""
@@ -66,7 +66,7 @@ class SafetyFilterNode(ManagedNode):
         # The safety parameters depend on the robot: declare them once `robot` is known
         # (declaring applies the overrides from the parameter file or the command line).
         robot = str(self.param("robot"))
-        robot_info(robot)
+        robot_deployment(robot)
         self.limit_names = [f.name for f in fields(PARAMS[robot])]
         self.live_parameters = frozenset(self.limit_names)
         """The safety limits may change while configured: :meth:`apply_live` rebuilds the chain."""
@@ -100,7 +100,7 @@ class SafetyFilterNode(ManagedNode):
         robot = self.param("robot")
         if robot != self.robot_name:
             raise ValueError(f"parameter robot={robot!r} but the node was built for {self.robot_name!r}")
-        info = robot_info(robot)
+        info = robot_deployment(robot)
         mode = self.param("action_mode") or info.action_mode
         self.space = command_space(robot, mode, self.param("action_scale") or None)
         safety = self.params(self.limit_names)

@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from sim2real.policies.safety.spaces import CommandSpace, command_space
-from sim2real.ros_nodes.robots import Measurements, driver_mode, robot_info
-from sim2real.sim.arm.base import ArmTask
+from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.frames import specific_force
 from sim2real.sim.core.registry import REGISTRY
@@ -45,11 +44,11 @@ class SimRobot:
 
     def __init__(self, robot: str, task: str = "", action_mode: str = "", dr: str = "none", seed: int = 0,
                  task_options: dict[str, Any] | None = None, render_size: tuple[int, int] = (0, 0)) -> None:
-        info = robot_info(robot)
+        info = robot_deployment(robot)
         self.robot = robot
         self.info = info
         self.task_name = task or info.task
-        mode, options = driver_mode(robot, action_mode or info.action_mode, task_options or {})
+        mode, options = info.driver_mode(action_mode or info.action_mode, task_options or {})
         kwargs: dict[str, Any] = {}
         if render_size[0] > 0:
             kwargs = {"render_mode": "rgb_array", "width": render_size[0], "height": render_size[1]}
@@ -65,9 +64,7 @@ class SimRobot:
         """Each task metric summed over every step of the run (all episodes)."""
         self._last_info: dict[str, Any] = {}
         self._previous_base_vel: np.ndarray | None = None
-        self._jnt = [mujoco.mj_name2id(self.env.model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in info.joints]
-        self._qadr = np.array([self.env.model.jnt_qposadr[j] for j in self._jnt], dtype=int)
-        self._vadr = np.array([self.env.model.jnt_dofadr[j] for j in self._jnt], dtype=int)
+        self._read = info.state_reader(self.task, self.env.model)
         _, reset_info = self.env.reset(seed=seed)
         self.task_state: dict[str, Any] = reset_info.get("task", {})
 
@@ -75,7 +72,7 @@ class SimRobot:
     def hold_command(self) -> np.ndarray:
         """What the driver applies with no (fresh) command: zero motion for the arm and the
         quadruped (hold setpoint / default pose), motors off for the drone."""
-        if self.robot == "drone":
+        if self.info.motors_off_without_command:
             return np.zeros(self.space.size)
         return self.space.hold.copy()
 
@@ -115,37 +112,7 @@ class SimRobot:
     # -- read-out ----------------------------------------------------------------------
     def measure(self) -> Measurements:
         """What the robot's driver publishes now."""
-        d = self.env.data
-        out = Measurements()
-        if self.info.joints:
-            out.joint_pos = d.qpos[self._qadr].copy()
-            out.joint_vel = d.qvel[self._vadr].copy()
-            out.joint_effort = d.qfrc_actuator[self._vadr].copy()
-        if self.info.floating_base:
-            out.base_pos = d.qpos[0:3].copy()
-            out.base_quat = d.qpos[3:7].copy()
-            out.base_lin_vel = d.qvel[0:3].copy()
-            out.base_ang_vel = d.qvel[3:6].copy()
-        if self.info.has_ee:
-            arm, phys = self._arm(), self.env.engine.phys
-            out.ee_pos = np.asarray(arm.ee_pos(phys)[0]).copy()
-            out.ee_quat = np.asarray(arm.ee_quat(phys)[0]).copy()
-            mapper = arm.mapper
-            out.ee_pos_desired = mapper.setpoint_pos[0].copy()
-            out.ee_quat_desired = mapper.setpoint_quat[0].copy()
-        goal = getattr(self.task, "target", getattr(self.task, "targets", None))  # drone / arm reach
-        if goal is not None:
-            out.goal = np.asarray(goal[0], dtype=np.float64).copy()
-        command = getattr(self.task, "command", None)  # tasks commanded by a velocity
-        if command is not None:
-            out.cmd_vel = np.asarray(command[0], dtype=np.float64).copy()
-        return out
-
-    def _arm(self) -> ArmTask:
-        """The task as an arm task (the robot's description says it has an end effector)."""
-        if not isinstance(self.task, ArmTask):
-            raise TypeError(f"{self.robot} declares an end effector but {type(self.task).__name__} is no arm task")
-        return self.task
+        return self._read(self.env.data, self.env.engine.phys)
 
     def set_velocity_command(self, cmd: np.ndarray) -> None:
         """Operator velocity command (quadruped tasks with a ``command`` block)."""

@@ -10,10 +10,23 @@ import functools
 import gymnasium as gym
 
 from sim2real.sim import arm, drone, quadruped
+from sim2real.sim.core.deployment import RobotDeployment
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY, gym_id, make, make_vec
 
 # The explicit registry: one line per robot package; each package lists its tasks.
 ROBOTS = {"arm": arm, "quadruped": quadruped, "drone": drone}
+
+
+def robot_deployment(robot: str) -> RobotDeployment:
+    """What deploying ``robot`` needs to know of it (its package's ``DEPLOYMENT``).
+
+    Raises:
+        ConfigError: unknown robot.
+    """
+    if robot not in ROBOTS:
+        raise ConfigError("robot", f"unknown robot {robot!r}; choose one of {sorted(ROBOTS)}")
+    return ROBOTS[robot].DEPLOYMENT
 
 
 def _register_all() -> None:
@@ -29,4 +42,4 @@ def _register_all() -> None:
 
 _register_all()
 
-__all__ = ["REGISTRY", "ROBOTS", "make", "make_vec"]
+__all__ = ["REGISTRY", "ROBOTS", "make", "make_vec", "robot_deployment"]

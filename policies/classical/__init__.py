@@ -1,1 +1,43 @@
-"""Classical controllers: the demo's baselines and scripted operators for HIL RL."""
+"""Classical controllers: the demo's baselines, the deployment's fallback policy, the
+reward datasets' behaviour policy and scripted operators for HIL RL.
+
+Each robot's module has ``controller_for(task, num_envs)``; :func:`controller_for` asks
+the task's robot for it (one registration line per robot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from sim2real.policies.classical import arm, drone, quadruped
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.task import Task
+
+
+class Controller(Protocol):
+    """A batched controller: observations ``[B, O]`` -> actions ``[B, A]`` in [-1, 1]."""
+
+    def reset(self, env_ids: Any = None) -> None: ...
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+CONTROLLERS: dict[str, Callable[[Task, int], Controller]] = {
+    "arm": arm.controller_for,
+    "quadruped": quadruped.controller_for,
+    "drone": drone.controller_for,
+}
+
+
+def controller_for(task: Task, num_envs: int = 1) -> Controller:
+    """The classical controller of ``task``'s robot, for ``num_envs`` environments.
+
+    Raises:
+        ConfigError: the robot has none, or none for the task's action mode.
+    """
+    if task.robot not in CONTROLLERS:
+        raise ConfigError("policy", f"no classical controller for robot {task.robot!r}")
+    return CONTROLLERS[task.robot](task, num_envs)

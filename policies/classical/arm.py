@@ -169,3 +169,15 @@ def _saturate(v: np.ndarray, limit: float | np.ndarray) -> np.ndarray:
     """Scale rows of ``v`` so their norm is at most ``limit`` (keeps the direction)."""
     norm = np.linalg.norm(v, axis=1, keepdims=True)
     return v * np.minimum(1.0, limit / np.maximum(norm, 1e-12))
+
+
+def controller_for(task: Task, num_envs: int = 1) -> ArmCartesianController:
+    """The arm's classical controller for ``task`` (Cartesian action modes).
+
+    Raises:
+        ConfigError: a joint-space action mode.
+    """
+    if task.action_mode not in ("ee_delta", "ee_impedance"):
+        raise ConfigError("action_mode", f"the arm's classical controller acts in ee_delta or ee_impedance, "
+                                         f"not {task.action_mode!r}")
+    return ArmCartesianController.for_task(task)

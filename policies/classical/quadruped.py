@@ -16,8 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.layout import layout_slices
+from sim2real.sim.core.task import Task
 from sim2real.sim.quadruped import constants as c
+from sim2real.sim.quadruped.base import QuadrupedTask
 from sim2real.sim.quadruped.constants import static_knee_offset
 from sim2real.sim.quadruped.gait import TrotReference, leg_ik
 
@@ -141,3 +144,18 @@ class TrotGait:
         offsets = self.reference.joint_offsets(self.command)
         self.reference.advance(self.dt, np.ones(self.num_envs, dtype=bool))
         return np.clip(offsets / self.action_scale, -1.0, 1.0)
+
+
+def controller_for(task: Task, num_envs: int = 1) -> StandController:
+    """The quadruped's classical controller for ``task``: the PD stand, with the task's
+    action scale and control period.
+
+    Raises:
+        ConfigError: a mode other than ``joint_pos`` (in ``gait_residual`` a zero action
+            is the trot, not a stand).
+    """
+    if not isinstance(task, QuadrupedTask) or task.action_mode != "joint_pos":
+        raise ConfigError("action_mode", f"the quadruped's stand controller acts in joint_pos, not "
+                                         f"{task.robot} {task.action_mode!r}")
+    return StandController(task.observation_layout(), num_envs=num_envs, action_scale=task.action_scale,
+                           control_dt=float(task.control_dt))

@@ -76,21 +76,14 @@ def default_camera(task_cls: type) -> str | None:
 
 
 def behaviour_controller(venv: Any) -> Any | None:
-    """The task's classical controller, if it has one (else pure random actions)."""
-    task = venv.task
-    if task.robot == "arm" and task.action_mode in ("ee_delta", "ee_impedance"):
-        from sim2real.policies.classical.arm import ArmCartesianController
+    """The task's classical controller, if it has one for its action mode (else pure
+    random actions)."""
+    from sim2real.policies.classical import controller_for
 
-        return ArmCartesianController.for_task(task)
-    if task.robot == "drone" and task.action_mode == "ctbr":
-        from sim2real.policies.classical.drone import CascadedPID
-
-        return CascadedPID(num_envs=venv.num_envs, observation_layout=task.observation_layout())
-    if task.robot == "quadruped":
-        from sim2real.policies.classical.quadruped import StandController
-
-        return StandController(task.observation_layout(), num_envs=venv.num_envs)
-    return None
+    try:
+        return controller_for(venv.task, venv.num_envs)
+    except ConfigError:
+        return None
 
 
 def decoy_points(venv: Any, rng: np.random.Generator, n: int) -> np.ndarray | None:

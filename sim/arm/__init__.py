@@ -6,6 +6,7 @@ Public API: the task classes below, ``ArmTask`` (``base``), ``ArmRandomization``
 ``load_arm_spec`` / ``ACTION_MODES`` (``model``). See docs/robots/arm.md.
 """
 
+from sim2real.sim.arm.deployment import ArmDeployment
 from sim2real.sim.arm.maze import ArmMaze
 from sim2real.sim.arm.peg_insert import ArmPegInsert
 from sim2real.sim.arm.push import ArmPush
@@ -18,3 +19,6 @@ TASKS: list[type[Task]] = [
     ArmPegInsert,
     ArmMaze,
 ]
+
+DEPLOYMENT = ArmDeployment()
+"""What deploying the arm needs to know of it (``deployment.py``)."""

@@ -1,6 +1,7 @@
 """The drone robot: a Crazyflie-2.x-scale quadrotor, its tasks and randomization."""
 
 from sim2real.sim.core.task import Task
+from sim2real.sim.drone.deployment import DroneDeployment
 from sim2real.sim.drone.gates import Gates
 from sim2real.sim.drone.hover import Hover
 from sim2real.sim.drone.waypoints import Waypoints
@@ -10,3 +11,6 @@ TASKS: list[type[Task]] = [
     Waypoints,
     Gates,
 ]
+
+DEPLOYMENT = DroneDeployment()
+"""What deploying the drone needs to know of it (``deployment.py``)."""

@@ -2,6 +2,7 @@
 randomization."""
 
 from sim2real.sim.core.task import Task
+from sim2real.sim.quadruped.deployment import QuadrupedDeployment
 from sim2real.sim.quadruped.velocity import Velocity
 from sim2real.sim.quadruped.velocity_rough import VelocityRough
 from sim2real.sim.quadruped.waypoints import Waypoints
@@ -11,3 +12,6 @@ TASKS: list[type[Task]] = [
     VelocityRough,
     Waypoints,
 ]
+
+DEPLOYMENT = QuadrupedDeployment()
+"""What deploying the quadruped needs to know of it (``deployment.py``)."""

@@ -94,7 +94,7 @@ class Driver:
 
         from sim2real.ros_nodes import messages as M
         from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
-        from sim2real.ros_nodes.robots import robot_info
+        from sim2real.sim import robot_deployment
         from sim2real.sim.arm import constants as ARM
 
         self.M = M
@@ -107,7 +107,7 @@ class Driver:
         self.node.create_subscription(answer_type, "command", self._on_answer, command_qos())
         self.node.create_subscription(DiagnosticArray, "diagnostics", self._on_diag, status_qos())
         self.reset_client = self.node.create_client(Trigger, f"/{self.target}/reset_stats")
-        self.names = robot_info("arm").joints
+        self.names = robot_deployment("arm").joints
         self.q = np.r_[ARM.HOME_QPOS, 0.02, 0.02]
         self.answers = 0
         self.report: tuple[float, dict[str, str]] | None = None

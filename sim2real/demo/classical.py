@@ -6,38 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-
-class Controller(Protocol):
-    def reset(self, env_ids: Any = None) -> None: ...
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
+if TYPE_CHECKING:
+    from sim2real.policies.classical import Controller
 
 
-def _arm_cartesian(task: Any) -> Controller:
-    from sim2real.policies.classical.arm import ArmCartesianController
+def _classical(task: Any) -> Controller:
+    """The robot's own classical controller for the task (imported when a case runs)."""
+    from sim2real.policies.classical import controller_for
 
-    return ArmCartesianController.for_task(task)
-
-
-def _quadruped_stand(task: Any) -> Controller:
-    from sim2real.policies.classical.quadruped import StandController
-
-    return StandController(task.observation_layout(), num_envs=1)
+    return controller_for(task)
 
 
 def _quadruped_trot(task: Any) -> Controller:
     from sim2real.policies.classical.quadruped import TrotGait
 
     return TrotGait(num_envs=1, speed=0.4)
-
-
-def _drone_pid(task: Any) -> Controller:
-    from sim2real.policies.classical.drone import CascadedPID
-
-    return CascadedPID(num_envs=1, observation_layout=task.observation_layout())
 
 
 @dataclass(frozen=True)
@@ -57,7 +44,7 @@ DEMO_CASES: list[DemoCase] = [
         "arm",
         "ArmReach",
         "operational-space reaching",
-        _arm_cartesian,
+        _classical,
         "End effector to a random target through the Cartesian impedance controller (ee_delta actions); "
         "success = within 2 cm.",
         action_mode="ee_delta",
@@ -67,7 +54,7 @@ DEMO_CASES: list[DemoCase] = [
         "arm",
         "ArmPegInsert",
         "impedance peg insertion",
-        _arm_cartesian,
+        _classical,
         "Align the held peg over the hole, then descend under impedance control (a few mm of clearance).",
         action_mode="ee_delta",
     ),
@@ -75,7 +62,7 @@ DEMO_CASES: list[DemoCase] = [
         "quadruped",
         "QuadrupedVelocity",
         "PD stand",
-        _quadruped_stand,
+        _classical,
         "Hold the default pose under joint PD with a zero velocity command for the whole episode, "
         "through pushes and randomized masses, friction and motor strength.",
         task_options={"lin_vel_x": (0.0, 0.0), "lin_vel_y": (0.0, 0.0), "yaw_rate": (0.0, 0.0)},
@@ -100,7 +87,7 @@ DEMO_CASES: list[DemoCase] = [
         "drone",
         "DroneHover",
         "cascaded PID",
-        _drone_pid,
+        _classical,
         "Position -> velocity -> attitude -> body-rate cascade commanding collective thrust and body rates "
         "(CTBR), tracked by the inner rate loop; success = within 10 cm for the last 5 s.",
         action_mode="ctbr",
@@ -110,7 +97,7 @@ DEMO_CASES: list[DemoCase] = [
         "drone",
         "DroneWaypoints",
         "cascaded PID",
-        _drone_pid,
+        _classical,
         "The same cascade flying a sequence of random waypoints.",
         action_mode="ctbr",
         key_metric="position_error",

@@ -66,7 +66,7 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
         # rosbag2 refuses an existing output folder; this one is the previous demo's own
         # recording of this robot (the report is rewritten too), so it is replaced.
         shutil.rmtree(bag)
-    topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(STATE_TOPICS[robot]))
+    topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(replay_topics(robot)))
     opts = DeployOptions(
         robot=robot,
         duration=duration,
@@ -90,8 +90,16 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
     return RobotRun(robot, summary, video_name, plot_name)
 
 
-STATE_TOPICS = {"arm": ["joint_states", "goal"], "quadruped": ["joint_states", "odom"], "drone": ["odom", "goal"]}
-"""What the replay needs to pose each robot (recorded in addition to the config's topics)."""
+def replay_topics(robot: str) -> list[str]:
+    """What the replay needs to pose the robot (recorded in addition to the config's
+    topics): its joints, its base and its goal, as far as it publishes them."""
+    from sim2real.sim import robot_deployment
+
+    deployment = robot_deployment(robot)
+    return [topic for topic, has in (("joint_states", bool(deployment.joints)), ("odom", deployment.floating_base),
+                                     ("goal", "goal" in deployment.block_inputs.values())) if has]
+
+
 REPLAY_FPS = 10
 
 
@@ -130,13 +138,14 @@ def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, np.
     """Pose the robot's model from the recorded state at ``REPLAY_FPS`` and render it."""
     import mujoco
 
-    from sim2real.sim import make
+    from sim2real.sim import make, robot_deployment
 
     env = make(task, render_mode="rgb_array", width=320, height=240)
     env.reset(seed=0)
     model, data = env.model, env.data
     target = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "target")
     target_mocap = int(model.body_mocapid[target]) if target >= 0 else -1
+    joint_qpos = [int(model.jnt_qposadr[model.joint(name).id]) for name in robot_deployment(robot).joints]
     frames, latest, next_t = [], {}, states[0][0]
     for t, values in states:
         latest.update(values)
@@ -144,8 +153,7 @@ def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, np.
             continue
         next_t = t + 1.0 / REPLAY_FPS
         if "joint_pos" in latest:
-            start = 7 if robot == "quadruped" else 0  # after the free joint
-            data.qpos[start : start + len(latest["joint_pos"])] = latest["joint_pos"]
+            data.qpos[joint_qpos] = latest["joint_pos"][: len(joint_qpos)]
         if "base_pos" in latest:
             data.qpos[0:3], data.qpos[3:7] = latest["base_pos"], latest["base_quat"]
         if "goal" in latest and target_mocap >= 0:

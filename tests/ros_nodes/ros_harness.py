@@ -79,13 +79,13 @@ def make_probe(context: Any, robot: str = "arm") -> Any:
 
     from sim2real.ros_nodes import messages as M
     from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
-    from sim2real.ros_nodes.robots import robot_info
+    from sim2real.sim import robot_deployment
     from sim2real.sim.arm import constants as ARM
 
     class Probe(Node):
         def __init__(self) -> None:
             super().__init__("probe", context=context)
-            self.info = robot_info(robot)
+            self.info = robot_deployment(robot)
             self.pub_joints = self.create_publisher(JointState, "joint_states", sensor_qos())
             self.pub_ee = self.create_publisher(PoseStamped, "ee_pose", sensor_qos())
             self.pub_raw = self.create_publisher(Float64MultiArray, "raw_command", command_qos())

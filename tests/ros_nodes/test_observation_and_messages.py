@@ -9,8 +9,9 @@ import pytest
 
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
-from sim2real.ros_nodes.robots import Measurements, ObservationBuilder, make_task
+from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.sim_robot import SimRobot
+from sim2real.sim.core.deployment import Measurements
 
 
 def through_messages(robot: SimRobot) -> Measurements:

@@ -1,0 +1,153 @@
+"""What deploying a robot needs to know of it, in one place per robot.
+
+Each robot package has a ``deployment.py`` with one :class:`RobotDeployment` subclass:
+its default task and action mode, the joints and streams its driver publishes, which
+observation blocks those streams determine, how a measurement is written back into the
+simulator's state (so the task's own ``observe`` rebuilds the policy's observation), and
+which mode its driver runs for a policy's action mode. The deployment and hardware
+layers ask the robot's :class:`RobotDeployment`; they never branch on its name.
+
+No ROS here: :class:`Measurements` is plain numpy, filled by the ROS 2 nodes from topics,
+by the sim bridge from MuJoCo and by tests directly.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import mujoco
+import numpy as np
+
+from sim2real.sim.core.task import PhysicsBatch, Task
+
+
+@dataclass
+class Measurements:
+    """The latest value and arrival time (node clock, s) of every state stream."""
+
+    joint_pos: np.ndarray | None = None
+    joint_vel: np.ndarray | None = None
+    joint_effort: np.ndarray | None = None
+    base_pos: np.ndarray | None = None
+    base_quat: np.ndarray | None = None
+    """(w, x, y, z), body to world."""
+    base_lin_vel: np.ndarray | None = None
+    """World frame."""
+    base_ang_vel: np.ndarray | None = None
+    """Body frame."""
+    ee_pos: np.ndarray | None = None
+    ee_quat: np.ndarray | None = None
+    ee_pos_desired: np.ndarray | None = None
+    ee_quat_desired: np.ndarray | None = None
+    goal: np.ndarray | None = None
+    cmd_vel: np.ndarray | None = None
+    """(vx, vy, yaw rate)."""
+    stamps: dict[str, float] = field(default_factory=dict)
+    """topic -> arrival time of its latest valid message."""
+
+
+StateWriter = Callable[[PhysicsBatch, Measurements], None]
+"""Writes measurements into a one-environment physics batch of a task's model."""
+StateReader = Callable[[mujoco.MjData, PhysicsBatch], Measurements]
+"""Reads what the robot's driver would publish from a simulated robot's data (and the
+engine's one-environment physics batch, for sensors and setpoints)."""
+
+
+class RobotDeployment(abc.ABC):
+    """One robot as a deployment sees it (class attributes; one instance per robot)."""
+
+    name: ClassVar[str]
+    """The robot's name (``arm``, ``quadruped``, ``drone``): a task's ``robot``."""
+    task: ClassVar[str]
+    """Default task (registry name)."""
+    action_mode: ClassVar[str]
+    """Default action mode of that task."""
+    task_class: ClassVar[type[Task]]
+    """The robot's task base class: every task it deploys is one."""
+    joints: ClassVar[tuple[str, ...]] = ()
+    """Names published on ``joint_states`` (empty: no joint stream)."""
+    guarded_joints: ClassVar[int] = -1
+    """How many of ``joints`` (the first ones) the safety filter's joint limits cover
+    (-1: all)."""
+    floating_base: ClassVar[bool] = False
+    """Publishes ``odom`` and ``imu``."""
+    has_ee: ClassVar[bool] = False
+    """Publishes ``ee_pose`` and ``ee_pose_desired``."""
+    measured: ClassVar[tuple[str, ...]]
+    """:class:`Measurements` fields every observation of this robot is rebuilt from."""
+    observable: ClassVar[frozenset[str]]
+    """Observation blocks that :meth:`state_writer` plus the node's own state (last
+    action, gait clock, observation history) determine; a policy whose observation
+    has other blocks cannot be deployed (``tests/sim/test_deployment.py`` checks each
+    claim against the simulator for every registered task)."""
+    block_inputs: ClassVar[Mapping[str, str]] = {}
+    """Observation block -> the mission input it needs (``goal``, ``cmd_vel``)."""
+    driver_modes: ClassVar[Mapping[str, str]] = {}
+    """Policy action mode -> the mode the driver executes, where they differ (reference
+    modes publish commands with the reference already added)."""
+    driver_options: ClassVar[Mapping[str, Any]] = {}
+    """Task options the driver overrides."""
+    motors_off_without_command: ClassVar[bool] = False
+    """With no fresh command the driver applies zeros (motors off) instead of the
+    command of action 0 (hold the setpoint, keep the default pose)."""
+
+    @property
+    def safety_joints(self) -> int:
+        return len(self.joints) if self.guarded_joints < 0 else self.guarded_joints
+
+    def state_topics(self) -> list[str]:
+        """The state streams the robot's driver publishes that an observation needs."""
+        topics = ["joint_states"] if self.joints else []
+        if self.floating_base:
+            topics.append("odom")
+        if self.has_ee:
+            topics += ["ee_pose", "ee_pose_desired"]
+        return topics
+
+    def driver_mode(self, action_mode: str, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The action mode and task options of the robot's driver (the sim bridge, an
+        emulator) for a policy trained in ``action_mode`` with ``options``: the driver
+        executes the filtered commands, not the policy's actions."""
+        return self.driver_modes.get(action_mode, action_mode), {**options, **self.driver_options}
+
+    def unobservable(self, task: Task) -> list[str]:
+        """Observation blocks of ``task`` that no stream provides."""
+        return [b for b, _ in task.observation_layout() if b not in self.observable]
+
+    def required(self, task: Task) -> list[str]:
+        """:class:`Measurements` fields the observation of ``task`` needs."""
+        names = {b for b, _ in task.observation_layout()}
+        extra = [m for b, m in self.block_inputs.items() if b in names]
+        return list(self.measured) + list(dict.fromkeys(extra))
+
+    def joint_reader(self, model: mujoco.MjModel) -> Callable[[mujoco.MjData, Measurements], None]:
+        """Fills the joint and floating-base streams of a measurement from MuJoCo data:
+        the part every robot's reader shares."""
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joints]
+        qadr = np.array([model.jnt_qposadr[j] for j in ids], dtype=int)
+        vadr = np.array([model.jnt_dofadr[j] for j in ids], dtype=int)
+        joints, base = bool(self.joints), self.floating_base
+
+        def read(d: mujoco.MjData, out: Measurements) -> None:
+            if joints:
+                out.joint_pos, out.joint_vel = d.qpos[qadr].copy(), d.qvel[vadr].copy()
+                out.joint_effort = d.qfrc_actuator[vadr].copy()
+            if base:
+                out.base_pos, out.base_quat = d.qpos[0:3].copy(), d.qpos[3:7].copy()
+                out.base_lin_vel, out.base_ang_vel = d.qvel[0:3].copy(), d.qvel[3:6].copy()
+
+        return read
+
+    @abc.abstractmethod
+    def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
+        """A function reading what the robot's driver publishes (and the mission inputs
+        the task was given: goal, velocity command) from a simulated robot; the inverse
+        of :meth:`state_writer`."""
+
+    @abc.abstractmethod
+    def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
+        """A function writing measurements into a one-environment physics batch of
+        ``model`` (and the task's own state it observes, such as a commanded velocity)."""

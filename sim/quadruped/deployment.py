@@ -1,0 +1,69 @@
+"""The quadruped as a deployment sees it: joint states in Unitree's FR/FL/RR/RL order and
+the base's odometry; the velocity command comes on ``cmd_vel``."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import mujoco
+import numpy as np
+
+from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateReader, StateWriter
+from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.base import QuadrupedTask
+from sim2real.sim.quadruped.velocity import Velocity
+
+DRIVER_ACTION_SCALE = 2.0
+"""Rad of servo target per unit action in the simulated quadruped driver: the largest
+scale the task allows, so any target within +-2 rad of the default pose (then the joint
+limits) passes unchanged, as a real driver accepts any target within its limits."""
+
+
+class QuadrupedDeployment(RobotDeployment):
+    name = "quadruped"
+    task = "QuadrupedVelocity"
+    action_mode = "joint_pos"
+    task_class = QuadrupedTask
+    joints = C.JOINT_NAMES
+    floating_base = True
+    measured = ("joint_pos", "joint_vel", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
+    observable = frozenset({"base_lin_vel", "base_ang_vel", "projected_gravity", "command", "joint_pos",
+                            "joint_vel", "last_action", "gait_clock", "history"})
+    block_inputs: ClassVar = {"command": "cmd_vel"}
+    # The policy node publishes joint targets with the trot reference already added.
+    driver_modes: ClassVar = {"gait_residual": "joint_pos"}
+    driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}
+
+    def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
+        task = self._quadruped(task)
+        joints = self.joint_reader(model)
+        commanded = task if isinstance(task, Velocity) else None
+
+        def read(d: mujoco.MjData, p: PhysicsBatch) -> Measurements:
+            out = Measurements()
+            joints(d, out)
+            if commanded is not None:
+                out.cmd_vel = np.asarray(commanded.command[0], dtype=np.float64).copy()
+            return out
+
+        return read
+
+    def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
+        task = self._quadruped(task)
+        commanded = task if isinstance(task, Velocity) else None  # the tasks that follow a velocity command
+
+        def write(p: PhysicsBatch, m: Measurements) -> None:
+            p.qpos[0, 0:3], p.qpos[0, 3:7], p.qpos[0, 7:19] = m.base_pos, m.base_quat, m.joint_pos
+            p.qvel[0, 0:3], p.qvel[0, 3:6], p.qvel[0, 6:18] = m.base_lin_vel, m.base_ang_vel, m.joint_vel
+            task.last_action[0] = p.last_action[0]
+            if commanded is not None and m.cmd_vel is not None:
+                commanded.command[0] = m.cmd_vel
+
+        return write
+
+    @staticmethod
+    def _quadruped(task: Task) -> QuadrupedTask:
+        if not isinstance(task, QuadrupedTask):
+            raise TypeError(f"{task.robot}/{task.name} is not a quadruped task")
+        return task
