@@ -91,6 +91,16 @@ def pose_arrays(pose: Pose) -> tuple[np.ndarray, np.ndarray]:
     return np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z])
 
 
+def parse_pose(pose: Pose) -> tuple[np.ndarray, np.ndarray] | str:
+    """``(pos, quat wxyz)`` with the quaternion normalised, or the reason it is rejected
+    (non-finite values, an orientation that is not a rotation)."""
+    pos, quat = pose_arrays(pose)
+    norm = float(np.linalg.norm(quat))
+    if not (np.all(np.isfinite(pos)) and math.isfinite(norm)) or not 0.5 < norm < 1.5:
+        return "non-finite pose or invalid orientation"
+    return pos, quat / norm
+
+
 def pose_stamped(pos: np.ndarray, quat_wxyz: np.ndarray, stamp: Time, frame: str = "world") -> PoseStamped:
     msg = PoseStamped()
     msg.header.stamp = stamp

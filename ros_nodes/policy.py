@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
-from nav_msgs.msg import Odometry
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from sim2real.policies.classical import controller_for
@@ -32,11 +30,12 @@ from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
-from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos
+from sim2real.ros_nodes.qos import command_qos, mission_qos
 from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.settings import PolicySettings
+from sim2real.ros_nodes.state_input import StateStreams
 from sim2real.sim import robot_deployment
-from sim2real.sim.core.deployment import Measurements
+from sim2real.sim.core.deployment import Measurements, RobotDeployment
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
 
@@ -112,15 +111,8 @@ class PolicyNode(ManagedNode):
         self.pub = self.create_publisher(Float64MultiArray, "raw_command", command_qos())
         self.get_logger().info(f"loaded {source}; {rate:.0f} Hz; observation {self.builder.layout}")
 
-    def _subscribe(self, info: Any) -> None:
-        s = sensor_qos()
-        if info.joints:
-            self.create_subscription(JointState, "joint_states", self._on_joints, s)
-        if info.floating_base:
-            self.create_subscription(Odometry, "odom", self._on_odom, s)
-        if info.has_ee:
-            self.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, "ee_pose"), s)
-            self.create_subscription(PoseStamped, "ee_pose_desired", lambda m: self._on_pose(m, "ee_pose_desired"), s)
+    def _subscribe(self, info: RobotDeployment) -> None:
+        self.streams = StateStreams(self, info, self._on_state)
         self.create_subscription(PoseStamped, "goal", self._on_goal, mission_qos())
         self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
 
@@ -166,33 +158,10 @@ class PolicyNode(ManagedNode):
             if self._last_tick is None or now - self._last_tick >= due:
                 self._act(now)
 
-    def _on_joints(self, msg: JointState) -> None:
-        parsed = M.parse_joint_state(msg, self.joints)
-        if isinstance(parsed, str):
-            self.log_throttled("joints" + parsed[:16], f"rejected joint_states: {parsed}", level="error")
-            return
-        self.m.joint_pos, self.m.joint_vel, self.m.joint_effort = parsed
-        self._arrived("joint_states", msg.header)
-
-    def _on_odom(self, msg: Odometry) -> None:
-        parsed = M.parse_odometry(msg)
-        if isinstance(parsed, str):
-            self.log_throttled("odom" + parsed[:16], f"rejected odom: {parsed}", level="error")
-            return
-        self.m.base_pos, self.m.base_quat, self.m.base_lin_vel, self.m.base_ang_vel = parsed
-        self._arrived("odom", msg.header)
-
-    def _on_pose(self, msg: PoseStamped, topic: str) -> None:
-        pos, quat = M.pose_arrays(msg.pose)
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))) or np.linalg.norm(quat) < 0.5:
-            self.log_throttled(topic, f"rejected {topic}: non-finite pose", level="error")
-            return
-        quat = quat / np.linalg.norm(quat)
-        if topic == "ee_pose":
-            self.m.ee_pos, self.m.ee_quat = pos, quat
-        else:
-            self.m.ee_pos_desired, self.m.ee_quat_desired = pos, quat
-        self._arrived(topic, msg.header)
+    def _on_state(self, topic: str, values: dict[str, np.ndarray | None], header: Any) -> None:
+        for name, value in values.items():
+            setattr(self.m, name, value)
+        self._arrived(topic, header)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos, _ = M.pose_arrays(msg.pose)

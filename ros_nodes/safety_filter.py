@@ -35,9 +35,7 @@ from dataclasses import fields
 from typing import Any
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, Twist
-from nav_msgs.msg import Odometry
-from sensor_msgs.msg import Imu, JointState
+from geometry_msgs.msg import Twist
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -48,9 +46,11 @@ from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
-from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
+from sim2real.ros_nodes.qos import command_qos, status_qos
 from sim2real.ros_nodes.settings import SafetyFilterSettings
+from sim2real.ros_nodes.state_input import StateStreams
 from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import RobotDeployment
 
 SOURCES = (("policy", 10, "raw_command"), ("twist", 50, "command_twist"), ("teleop", 100, "teleop_command"))
 """(source, priority, topic) of every command input, lowest priority first."""
@@ -126,16 +126,9 @@ class SafetyFilterNode(ManagedNode):
                                f"limits {[f.name for f in chain.limits]}; sources "
                                + ", ".join(f"{t} ({n}, priority {p})" for n, p, t in SOURCES))
 
-    def _subscribe(self, info: Any) -> None:
-        s = sensor_qos()
-        if info.joints:
-            self.create_subscription(JointState, "joint_states", self._on_joints, s)
-        if info.floating_base:
-            self.create_subscription(Odometry, "odom", self._on_odom, s)
-            self.create_subscription(Imu, "imu", self._on_imu, s)
-        if info.has_ee:
-            self.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, False), s)
-            self.create_subscription(PoseStamped, "ee_pose_desired", lambda m: self._on_pose(m, True), s)
+    def _subscribe(self, info: RobotDeployment) -> None:
+        # Attitude and body rates also from the IMU: they stay fresh when odometry is lost.
+        self.streams = StateStreams(self, info, self._on_state, imu=True, on_reject=self._reject_state)
         self.primary = "joint_states" if info.joints else "odom"
         # The state is as old as its oldest required stream; nothing runs before all arrived.
         self.required = [t for t, has in (("joint_states", bool(info.joints)), ("odom", info.floating_base),
@@ -229,48 +222,16 @@ class SafetyFilterNode(ManagedNode):
     # -- inputs ------------------------------------------------------------------------------------
     def _reject_state(self, topic: str, reason: str) -> None:
         self.stats["rejected_state"] += 1
-        self.log_throttled(topic + reason[:16], f"rejected {topic}: {reason}", level="error")
 
-    def _on_joints(self, msg: JointState) -> None:
-        parsed = M.parse_joint_state(msg, self.joints)
-        if isinstance(parsed, str):
-            return self._reject_state("joint_states", parsed)
-        pos, vel, eff = parsed
-        self._state_sent = M.stamp_to_sec(msg.header.stamp)
-        n = self.n_joints
+    def _on_state(self, topic: str, values: dict[str, np.ndarray | None], header: Any) -> None:
         now = self.now_s()
-        self.state.set(now, joint_pos=pos[:n], joint_vel=vel[:n], joint_effort=None if eff is None else eff[:n])
-        self._state_arrived("joint_states", now)
-
-    def _on_odom(self, msg: Odometry) -> None:
-        parsed = M.parse_odometry(msg)
-        if isinstance(parsed, str):
-            return self._reject_state("odom", parsed)
-        now = self.now_s()
-        pos, quat, lin_vel, ang_vel = parsed
-        self.state.set(now, base_pos=pos, base_quat=quat, base_lin_vel=lin_vel, base_ang_vel=ang_vel)
-        if self.primary == "odom":
-            self._state_sent = M.stamp_to_sec(msg.header.stamp)
-        self._state_arrived("odom", now)
-
-    def _on_imu(self, msg: Imu) -> None:
-        # Attitude and body rates from the IMU: they stay fresh when odometry is lost.
-        parsed = M.parse_imu(msg)
-        if isinstance(parsed, str):
-            return self._reject_state("imu", parsed)
-        quat, rates, accel = parsed
-        self.state.set(self.now_s(), base_quat=quat, base_ang_vel=rates, base_lin_acc=accel)
-
-    def _on_pose(self, msg: PoseStamped, desired: bool) -> None:
-        pos, quat = M.pose_arrays(msg.pose)
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))):
-            return self._reject_state("ee_pose", "non-finite end-effector pose")
-        now = self.now_s()
-        if desired:
-            self.state.set(now, ee_pos_desired=pos, ee_quat_desired=quat)
-        else:
-            self.state.set(now, ee_pos=pos, ee_quat=quat)
-            self._state_arrived("ee_pose", now)
+        if topic == "joint_states":  # the guards cover the first n joints (the arm's fingers: the gripper)
+            values = {name: None if v is None else v[: self.n_joints] for name, v in values.items()}
+        self.state.set(now, **values)
+        if topic == self.primary:
+            self._state_sent = M.stamp_to_sec(header.stamp)
+        if topic in ("joint_states", "odom", "ee_pose"):
+            self._state_arrived(topic, now)
 
     def _state_arrived(self, topic: str, now: float) -> None:
         t0 = time.perf_counter()

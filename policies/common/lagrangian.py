@@ -12,8 +12,19 @@ plain attributes, so SB3's ``save``/``load`` carries it through checkpoints.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sim2real.policies.config import LagrangianConfig
+
+
+def multiplier_kwargs(config: LagrangianConfig) -> dict[str, float]:
+    """The multiplier's settings from a run's ``lagrangian`` block, as the constrained
+    algorithms' keyword arguments (:meth:`LagrangeMultiplier.init_multiplier`'s)."""
+    return {"cost_limit": config.cost_limit, "lambda_init": config.lambda_init, "lambda_lr": config.lambda_lr,
+            "lambda_kp": config.lambda_kp, "lambda_kd": config.lambda_kd, "lambda_max": config.lambda_max}
 
 
 class LagrangeMultiplier:

@@ -7,7 +7,6 @@ the last weights it received, and its outbox holds the transitions until acknowl
 
 from __future__ import annotations
 
-import signal
 import time
 import uuid
 from collections import Counter
@@ -18,6 +17,7 @@ import numpy as np
 import torch
 
 from sim2real.errors import Sim2RealError
+from sim2real.policies.common.signals import stop_on_signals
 from sim2real.policies.hil.config import HilConfig
 from sim2real.policies.hil.devices import InterventionDevice
 from sim2real.policies.hil.env import HilEnv
@@ -100,13 +100,6 @@ class Actor:
     def run(self, steps: int, flush_seconds: float = 10.0) -> dict[str, float]:
         """Act for ``steps`` env steps (or until SIGINT/SIGTERM); returns a summary."""
         torch.set_num_threads(1)
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def request_stop(*_):
-            self.stop = True
-
-        for s in previous:
-            signal.signal(s, request_stop)
         cfg, env = self.config, self.env
         chunk: list[dict[str, np.ndarray]] = []
         episodes: list[dict] = []
@@ -115,7 +108,7 @@ class Actor:
         obs = env.reset(seed=cfg.seed * 100_000)
         if self.device is not None:
             self.device.reset()
-        try:
+        with stop_on_signals(self.request_stop):
             while step < steps and not self.stop:
                 step += 1
                 self.take_weights()
@@ -149,14 +142,15 @@ class Actor:
             if chunk:
                 self._send(chunk, episodes)
             flushed = self.client.flush(flush_seconds)
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
         return {"steps": step, "episodes": episode, "success_rate": float(np.mean(successes)) if successes else 0.0,
                 "intervention_rate": interventions / max(step, 1), "weight_updates": self.weight_updates,
                 "weights_version": self.weights_version, "unacknowledged": len(self.client.outbox),
                 "flushed": flushed, "rejected": self.client.rejected_total,
                 "inbound_rejected": sum(self.client.errors.values()) + sum(self.weights_rejected.values())}
+
+    def request_stop(self) -> None:
+        """End the loop after the current step, then flush (SIGINT/SIGTERM call this)."""
+        self.stop = True
 
     def _send(self, chunk: list[dict[str, np.ndarray]], episodes: list[dict]) -> None:
         self.client.send({k: np.concatenate([t[k] for t in chunk]) for k in chunk[0]}, episodes)

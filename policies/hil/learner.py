@@ -16,7 +16,6 @@ back with every transition the actor saw acknowledged; the actor resends the res
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +27,7 @@ import torch
 
 from sim2real.errors import Sim2RealError
 from sim2real.policies.common import atomic
+from sim2real.policies.common.signals import stop_on_signals
 from sim2real.policies.hil.buffers import MixedSampler, ReplayBuffer, coerce_transitions, transition_spec
 from sim2real.policies.hil.config import HilConfig
 from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes, tensors_to_bytes
@@ -181,23 +181,19 @@ class Learner:
     def run(self, max_updates: int | None = None, max_seconds: float | None = None) -> None:
         """Loop until SIGINT/SIGTERM, ``max_updates`` or ``max_seconds``; checkpoints on exit."""
         torch.set_num_threads(1)
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def request_stop(*_):
-            self.stop = True
-
-        for s in previous:
-            signal.signal(s, request_stop)
         start = time.monotonic()
-        try:
-            while not self.stop:
-                self.step()
-                if max_updates is not None and self.agent.updates >= max_updates:
-                    break
-                if max_seconds is not None and time.monotonic() - start >= max_seconds:
-                    break
-        finally:
-            self.checkpoint()
-            self.server.close()
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+        with stop_on_signals(self.request_stop):
+            try:
+                while not self.stop:
+                    self.step()
+                    if max_updates is not None and self.agent.updates >= max_updates:
+                        break
+                    if max_seconds is not None and time.monotonic() - start >= max_seconds:
+                        break
+            finally:
+                self.checkpoint()
+                self.server.close()
+
+    def request_stop(self) -> None:
+        """End the loop after the current step (SIGINT/SIGTERM call this)."""
+        self.stop = True

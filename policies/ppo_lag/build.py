@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stable_baselines3.common.vec_env import VecEnv
 
+from sim2real.policies.common.lagrangian import multiplier_kwargs
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.ppo.ppo import ppo_kwargs
 from sim2real.policies.ppo_lag.ppo_lag import PPOLagrangian
@@ -15,12 +16,7 @@ def build_ppo_lag(config: TrainConfig, env: VecEnv, tensorboard_log: str | None 
     return PPOLagrangian(
         env=env,
         cost_metric=lag.cost_metric,
-        cost_limit=lag.cost_limit,
-        lambda_init=lag.lambda_init,
-        lambda_lr=lag.lambda_lr,
-        lambda_kp=lag.lambda_kp,
-        lambda_kd=lag.lambda_kd,
-        lambda_max=lag.lambda_max,
+        **multiplier_kwargs(lag),
         cost_gamma=lag.cost_gamma,
         cost_gae_lambda=lag.cost_gae_lambda,
         **ppo_kwargs(config, tensorboard_log),

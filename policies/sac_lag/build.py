@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stable_baselines3.common.vec_env import VecEnv
 
+from sim2real.policies.common.lagrangian import multiplier_kwargs
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.sac.sac import sac_kwargs
 from sim2real.policies.sac_lag.sac_lag import SACLagrangian
@@ -15,12 +16,7 @@ def build_sac_lag(config: TrainConfig, env: VecEnv, tensorboard_log: str | None 
     return SACLagrangian(
         "MlpPolicy",
         env,
-        cost_limit=lag.cost_limit,
-        lambda_init=lag.lambda_init,
-        lambda_lr=lag.lambda_lr,
-        lambda_kp=lag.lambda_kp,
-        lambda_kd=lag.lambda_kd,
-        lambda_max=lag.lambda_max,
+        **multiplier_kwargs(lag),
         lambda_every=lag.update_every_steps,
         replay_buffer_kwargs={"cost_metric": lag.cost_metric},
         **sac_kwargs(config, tensorboard_log),

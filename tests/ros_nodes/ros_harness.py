@@ -57,6 +57,12 @@ class Harness:
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close(self) -> None:
         import rclpy
 

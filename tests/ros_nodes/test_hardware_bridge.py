@@ -10,12 +10,14 @@ emulated arm, on loopback, with real DDS in a private domain per test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ import pytest
 import yaml
 from ros_harness import Harness, export_tiny_policy, unique_domain_id, wait_for
 
+from sim2real.hardware.emulator.arm import ArmEmulator, ArmEmulatorConfig
 from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters, run_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +44,21 @@ def stop_emulator(proc: subprocess.Popen) -> dict:
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     return json.loads(out)
+
+
+@contextlib.contextmanager
+def serving_emulator() -> Iterator[ArmEmulator]:
+    """The emulated arm serving in a thread of this process, on a free port."""
+    emulator = ArmEmulator(ArmEmulatorConfig(port=0))
+    stop = threading.Event()
+    serving = threading.Thread(target=emulator.serve, kwargs={"should_stop": stop.is_set}, daemon=True)
+    serving.start()
+    try:
+        yield emulator
+    finally:
+        stop.set()
+        serving.join(timeout=5)
+        emulator.close()
 
 
 def test_arm_reaches_its_targets_over_the_wire() -> None:
@@ -70,18 +88,12 @@ def test_bridge_publishes_robot_topics_and_refuses_bad_commands_before_the_wire(
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from sim2real.hardware.emulator.arm import ArmEmulator, ArmEmulatorConfig
     from sim2real.ros_nodes import messages as M
     from sim2real.ros_nodes.hardware_bridge import HardwareBridge
     from sim2real.ros_nodes.monitor import Monitor
     from sim2real.ros_nodes.qos import command_qos, sensor_qos
 
-    emulator = ArmEmulator(ArmEmulatorConfig(port=0))
-    stop = threading.Event()
-    serving = threading.Thread(target=emulator.serve, kwargs={"should_stop": stop.is_set}, daemon=True)
-    serving.start()
-    h = Harness()
-    try:
+    with serving_emulator() as emulator, Harness() as h:
         bridge = h.add(HardwareBridge(context=h.context, parameter_overrides=[
             Parameter("robot_port", value=emulator.address[1]), Parameter("command_publisher", value="command_probe")]))
         monitor = h.add(Monitor(context=h.context))
@@ -113,11 +125,6 @@ def test_bridge_publishes_robot_topics_and_refuses_bad_commands_before_the_wire(
         emulator.estop = True
         assert wait_for(lambda: "estop" in monitor.messages.get("hardware_bridge", ""), 5.0), monitor.messages
         assert int(monitor.statuses["hardware_bridge"]["status_estop"]) > 0
-    finally:
-        h.close()
-        stop.set()
-        serving.join(timeout=5)
-        emulator.close()
 
 
 def test_bridge_refuses_robots_without_the_protocol(capfd) -> None:
@@ -203,17 +210,11 @@ def test_robot_holds_when_the_driver_dies() -> None:
     from rclpy.parameter import Parameter
     from std_msgs.msg import Float64MultiArray
 
-    from sim2real.hardware.emulator.arm import ArmEmulator, ArmEmulatorConfig
     from sim2real.ros_nodes import messages as M
     from sim2real.ros_nodes.hardware_bridge import HardwareBridge
     from sim2real.ros_nodes.qos import command_qos
 
-    emulator = ArmEmulator(ArmEmulatorConfig(port=0))
-    stop = threading.Event()
-    serving = threading.Thread(target=emulator.serve, kwargs={"should_stop": stop.is_set}, daemon=True)
-    serving.start()
-    h = Harness()
-    try:
+    with serving_emulator() as emulator, Harness() as h:
         bridge = h.add(HardwareBridge(context=h.context, parameter_overrides=[
             Parameter("robot_port", value=emulator.address[1]), Parameter("command_publisher", value="commander")]))
         pub = h.add(Node("commander", context=h.context)).create_publisher(Float64MultiArray, "command",
@@ -237,8 +238,3 @@ def test_robot_holds_when_the_driver_dies() -> None:
         # Nothing reached the robot after the driver died (a loaded machine may have made
         # a command stale before: only what happens after counts).
         assert emulator.stats.accepted["command"] == accepted and emulator.stats.rejected_total == rejected
-    finally:
-        h.close()
-        stop.set()
-        serving.join(timeout=5)
-        emulator.close()

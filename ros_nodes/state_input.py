@@ -1,0 +1,95 @@
+"""A robot's state streams, subscribed and validated in one place for every node that
+reads them (the policy, the safety filter, the console).
+
+Which streams exist is the robot's own description
+(:class:`~sim2real.sim.core.deployment.RobotDeployment`): ``joint_states`` when it has
+joints, ``odom`` (and ``imu``, for nodes that ask) when it has a floating base,
+``ee_pose`` and ``ee_pose_desired`` when it has an end effector. A message that fails
+its check (unknown or missing joints, wrong lengths, NaN or inf, an orientation that is
+not a rotation) is counted and logged and never reaches the node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, JointState
+
+from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes.base import ManagedNode
+from sim2real.ros_nodes.qos import sensor_qos
+from sim2real.sim.core.deployment import RobotDeployment
+
+StateCallback = Callable[[str, dict[str, np.ndarray | None], Any], None]
+"""``(topic, measurement fields, message header)`` of each valid state message."""
+
+
+class StateStreams:
+    """Subscribes the robot's state topics on ``node`` and calls ``on_state`` with each
+    valid message's fields (named as :class:`~sim2real.sim.core.deployment.Measurements`
+    and :class:`~sim2real.policies.safety.types.SafetyState` name them).
+
+    Args:
+        imu: Also subscribe ``imu`` (attitude, body rates and specific force), for a
+            floating base.
+        on_reject: Called with ``(topic, reason)`` for each refused message, after it is
+            counted in :attr:`rejected` and logged (throttled).
+    """
+
+    def __init__(self, node: ManagedNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
+                 on_reject: Callable[[str, str], None] | None = None) -> None:
+        self.node, self.joints, self.on_state, self.on_reject = node, deployment.joints, on_state, on_reject
+        self.rejected: Counter[str] = Counter()
+        """Refused messages per topic."""
+        qos = sensor_qos()
+        if deployment.joints:
+            node.create_subscription(JointState, "joint_states", self._on_joints, qos)
+        if deployment.floating_base:
+            node.create_subscription(Odometry, "odom", self._on_odom, qos)
+            if imu:
+                node.create_subscription(Imu, "imu", self._on_imu, qos)
+        if deployment.has_ee:
+            node.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, "ee_pose", "ee_pos", "ee_quat"),
+                                     qos)
+            node.create_subscription(PoseStamped, "ee_pose_desired",
+                                     lambda m: self._on_pose(m, "ee_pose_desired", "ee_pos_desired", "ee_quat_desired"),
+                                     qos)
+
+    def _reject(self, topic: str, reason: str) -> None:
+        self.rejected[topic] += 1
+        self.node.log_throttled(topic + reason[:16], f"rejected {topic}: {reason}", level="error")
+        if self.on_reject is not None:
+            self.on_reject(topic, reason)
+
+    def _on_joints(self, msg: JointState) -> None:
+        parsed = M.parse_joint_state(msg, self.joints)
+        if isinstance(parsed, str):
+            return self._reject("joint_states", parsed)
+        pos, vel, effort = parsed
+        self.on_state("joint_states", {"joint_pos": pos, "joint_vel": vel, "joint_effort": effort}, msg.header)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        parsed = M.parse_odometry(msg)
+        if isinstance(parsed, str):
+            return self._reject("odom", parsed)
+        pos, quat, lin_vel, ang_vel = parsed
+        self.on_state("odom", {"base_pos": pos, "base_quat": quat, "base_lin_vel": lin_vel, "base_ang_vel": ang_vel},
+                      msg.header)
+
+    def _on_imu(self, msg: Imu) -> None:
+        parsed = M.parse_imu(msg)
+        if isinstance(parsed, str):
+            return self._reject("imu", parsed)
+        quat, rates, accel = parsed
+        self.on_state("imu", {"base_quat": quat, "base_ang_vel": rates, "base_lin_acc": accel}, msg.header)
+
+    def _on_pose(self, msg: PoseStamped, topic: str, pos_field: str, quat_field: str) -> None:
+        parsed = M.parse_pose(msg.pose)
+        if isinstance(parsed, str):
+            return self._reject(topic, parsed)
+        self.on_state(topic, {pos_field: parsed[0], quat_field: parsed[1]}, msg.header)
