@@ -9,13 +9,14 @@ an environment whose episode just ended are taken before its automatic reset.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sim2real.errors import ConfigError
-from sim2real.policies.rewards.captions import captioner
+from sim2real.policies.rewards.captions import Captions, captioner
 from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
 from sim2real.sim.core.layout import layout_slices
 
@@ -102,6 +103,116 @@ def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarr
     return out
 
 
+class _Behaviour:
+    """The actions of :func:`collect_frames`: a given policy's, else the classical
+    controller's mixed per episode with uniform noise (and driven to decoys)."""
+
+    def __init__(self, venv: Any, n_envs: int, seed: int, policy: Any, decoy_fraction: float) -> None:
+        self.venv, self.policy, self.decoy_fraction = venv, policy, decoy_fraction
+        self.rng = np.random.default_rng(seed)
+        self.controller = behaviour_controller(venv) if policy is None else None
+        self.weight = self.rng.choice(MIX_WEIGHTS, size=n_envs)
+        self.decoy_rng = np.random.default_rng([seed, 1])
+        self.decoys = (
+            decoy_points(venv, self.decoy_rng, n_envs) if self.controller is not None and decoy_fraction > 0 else None
+        )
+        self.decoyed = self.decoy_rng.random(n_envs) < decoy_fraction
+        self.target_block = layout_slices(venv.task.observation_layout()).get("target_rel_ee")
+
+    def _driven(self, obs: np.ndarray) -> np.ndarray:
+        """The observations the controller sees: decoyed envs see their decoy as the target."""
+        # decoy_points gives decoys only to tasks whose observation has a target_rel_ee block.
+        if self.decoys is None or self.target_block is None:
+            return obs
+        return toward_decoys(obs, self.venv, self.decoys, self.decoyed, self.target_block)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Actions ``[N, A]`` for observations ``[N, O]`` (not yet clipped)."""
+        if self.policy is not None:
+            return np.asarray(self.policy(obs), dtype=np.float32)
+        noise = self.rng.uniform(-1.0, 1.0, size=(len(self.weight), self.venv.action_space.shape[0]))
+        if self.controller is None:
+            return noise
+        return self.weight[:, None] * self.controller.act(self._driven(obs)) + (1 - self.weight[:, None]) * noise
+
+    def new_episodes(self, done_ids: np.ndarray) -> None:
+        """Draw a new mix weight (and decoy) for the envs whose episode ended; reset their controller."""
+        for i in done_ids:
+            self.weight[i] = self.rng.choice(MIX_WEIGHTS)
+            if self.decoys is not None:
+                points = decoy_points(self.venv, self.decoy_rng, 1)
+                assert points is not None  # the same task gave the first decoys
+                self.decoys[i], self.decoyed[i] = points[0], self.decoy_rng.random() < self.decoy_fraction
+        if len(done_ids) and self.controller is not None:
+            self.controller.reset(done_ids)
+
+
+class _Recorder:
+    """Renders and captions frames, with the episode and step of each."""
+
+    def __init__(
+        self, venv: Any, n_envs: int, renderer: FrameRenderer, caption: Callable[[Any, Any], Captions]
+    ) -> None:
+        self.venv, self.renderer, self.caption = venv, renderer, caption
+        self.episode = np.arange(n_envs)
+        self.step = np.zeros(n_envs, dtype=np.int64)
+        self.next_episode = n_envs
+        self.frames: list[np.ndarray] = []
+        self.rows: list[tuple[str, bool, float, int, int]] = []
+
+    def record(self, env_ids: list[int]) -> None:
+        """Render and caption the current state of ``env_ids``."""
+        labels = self.caption(self.venv.task, self.venv.engine.phys)
+        for i in env_ids:
+            self.frames.append(self.renderer.render(i))
+            self.rows.append(
+                (
+                    labels.text[i],
+                    bool(labels.success[i]),
+                    float(labels.progress[i]),
+                    int(self.episode[i]),
+                    int(self.step[i]),
+                )
+            )
+
+    def new_episodes(self, done_ids: np.ndarray) -> None:
+        """Give the envs whose episode ended a fresh episode id, at step 0."""
+        for i in done_ids:
+            self.episode[i], self.step[i] = self.next_episode, 0
+            self.next_episode += 1
+
+    def frame_set(self, n_frames: int) -> FrameSet:
+        """The first ``n_frames`` recorded frames."""
+        text, success, progress, ep, st = zip(*self.rows[:n_frames])
+        return FrameSet(
+            np.stack(self.frames[:n_frames]),
+            list(text),
+            np.array(success),
+            np.array(progress),
+            np.array(ep),
+            np.array(st),
+        )
+
+
+def _collect_step(
+    venv: Any, hook: BeforeResetHook, behaviour: _Behaviour, recorder: _Recorder, obs: np.ndarray
+) -> np.ndarray:
+    """Step every env once and record its frame; returns the new observations."""
+    venv.step_async(np.clip(behaviour.act(obs), -1.0, 1.0))
+    recorder.step += 1
+    # Armed, the hook records an ended episode's last frame before its automatic reset.
+    hook.armed = True
+    try:
+        obs, _, dones, _ = venv.step_wait()
+    finally:
+        hook.armed = False
+    done_ids = np.flatnonzero(dones)
+    recorder.record([i for i in range(len(dones)) if not dones[i]])
+    recorder.new_episodes(done_ids)
+    behaviour.new_episodes(done_ids)
+    return obs
+
+
 def collect_frames(
     task: str,
     n_frames: int,
@@ -131,75 +242,19 @@ def collect_frames(
     caption = captioner(task)
     venv = make_vec(task, n_envs, dr=dr, seed=seed)
     renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
-    rng = np.random.default_rng(seed)
-    controller = behaviour_controller(venv) if policy is None else None
-    weight = rng.choice(MIX_WEIGHTS, size=n_envs)
-    decoy_rng = np.random.default_rng([seed, 1])
-    decoys = decoy_points(venv, decoy_rng, n_envs) if controller is not None and decoy_fraction > 0 else None
-    decoyed = decoy_rng.random(n_envs) < decoy_fraction
-    target_block = layout_slices(venv.task.observation_layout()).get("target_rel_ee")
-    episode = np.arange(n_envs)
-    step = np.zeros(n_envs, dtype=np.int64)
-    next_episode = n_envs
-    frames: list[np.ndarray] = []
-    rows: list[tuple[str, bool, float, int, int]] = []
-
-    def record(env_ids: list[int]) -> None:
-        labels = caption(venv.task, venv.engine.phys)
-        for i in env_ids:
-            frames.append(renderer.render(i))
-            rows.append(
-                (labels.text[i], bool(labels.success[i]), float(labels.progress[i]), int(episode[i]), int(step[i]))
-            )
-
-    def driven(obs: np.ndarray) -> np.ndarray:
-        # decoy_points gives decoys only to tasks whose observation has a target_rel_ee block.
-        if decoys is None or target_block is None:
-            return obs
-        return toward_decoys(obs, venv, decoys, decoyed, target_block)
-
-    hook = BeforeResetHook(venv.engine, record)
+    behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction)
+    recorder = _Recorder(venv, n_envs, renderer, caption)
+    hook = BeforeResetHook(venv.engine, recorder.record)
     try:
         obs = venv.reset()
-        record(list(range(n_envs)))
-        while len(frames) < n_frames:
-            if policy is not None:
-                action = np.asarray(policy(obs), dtype=np.float32)
-            else:
-                noise = rng.uniform(-1.0, 1.0, size=(n_envs, venv.action_space.shape[0]))
-                action = (
-                    noise
-                    if controller is None
-                    else weight[:, None] * controller.act(driven(obs)) + (1 - weight[:, None]) * noise
-                )
-            venv.step_async(np.clip(action, -1.0, 1.0))
-            step += 1
-            hook.armed = True
-            try:
-                obs, _, dones, _ = venv.step_wait()
-            finally:
-                hook.armed = False
-            done_ids = np.flatnonzero(dones)
-            live = [i for i in range(n_envs) if not dones[i]]
-            record(live)
-            for i in done_ids:
-                episode[i], step[i] = next_episode, 0
-                next_episode += 1
-                weight[i] = rng.choice(MIX_WEIGHTS)
-                if decoys is not None:
-                    points = decoy_points(venv, decoy_rng, 1)
-                    assert points is not None  # the same task gave the first decoys
-                    decoys[i], decoyed[i] = points[0], decoy_rng.random() < decoy_fraction
-            if len(done_ids) and controller is not None:
-                controller.reset(done_ids)
+        recorder.record(list(range(n_envs)))
+        while len(recorder.frames) < n_frames:
+            obs = _collect_step(venv, hook, behaviour, recorder, obs)
     finally:
         hook.remove()
         renderer.close()
         venv.close()
-    text, success, progress, ep, st = zip(*rows[:n_frames])
-    return FrameSet(
-        np.stack(frames[:n_frames]), list(text), np.array(success), np.array(progress), np.array(ep), np.array(st)
-    )
+    return recorder.frame_set(n_frames)
 
 
 def policy_frames(run: Any, n_frames: int, **options: Any) -> FrameSet:

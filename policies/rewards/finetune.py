@@ -19,7 +19,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -35,6 +35,13 @@ from sim2real.policies.rewards.clip_reward import (
     register_model_configs,
 )
 from sim2real.policies.rewards.dataset import FrameSet
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import open_clip
+
+    ClipModel: TypeAlias = open_clip.CLIP | open_clip.CustomTextCLIP | open_clip.CoCa
 
 METADATA_FILE = "sim2real_clip.json"
 
@@ -122,16 +129,21 @@ def caption_accuracy(reward_model: ClipRewardModel, data: FrameSet, captions: li
     return float((predicted == truth).mean())
 
 
-def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Train (or fine-tune) on ``train``; returns ``(model, tokenizer, stats)``."""
-    import open_clip
-
+def _check_training_setup(train: FrameSet, cfg: FinetuneConfig) -> None:
+    """Reject an empty training set and settings out of range."""
     if len(train) == 0:
         raise ConfigError("frames", "no training frames")
     if cfg.steps < 0 or cfg.batch_size < 2:
         raise ConfigError("finetune", f"steps must be >= 0 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
     if not np.isfinite(cfg.ordinal_smoothing) or cfg.ordinal_smoothing < 0:
         raise ConfigError("ordinal_smoothing", f"must be a finite number >= 0, got {cfg.ordinal_smoothing}")
+
+
+def _initial_model(cfg: FinetuneConfig) -> tuple[ClipModel, Any]:
+    """``(model, tokenizer)`` to train, in train mode: ``cfg.init``'s weights, else a
+    random ``cfg.model`` seeded by ``cfg.seed``."""
+    import open_clip
+
     torch.manual_seed(cfg.seed)
     register_model_configs()
     if cfg.init is not None:
@@ -143,14 +155,12 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
     if not isinstance(model, (open_clip.CLIP, open_clip.CustomTextCLIP, open_clip.CoCa)):
         raise ConfigError("model", f"{cfg.model!r} built a {type(model).__name__}, not an open_clip CLIP model")
     model.train()
-    captions = sorted(set(train.captions))
-    labels_np = np.array([captions.index(c) for c in train.captions])
-    targets = ordinal_targets(train.progress, labels_np, len(captions), cfg.ordinal_smoothing)
-    tokens = tokenizer(captions)
-    probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)  # only for preprocess
-    frames = torch.from_numpy(train.frames)
-    rng = np.random.default_rng(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    return model, tokenizer
+
+
+def _optimizer(model: ClipModel, cfg: FinetuneConfig) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (no weight decay on biases, gains and the logit scale) and its schedule: a 5%
+    linear warm-up, then cosine decay to 5% of ``cfg.learning_rate``."""
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "logit_scale" not in n]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or "logit_scale" in n]
     opt = torch.optim.AdamW(
@@ -165,24 +175,45 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
         progress = (step - warmup) / max(1, cfg.steps - warmup)
         return 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * progress))
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+
+
+def _optimizer_step(
+    model: ClipModel, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, loss: torch.Tensor
+) -> None:
+    """Step on ``loss`` with the gradient norm clipped to 1, then keep the logit scale in [1, 100]."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    with torch.no_grad():
+        model.logit_scale.clamp_(0, np.log(100))
+
+
+def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[Any, Any, dict[str, Any]]:
+    """Train (or fine-tune) on ``train``; returns ``(model, tokenizer, stats)``."""
+    _check_training_setup(train, cfg)
+    model, tokenizer = _initial_model(cfg)
+    captions = sorted(set(train.captions))
+    labels_np = np.array([captions.index(c) for c in train.captions])
+    targets = ordinal_targets(train.progress, labels_np, len(captions), cfg.ordinal_smoothing)
+    tokens = tokenizer(captions)
+    probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)  # only for preprocess
+    frames = torch.from_numpy(train.frames)
+    rng = np.random.default_rng(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    opt, sched = _optimizer(model, cfg)
     t0, losses = time.perf_counter(), []
     for step in range(cfg.steps):
         idx = balanced_indices(labels_np, cfg.batch_size, rng)
-        x = probe.preprocess(frames[idx].numpy())
-        x = random_shift(x, cfg.shift_pixels, gen)
+        x = random_shift(probe.preprocess(frames[idx].numpy()), cfg.shift_pixels, gen)
         image = F.normalize(model.encode_image(x), dim=-1)
         text = F.normalize(model.encode_text(tokens), dim=-1)
         loss = multi_positive_loss(image, text, torch.from_numpy(labels_np[idx]), model.logit_scale.exp(), targets)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"contrastive loss became {loss.item()} at step {step}")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        with torch.no_grad():
-            model.logit_scale.clamp_(0, np.log(100))
+        _optimizer_step(model, opt, sched, loss)
         losses.append(loss.item())
         if log is not None and (step % 100 == 0 or step == cfg.steps - 1):
             log(f"step {step + 1}/{cfg.steps} loss {np.mean(losses[-100:]):.3f} ({time.perf_counter() - t0:.0f} s)")

@@ -149,12 +149,67 @@ class Driver:
             time.sleep(0.005)
 
 
+def _start_in_process(context: Any, echo: bool, period: float) -> tuple[Any, Any]:
+    """The node under test in this process (echo, or the safety filter configured and
+    active) and its latency statistics."""
+    from sim2real.ros_nodes.safety_filter import SafetyFilterNode
+
+    if echo:
+        return _echo_node(context, period)
+    node = SafetyFilterNode(context=context, parameter_overrides=_safety_params(period))
+    node.trigger_configure()
+    node.trigger_activate()
+    return node, node.state_latency
+
+
+def _start_process(domain: int, echo: bool, period: float) -> subprocess.Popen[bytes]:
+    """The node under test as a process of its own on ROS domain ``domain``."""
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    if echo:
+        cmd = [sys.executable, "-m", "sim2real.bench.deploy", "echo"]
+    else:
+        cmd = [sys.executable, "-m", "sim2real.ros_nodes.safety_filter", "--ros-args", "-p", "robot:=arm",
+               "-p", "publish_on:=state", "-p", "diagnostics_rate:=2.0", "-p", f"latency_deadline:={period}"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Interrupt the process, killing it if it has not exited within 5 s."""
+    proc.send_signal(signal.SIGINT)  # rclpy's handler shuts the node down cleanly
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def _measure(driver: Driver, in_process: bool, latency: Any, seconds: float, period: float,
+             warmup: float) -> tuple[int, dict[str, float]]:
+    """Warm up, reset the node's statistics, stream for ``seconds``; returns the states sent
+    and the latency figures (in process: from ``latency``, else from the node's diagnostics)."""
+    _wait_for_answers(driver, timeout=60.0)
+    _stream(driver, warmup, period)
+    driver.reset_stats()
+    sent = _stream(driver, seconds, period)
+    end = time.monotonic()
+    time.sleep(0.1)
+    return sent, percentiles_ms(latency) if in_process else driver.latency_after(end + 0.05)
+
+
+def _case_row(stats: dict[str, float], sent: int, period: float) -> dict[str, Any]:
+    """The figures of one case: percentiles, states answered and deadline misses (late or unanswered)."""
+    answered = int(stats["n"])
+    unanswered = max(0, sent - answered)
+    return {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"], "states_sent": sent,
+            "answered": answered, "unanswered": unanswered,
+            "deadline_misses": int(stats.get("over_deadline", 0)) + unanswered, "deadline_ms": round(period * 1e3, 3)}
+
+
 def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warmup: float = 2.0) -> dict[str, Any]:
+    """One measurement: the echo or the safety filter, in this process or its own, driven at ``rate_hz``."""
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
-
-    from sim2real.ros_nodes.safety_filter import SafetyFilterNode
 
     domain = 1 + (os.getpid() * 13 + int(echo) * 3 + int(in_process) * 5) % 232
     context = Context()
@@ -166,35 +221,14 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
     under_test = latency = None
     period = 1.0 / rate_hz
     if in_process:
-        if echo:
-            under_test, latency = _echo_node(context, period)
-        else:
-            under_test = SafetyFilterNode(context=context, parameter_overrides=_safety_params(period))
-            under_test.trigger_configure()
-            under_test.trigger_activate()
-            latency = under_test.state_latency
+        under_test, latency = _start_in_process(context, echo, period)
         executor.add_node(under_test)
     else:
-        env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
-        if echo:
-            cmd = [sys.executable, "-m", "sim2real.bench.deploy", "echo"]
-        else:
-            cmd = [sys.executable, "-m", "sim2real.ros_nodes.safety_filter", "--ros-args", "-p", "robot:=arm",
-                   "-p", "publish_on:=state", "-p", "diagnostics_rate:=2.0", "-p", f"latency_deadline:={period}"]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = _start_process(domain, echo, period)
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        _wait_for_answers(driver, timeout=60.0)
-        _stream(driver, warmup, period)
-        driver.reset_stats()
-        sent = _stream(driver, seconds, period)
-        end = time.monotonic()
-        time.sleep(0.1)
-        if in_process:
-            stats = percentiles_ms(latency)
-        else:
-            stats = driver.latency_after(end + 0.05)
+        sent, stats = _measure(driver, in_process, latency, seconds, period, warmup)
     finally:
         executor.shutdown(timeout_sec=2.0)
         for n in (driver.node, under_test):
@@ -203,17 +237,8 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
         spinner.join(timeout=2.0)
         rclpy.shutdown(context=context)
         if proc is not None:
-            proc.send_signal(signal.SIGINT)  # rclpy's handler shuts the node down cleanly
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-    answered = int(stats["n"])
-    unanswered = max(0, sent - answered)
-    return {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"], "states_sent": sent,
-            "answered": answered, "unanswered": unanswered,
-            "deadline_misses": int(stats.get("over_deadline", 0)) + unanswered, "deadline_ms": round(period * 1e3, 3)}
+            _stop_process(proc)
+    return _case_row(stats, sent, period)
 
 
 def _stream(driver: Driver, seconds: float, period: float) -> int:

@@ -17,12 +17,16 @@ earlier, so the fallback is already landing when the state goes).
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+if TYPE_CHECKING:
+    from sim2real.policies.safety import CommandSpace, SafetyState
+    from sim2real.sim.core.engine import Engine
 
 HELP = "drone fallback in MuJoCo: odometry/IMU lost mid-flight -> touchdown speed and drift"
 
@@ -99,23 +103,34 @@ def _tilt(R: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip(R[2, 2], -1.0, 1.0))))
 
 
-def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float = 5.0,
-                 trace: list[dict[str, Any]] | None = None) -> Outcome:
-    """Fly one scenario to touchdown (or ``max_seconds`` after the fault; with the policy
-    still in control and the chain nominal, ``fly_on_seconds``). ``trace``, if given,
-    receives one row per control period (time, position, velocity, tilt, command, mode)."""
+@dataclass
+class _Reading:
+    """The drone's true state at the start of a control period."""
+
+    pos: np.ndarray
+    quat: np.ndarray
+    lin_vel: np.ndarray
+    ang_vel: np.ndarray
+    R: np.ndarray
+
+
+def _read(d: Any) -> _Reading:
+    """Copy position, attitude and velocities out of the MuJoCo data."""
+    from sim2real.sim.core.frames import rotation
+
+    pos, quat = d.qpos[0:3].copy(), d.qpos[3:7].copy()
+    return _Reading(pos, quat, d.qvel[0:3].copy(), d.qvel[3:6].copy(), rotation(quat))
+
+
+def _start_engine(sc: Scenario) -> tuple[Engine, int]:
+    """A one-drone hover engine (``sc``'s randomization) with the drone level and at rest
+    at the start height, and the address of its touch sensor."""
     import mujoco
 
-    from sim2real.policies.classical.drone import CascadedPID
-    from sim2real.policies.safety import SafetyState, command_space, make_chain
     from sim2real.sim.core.engine import Engine
-    from sim2real.sim.core.frames import rotation, specific_force
-    from sim2real.sim.drone import constants as C
     from sim2real.sim.drone.base import HOVER_COMMAND
     from sim2real.sim.drone.hover import Hover
 
-    rng = np.random.default_rng(sc.seed)
-    space = command_space("drone", "ctbr")
     task = Hover(num_envs=1, action_mode="ctbr", start="air")
     engine = Engine(task, dr=getattr(task.dr_class, sc.dr)(), seed=sc.seed, backend="step")
     engine.reset()
@@ -127,81 +142,149 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
     model = engine.models[0]
     mujoco.mj_forward(model, d)
     touch = int(model.sensor_adr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "touch")])
+    return engine, touch
+
+
+def _streams_alive(fault: str, faulted: bool) -> tuple[bool, bool]:
+    """Whether ``odom`` and ``imu`` still write: the ``fault``'s streams stop once ``faulted``."""
+    return not (faulted and fault in ("odom", "both")), not (faulted and fault in ("imu", "both"))
+
+
+def _feed_streams(state: SafetyState, t: float, s: _Reading, prev_vel: np.ndarray, dt: float,
+                  odom: bool, imu: bool) -> None:
+    """Write the live streams' fields into the chain's state, as the safety-filter node does."""
+    from sim2real.sim.core.frames import specific_force
+
+    state.now = t
+    if odom:
+        state.set(t, base_pos=s.pos, base_quat=s.quat, base_lin_vel=s.lin_vel, base_ang_vel=s.ang_vel)
+        state.state_stamp = t
+    if imu:
+        state.set(t, base_quat=s.quat, base_ang_vel=s.ang_vel,
+                  base_lin_acc=specific_force(s.quat, s.lin_vel, prev_vel, dt))
+
+
+class _Pilot:
+    """The policy: the cascaded PID holding a point, or (flight, before the fault) the tilt manoeuvre."""
+
+    def __init__(self, sc: Scenario, space: CommandSpace, rng: np.random.Generator) -> None:
+        from sim2real.policies.classical.drone import CascadedPID
+
+        self.sc, self.space = sc, space
+        self.pid = CascadedPID(num_envs=1, dt=space.control_dt)
+        heading = rng.uniform(-np.pi, np.pi)
+        tilt_axis = np.array([-np.sin(heading), np.cos(heading), 0.0])  # pitching toward `heading`
+        self.tilt = np.radians(sc.tilt_deg)
+        self.want_up = (np.cos(self.tilt) * np.array([0.0, 0.0, 1.0])
+                        + np.sin(self.tilt) * np.cross(tilt_axis, [0.0, 0.0, 1.0]))
+        self.hover_target = np.array([0.0, 0.0, sc.height])
+        self.recover_target: np.ndarray | None = None
+        self.fault_at = WARMUP_SECONDS + sc.fault_time
+
+    def runs(self, t: float, odom: bool, faulted: bool) -> bool:
+        """Whether the policy commands now: before the fault and, with its odometry alive, after it."""
+        # Landing: the policy's commands stop after the warm-up, the fallback lands.
+        return (self.sc.phase != "landing" or t <= WARMUP_SECONDS) and (odom or not faulted)
+
+    def command(self, t: float, s: _Reading, faulted: bool) -> np.ndarray:
+        """The policy's command for this control period."""
+        from sim2real.sim.drone import constants as C
+
+        if self.sc.phase == "flight" and WARMUP_SECONDS < t < self.fault_at:
+            rates = 5.0 * (s.R.T @ np.cross(s.R[:, 2], self.want_up))
+            return np.array([C.HOVER_THRUST / max(np.cos(self.tilt), 0.5), rates[0], rates[1], 0.0])
+        if faulted and self.recover_target is None:  # after the manoeuvre: hold where it is
+            self.recover_target = np.array([s.pos[0], s.pos[1], self.sc.height])
+        target = self.hover_target if self.recover_target is None else self.recover_target
+        obs = np.concatenate([target - s.pos, s.lin_vel, s.R.reshape(9), s.ang_vel, np.zeros(4)])
+        return self.space.action_to_command(self.pid.act(obs[None])[0])
+
+
+@dataclass
+class _Track:
+    """What a run records on its way: the state at the fault and what followed it."""
+
+    at_fault: dict[str, Any] = field(default_factory=dict)
+    cut_height: float = float("nan")
+    max_tilt_after: float = 0.0
+    flipped: bool = False
+    prev_vz: float = 0.0
+    prev_vel: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def note_fault(self, s: _Reading) -> None:
+        """Keep position, tilt and whether the drone was already down, the first time only."""
+        from sim2real.sim.drone import constants as C
+
+        if not self.at_fault:
+            down = s.pos[2] < C.REST_HEIGHT + 0.02 or self.flipped or s.R[2, 2] < 0.0
+            self.at_fault = {"pos": s.pos, "tilt": _tilt(s.R), "down": bool(down)}
+
+    def note_after(self, s: _Reading, command: np.ndarray) -> None:
+        """Update the largest tilt and the height of the first motor cut after the fault."""
+        self.max_tilt_after = max(self.max_tilt_after, _tilt(s.R))
+        if command[0] <= 0.0 and not np.isfinite(self.cut_height):
+            self.cut_height = float(s.pos[2])
+
+    def outcome(self, sc: Scenario, d: Any, vz: float, touching: bool, mode: str, seconds: float) -> Outcome:
+        """The outcome of a run that ended now (``d``: the MuJoCo data after the last step)."""
+        at_fault = self.at_fault
+        xy = float(np.linalg.norm(d.qpos[:2] - at_fault["pos"][:2]))
+        return Outcome(sc, max(-vz, -self.prev_vz, 0.0) if touching else float("nan"), xy, at_fault["tilt"],
+                       float(at_fault["pos"][2]), self.cut_height, self.max_tilt_after, self.flipped, mode == "safe",
+                       not touching and not self.flipped and mode == "nominal", seconds,
+                       down_before=at_fault["down"],
+                       policy_crash=(touching or self.flipped) and mode == "nominal")
+
+
+def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float = 5.0,
+                 trace: list[dict[str, Any]] | None = None) -> Outcome:
+    """Fly one scenario to touchdown (or ``max_seconds`` after the fault; with the policy
+    still in control and the chain nominal, ``fly_on_seconds``). ``trace``, if given,
+    receives one row per control period (time, position, velocity, tilt, command, mode)."""
+    from sim2real.policies.safety import SafetyState, command_space, make_chain
+    from sim2real.sim.core.frames import rotation
+    from sim2real.sim.drone import constants as C
+
+    rng = np.random.default_rng(sc.seed)
+    space = command_space("drone", "ctbr")
+    engine, touch = _start_engine(sc)
+    d = engine.data
     dt = space.control_dt
     chain = make_chain(space)
-    pid = CascadedPID(num_envs=1, dt=dt)
+    pilot = _Pilot(sc, space, rng)
     state = SafetyState(now=0.0)
-    heading = rng.uniform(-np.pi, np.pi)
-    tilt_axis = np.array([-np.sin(heading), np.cos(heading), 0.0])  # pitching toward `heading`
-    tilt = np.radians(sc.tilt_deg)
-    want_up = np.cos(tilt) * np.array([0.0, 0.0, 1.0]) + np.sin(tilt) * np.cross(tilt_axis, [0.0, 0.0, 1.0])
-    hover_target = np.array([0.0, 0.0, sc.height])
-    recover_target: np.ndarray | None = None
+    track = _Track()
     # Hover first (the fallback learns the thrust it takes meanwhile, as in any flight
     # before a fault); landing: the policy's commands then stop, the fallback lands.
-    warmup = WARMUP_SECONDS
-    fault_at = warmup + sc.fault_time
+    fault_at = pilot.fault_at
     t = 0.0
-    at_fault: dict[str, Any] = {}
-    prev_vz = 0.0
-    prev_vel = np.zeros(3)
-    cut_height = float("nan")
-    max_tilt_after = 0.0
-    flipped = False
     while True:
         t = round(t + dt, 9)
-        pos, quat = d.qpos[0:3].copy(), d.qpos[3:7].copy()
-        lin_vel, ang_vel = d.qvel[0:3].copy(), d.qvel[3:6].copy()
-        R = rotation(quat)
+        s = _read(d)
         faulted = t >= fault_at
-        if faulted and not at_fault:
-            down = pos[2] < C.REST_HEIGHT + 0.02 or flipped or R[2, 2] < 0.0
-            at_fault = {"pos": pos, "tilt": _tilt(R), "down": bool(down)}
-        odom = not (faulted and sc.fault in ("odom", "both"))
-        imu = not (faulted and sc.fault in ("imu", "both"))
-        state.now = t
-        if odom:
-            state.set(t, base_pos=pos, base_quat=quat, base_lin_vel=lin_vel, base_ang_vel=ang_vel)
-            state.state_stamp = t
-        if imu:
-            state.set(t, base_quat=quat, base_ang_vel=ang_vel, base_lin_acc=specific_force(quat, lin_vel, prev_vel, dt))
-        # The policy before (and, if its odometry is alive, after) the fault.
-        policy_runs = (sc.phase != "landing" or t <= warmup) and (odom or not faulted)
+        if faulted:
+            track.note_fault(s)
+        odom, imu = _streams_alive(sc.fault, faulted)
+        _feed_streams(state, t, s, track.prev_vel, dt, odom, imu)
+        policy_runs = pilot.runs(t, odom, faulted)
         if policy_runs:
-            if sc.phase == "flight" and warmup < t < fault_at:
-                rates = 5.0 * (R.T @ np.cross(R[:, 2], want_up))
-                cmd = np.array([C.HOVER_THRUST / max(np.cos(tilt), 0.5), rates[0], rates[1], 0.0])
-            else:
-                if faulted and recover_target is None:  # after the manoeuvre: hold where it is
-                    recover_target = np.array([pos[0], pos[1], sc.height])
-                target = hover_target if recover_target is None else recover_target
-                obs = np.concatenate([target - pos, lin_vel, R.reshape(9), ang_vel, np.zeros(4)])
-                cmd = space.action_to_command(pid.act(obs[None])[0])
-            chain.accept(cmd, t)
+            chain.accept(pilot.command(t, s, faulted), t)
         out = chain.step(state)
         command = out.command if out.command is not None else np.zeros(4)
         if faulted:
-            max_tilt_after = max(max_tilt_after, _tilt(R))
-            if command[0] <= 0.0 and not np.isfinite(cut_height):
-                cut_height = float(pos[2])
+            track.note_after(s, command)
         if trace is not None:
-            trace.append({"t": t, "pos": pos, "vel": lin_vel, "tilt": _tilt(R), "command": command.copy(),
+            trace.append({"t": t, "pos": s.pos, "vel": s.lin_vel, "tilt": _tilt(s.R), "command": command.copy(),
                           "mode": out.mode, "faulted": faulted})
         engine.step(space.command_to_action(command)[None])
         vz = float(d.qvel[2])
-        flipped = flipped or rotation(d.qpos[3:7])[2, 2] < 0.0
+        track.flipped = track.flipped or rotation(d.qpos[3:7])[2, 2] < 0.0
         touching = d.sensordata[touch] > 0.0 or d.qpos[2] < C.REST_HEIGHT + 0.005
-        ended = faulted and (touching or flipped or t - fault_at > max_seconds or (
+        ended = faulted and (touching or track.flipped or t - fault_at > max_seconds or (
             t - fault_at > fly_on_seconds and out.mode == "nominal" and policy_runs))
         if ended:
-            xy = float(np.linalg.norm(d.qpos[:2] - at_fault["pos"][:2]))
-            return Outcome(sc, max(-vz, -prev_vz, 0.0) if touching else float("nan"), xy, at_fault["tilt"],
-                           float(at_fault["pos"][2]), cut_height, max_tilt_after, flipped, out.mode == "safe",
-                           not touching and not flipped and out.mode == "nominal", t - fault_at,
-                           down_before=at_fault["down"],
-                           policy_crash=(touching or flipped) and out.mode == "nominal")
-        prev_vz = vz
-        prev_vel = lin_vel
+            return track.outcome(sc, d, vz, touching, out.mode, t - fault_at)
+        track.prev_vz, track.prev_vel = vz, s.lin_vel
 
 
 def random_scenarios(n: int, seed: int = 0, dr: str = "none") -> list[Scenario]:

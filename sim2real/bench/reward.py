@@ -9,9 +9,14 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sim2real.policies.rewards.clip_reward import ClipRewardModel
 
 HELP = "CLIP reward frames/s (batched vs one at a time) and its share of training wall-clock"
 
@@ -97,6 +102,54 @@ def _train_seconds(task: str, steps: int, n_envs: int, reward: dict[str, Any] | 
     return row
 
 
+def _measure_rendering(
+    task_id: str, camera: str | None, size: int, n_frames: int, n_envs: int, out: dict[str, Any], log: Any
+) -> np.ndarray:
+    """Record the reward renderer's and the env's default renderer's frames/s in ``out``;
+    returns ``n_frames`` frames of the reward renderer."""
+    import numpy as np
+
+    from sim2real.policies.rewards.vec_reward import FrameRenderer
+    from sim2real.sim import make_vec
+
+    # The env's own renderer takes one camera: the first view of a stacked frame.
+    first_view = camera.split("+")[0] if isinstance(camera, str) else camera
+    venv = make_vec(task_id, min(n_envs, n_frames), seed=0, camera=first_view, width=size, height=size)
+    venv.reset()
+    renderer = FrameRenderer(venv, camera, size, size)
+    log("rendering")
+    out["render_fps"] = round(_rate(renderer.render_all, venv.num_envs), 1)
+    out["default_render_fps"] = round(_rate(lambda: [venv.render_env(i) for i in range(4)], 4, repeats=1), 1)
+    frames = np.concatenate([renderer.render_all() for _ in range(-(-n_frames // venv.num_envs))])[:n_frames]
+    renderer.close()
+    venv.close()
+    return frames
+
+
+def _measure_embedding(model: ClipRewardModel, frames: np.ndarray, out: dict[str, Any]) -> None:
+    """Record the reward model's frames/s at batch sizes 1, 32 and 256 in ``out``."""
+    rates = {}
+    for batch in (1, 32, 256):
+        model.batch_size = batch
+        subset = frames if batch > 1 else frames[:64]
+        rates[batch] = round(_rate(lambda s=subset: model(s), len(subset)), 1)
+    out["reward_fps"] = {f"batch_{b}": r for b, r in rates.items()}
+    out["batched_vs_one_frame"] = round(rates[256] / rates[1], 2)
+
+
+def _compare_training(
+    task_id: str, train_steps: int, n_envs: int, clip_reward: dict[str, Any], tmp: Path
+) -> dict[str, Any]:
+    """PPO on the task's own reward, then on the CLIP reward (``clip_reward``: its ``reward.*`` settings)."""
+    base = _train_seconds(task_id, train_steps, n_envs, None, tmp / "task")
+    clip = _train_seconds(task_id, train_steps, n_envs, clip_reward, tmp / "clip")
+    return {
+        "task_reward": base,
+        "clip_reward": clip,
+        "clip_vs_task_speed": round(clip["steps_per_s"] / base["steps_per_s"], 3),
+    }
+
+
 def run_reward_bench(
     task: str,
     weights: str | None,
@@ -106,13 +159,12 @@ def run_reward_bench(
     log: Any = print,
     model_name: str | None = None,
 ) -> dict[str, Any]:
-    import numpy as np
+    """Rendering and reward-model frames/s and the PPO wall-clock split, as one report."""
     import torch
 
     from sim2real.policies.rewards.captions import GOAL_PROMPTS
     from sim2real.policies.rewards.clip_reward import ClipRewardModel
-    from sim2real.policies.rewards.vec_reward import FrameRenderer
-    from sim2real.sim import REGISTRY, make_vec
+    from sim2real.sim import REGISTRY
     from sim2real.sim.core.registry import gym_id
 
     torch.set_num_threads(1)
@@ -132,46 +184,19 @@ def run_reward_bench(
         model = ClipRewardModel.load(None, weights_path, goal, baseline, device="cpu")
         out["model"] = chosen["label"]
         out["device"] = str(model.device)
-        # The env's own renderer takes one camera: the first view of a stacked frame.
-        first_view = camera.split("+")[0] if isinstance(camera, str) else camera
-        venv = make_vec(task_id, min(n_envs, n_frames), seed=0, camera=first_view, width=size, height=size)
-        venv.reset()
-        renderer = FrameRenderer(venv, camera, size, size)
-        log("rendering")
-        out["render_fps"] = round(_rate(renderer.render_all, venv.num_envs), 1)
-        out["default_render_fps"] = round(_rate(lambda: [venv.render_env(i) for i in range(4)], 4, repeats=1), 1)
-        frames = np.concatenate([renderer.render_all() for _ in range(-(-n_frames // venv.num_envs))])[:n_frames]
-        renderer.close()
-        venv.close()
+        frames = _measure_rendering(task_id, camera, size, n_frames, n_envs, out, log)
         log("embedding")
-        rates = {}
-        for batch in (1, 32, 256):
-            model.batch_size = batch
-            subset = frames if batch > 1 else frames[:64]
-            rates[batch] = round(_rate(lambda s=subset: model(s), len(subset)), 1)
-        out["reward_fps"] = {f"batch_{b}": r for b, r in rates.items()}
-        out["batched_vs_one_frame"] = round(rates[256] / rates[1], 2)
+        _measure_embedding(model, frames, out)
         log("training on the task reward, then on the CLIP reward")
-        base = _train_seconds(task_id, train_steps, n_envs, None, tmp / "task")
-        clip = _train_seconds(
-            task_id,
-            train_steps,
-            n_envs,
-            {
-                "source": "clip",
-                "goal": [goal],
-                "baseline": [baseline],
-                "clip_weights": weights_path,
-                "camera": camera,
-                "device": "cpu",
-            },
-            tmp / "clip",
-        )
-        out["training"] = {
-            "task_reward": base,
-            "clip_reward": clip,
-            "clip_vs_task_speed": round(clip["steps_per_s"] / base["steps_per_s"], 3),
+        clip_reward = {
+            "source": "clip",
+            "goal": [goal],
+            "baseline": [baseline],
+            "clip_weights": weights_path,
+            "camera": camera,
+            "device": "cpu",
         }
+        out["training"] = _compare_training(task_id, train_steps, n_envs, clip_reward, tmp)
     return out
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from sim2real.policies.classical import Controller
+    from sim2real.sim.core.env import SimEnv
 
 
 def _classical(task: Any) -> Controller:
@@ -129,20 +130,11 @@ class CaseResult:
         return {k: v for k, v in self.__dict__.items() if k != "description"}
 
 
-def run_case(
-    case: DemoCase,
-    episodes: int,
-    seed: int,
-    out: Path,
-    video: bool = True,
-    on_episode: Callable[[], None] = lambda: None,
-) -> CaseResult:
-    """Run ``episodes`` episodes; record the first one as frames and an MP4."""
-    import imageio.v3 as iio
-
+def _make_env(case: DemoCase, seed: int) -> SimEnv:
+    """The case's task with the training randomization, rendering 320x240 frames."""
     from sim2real.sim import make
 
-    env = make(
+    return make(
         case.task,
         action_mode=case.action_mode,
         dr="train",
@@ -152,41 +144,95 @@ def run_case(
         seed=seed,
         **case.task_options,
     )
-    controller = case.make_controller(env.task)
-    slug = f"{case.robot}_{case.task}_{case.controller_name}".lower().replace(" ", "_").replace("-", "_")
-    successes, returns, metric_sums = 0, [], {}
-    frames_written: list[str] = []
-    video_path: str | None = None
+
+
+def _frame_schedule(env: SimEnv, video: bool) -> tuple[Callable[[int], bool], int]:
+    """Which steps of the recorded episode to render, and the video's frame rate."""
     fps = env.metadata["render_fps"]
     stride = max(1, round(fps / 20))  # about 20 frames/s of video whatever the control rate
     key_middle = env.engine.episode_steps // 2
+
+    def render_at(step: int) -> bool:
+        # Software GL makes rendering the slow part: without a video, only the key frames.
+        return step % stride == 0 if video else step in (0, key_middle)
+
+    return render_at, max(1, round(fps / stride))
+
+
+def _case_slug(case: DemoCase) -> str:
+    """The file-name stem of a case's frames and video."""
+    return f"{case.robot}_{case.task}_{case.controller_name}".lower().replace(" ", "_").replace("-", "_")
+
+
+def _never(step: int) -> bool:
+    """Render no step."""
+    return False
+
+
+def _run_episode(
+    env: SimEnv, controller: Controller, seed: int, render_at: Callable[[int], bool]
+) -> tuple[float, dict[str, Any], list[np.ndarray]]:
+    """One episode from ``env.reset(seed=seed)``; returns its return, its last ``info`` and
+    the frames rendered before the steps ``render_at`` picks (and at the end, if any)."""
+    obs, _ = env.reset(seed=seed)
+    controller.reset()
+    frames, total, done, info = [], 0.0, False, {}
+    step = 0
+    while not done:
+        if render_at(step):
+            frames.append(env.render())
+        obs, reward, terminated, truncated, info = env.step(controller.act(obs[None])[0])
+        total += reward
+        done = terminated or truncated
+        step += 1
+    if frames:
+        frames.append(env.render())  # the final state
+    return total, info, frames
+
+
+def _write_recording(
+    out: Path, slug: str, frames: list[np.ndarray], video_fps: int | None
+) -> tuple[list[str], str | None]:
+    """Write the start, middle and end frames as PNGs and (``video_fps`` given) all as an MP4;
+    returns the PNG names and the video's name."""
+    import imageio.v3 as iio
+
+    written = []
+    for tag, idx in (("start", 0), ("middle", len(frames) // 2), ("end", len(frames) - 1)):
+        name = f"{slug}_{tag}.png"
+        iio.imwrite(out / name, frames[idx])
+        written.append(name)
+    if video_fps is None:
+        return written, None
+    video_path = f"{slug}.mp4"
+    iio.imwrite(out / video_path, np.stack(frames), fps=video_fps, codec="libx264")
+    return written, video_path
+
+
+def run_case(
+    case: DemoCase,
+    episodes: int,
+    seed: int,
+    out: Path,
+    video: bool = True,
+    on_episode: Callable[[], None] = lambda: None,
+) -> CaseResult:
+    """Run ``episodes`` episodes; record the first one as frames and an MP4."""
+    env = _make_env(case, seed)
+    controller = case.make_controller(env.task)
+    successes, returns, metric_sums = 0, [], {}
+    frames_written: list[str] = []
+    video_path: str | None = None
+    render_at, video_fps = _frame_schedule(env, video)
     for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        controller.reset()
         recording = episode == 0
-        frames, total, done, info = [], 0.0, False, {}
-        step = 0
-        while not done:
-            # Software GL makes rendering the slow part: without a video, only the key frames.
-            if recording and (step % stride == 0 if video else step in (0, key_middle)):
-                frames.append(env.render())
-            obs, reward, terminated, truncated, info = env.step(controller.act(obs[None])[0])
-            total += reward
-            done = terminated or truncated
-            step += 1
+        total, info, frames = _run_episode(env, controller, seed + episode, render_at if recording else _never)
         successes += int(info.get("is_success", False))
         returns.append(total)
         for k, v in info["metrics"].items():
             metric_sums[k] = metric_sums.get(k, 0.0) + v
         if recording and frames:
-            frames.append(env.render())
-            for tag, idx in (("start", 0), ("middle", len(frames) // 2), ("end", len(frames) - 1)):
-                name = f"{slug}_{tag}.png"
-                iio.imwrite(out / name, frames[idx])
-                frames_written.append(name)
-            if video:
-                video_path = f"{slug}.mp4"
-                iio.imwrite(out / video_path, np.stack(frames), fps=max(1, round(fps / stride)), codec="libx264")
+            frames_written, video_path = _write_recording(out, _case_slug(case), frames, video_fps if video else None)
         on_episode()
     env.close()
     return CaseResult(
