@@ -26,6 +26,7 @@ NODE_MODULES: dict[str, str] = {
     "safety_filter": "sim2real.ros_nodes.safety_filter",
     "policy": "sim2real.ros_nodes.policy",
     "recorder": "sim2real.ros_nodes.recorder",
+    "camera": "sim2real.ros_nodes.camera",
 }
 START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "recorder")
 """Robot first, then its guard, then whatever commands it."""
@@ -112,7 +113,7 @@ def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]
 
 
 NODE_CLASSES = {"sim_bridge": "SimBridge", "hardware_bridge": "HardwareBridge", "safety_filter": "SafetyFilterNode",
-                "policy": "PolicyNode", "recorder": "Recorder"}
+                "policy": "PolicyNode", "recorder": "Recorder", "camera": "CameraNode"}
 
 
 def node_class(name: str) -> type:

@@ -19,6 +19,8 @@ from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, Positi
 
 Robot = Literal["arm", "quadruped", "drone"]
 Port = Annotated[int, Bounds(ge=0, le=65535)]
+JpegQuality = Annotated[int, Bounds(ge=1, le=100)]
+ImageSide = Annotated[int, Bounds(ge=0, le=8192)]
 
 
 @dataclass
@@ -59,13 +61,22 @@ class SimBridgeSettings(DriverSettings):
     command_timeout: Positive = 0.5
     """s without a command before the simulated driver stops the robot (its last resort)."""
     image_rate: NonNegative = 0.0
-    """Hz of ``camera/image_raw`` (0: no camera)."""
+    """Hz of each camera's images (0: no camera). Rendered for live views: no shadows,
+    reflections or multisampling."""
     image_width: PositiveInt = 160
     """Pixels."""
     image_height: PositiveInt = 120
     """Pixels."""
     camera: str = ""
-    """Camera rendered (empty: the task's first)."""
+    """MuJoCo camera published on ``camera/image_raw`` when ``cameras`` is empty (empty:
+    the task's render camera)."""
+    cameras: str = ""
+    """Comma-separated MuJoCo cameras (e.g. ``front,wrist``), each published on
+    ``<camera>/image_raw`` (rgb8) and ``<camera>/image_raw/compressed`` (JPEG) at
+    ``image_rate`` (empty: the one ``camera`` on ``camera/image_raw``). A stream nobody
+    subscribes is not rendered."""
+    jpeg_quality: JpegQuality = 80
+    """JPEG quality of the ``compressed`` images (1-100)."""
 
 
 @dataclass
@@ -147,12 +158,43 @@ class RecorderSettings(NodeSettings):
     """s between complete MCAP chunks on disk (what a crash can lose at most)."""
 
 
+@dataclass
+class CameraSettings(NodeSettings):
+    """A camera (V4L2 device, video file or network stream) read with OpenCV."""
+
+    source: str = "0"
+    """Device index (``0``: the first camera, ``/dev/video0``), video file path, or stream
+    URL (``rtsp://``, ``http://``). A source that cannot be opened fails configure."""
+    name: str = "camera"
+    """Topic namespace and ``frame_id``: images on ``<name>/image_raw`` and
+    ``<name>/image_raw/compressed``."""
+    width: ImageSide = 0
+    """Pixels the images are resized to (0, with ``height`` 0: the source's own size)."""
+    height: ImageSide = 0
+    """Pixels the images are resized to (0, with ``width`` 0: the source's own size)."""
+    rate: Annotated[float, Bounds(gt=0.0, le=240.0)] = 15.0
+    """Hz at which the newest frame is published (a frame is never published twice; a
+    video file is read one frame per period)."""
+    jpeg_quality: JpegQuality = 80
+    """JPEG quality of ``<name>/image_raw/compressed`` (1-100)."""
+    publish_raw: bool = True
+    """Publish ``<name>/image_raw`` (sensor_msgs/Image, rgb8)."""
+    publish_compressed: bool = True
+    """Publish ``<name>/image_raw/compressed`` (sensor_msgs/CompressedImage, jpeg)."""
+    loop: bool = False
+    """A video file starts again at its end (false: it ends, and the end is reported)."""
+    reconnect_seconds: Annotated[float, Bounds(gt=0.0, le=3600.0)] = 2.0
+    """s between attempts to reopen a device or stream that stopped delivering frames;
+    also how long a live source may send nothing before it counts as stopped."""
+
+
 NODE_SETTINGS: dict[str, type[NodeSettings]] = {
     "sim_bridge": SimBridgeSettings,
     "hardware_bridge": HardwareBridgeSettings,
     "policy": PolicySettings,
     "safety_filter": SafetyFilterSettings,
     "recorder": RecorderSettings,
+    "camera": CameraSettings,
 }
 """Node name -> its settings."""
 

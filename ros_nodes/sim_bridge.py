@@ -2,8 +2,10 @@
 
 Publishes ``joint_states`` (sensor_msgs/JointState), ``odom`` (nav_msgs/Odometry)
 and ``imu`` (sensor_msgs/Imu) for floating bases, ``ee_pose`` / ``ee_pose_desired``
-(geometry_msgs/PoseStamped) for the arm, ``camera/image_raw`` (sensor_msgs/Image) at
-``image_rate``, ``/clock`` (simulation time) and the task's mission: ``goal``
+(geometry_msgs/PoseStamped) for the arm, camera images at ``image_rate`` (``cameras``:
+``<camera>/image_raw`` and ``<camera>/image_raw/compressed`` for each; else
+``camera/image_raw``, see :class:`~sim2real.ros_nodes.settings.SimBridgeSettings`),
+``/clock`` (simulation time) and the task's mission: ``goal``
 (PoseStamped: the reach/hover target) and ``cmd_vel`` (Twist: the quadruped's
 velocity command), standing in for an operator. Episode results go to ``episodes``
 (std_msgs/String, JSON).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,9 +31,10 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Image, Imu, JointState
+from sensor_msgs.msg import CompressedImage, Image, Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
+from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
@@ -38,6 +42,7 @@ from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.settings import SimBridgeSettings
 from sim2real.ros_nodes.sim_robot import SimRobot
+from sim2real.sim.core.errors import ConfigError
 
 
 def _measured(*values: np.ndarray | None) -> list[np.ndarray]:
@@ -47,6 +52,35 @@ def _measured(*values: np.ndarray | None) -> list[np.ndarray]:
     if len(present) != len(values):
         raise RuntimeError("the simulated robot did not measure a field its description declares")
     return present
+
+
+@dataclass
+class ImageStream:
+    """One simulated camera's publishers."""
+
+    camera: str | None
+    """MuJoCo camera (``None``: the robot's first, the single ``camera`` stream)."""
+    frame_id: str
+    raw: Any
+    compressed: Any | None
+
+    def wanted(self) -> tuple[bool, bool]:
+        """Whether someone subscribes (raw, compressed): an unwatched stream is not rendered."""
+        raw = self.raw.get_subscription_count() > 0
+        return raw, self.compressed is not None and self.compressed.get_subscription_count() > 0
+
+
+def camera_names(text: str) -> list[str]:
+    """``"front, wrist"`` -> ``["front", "wrist"]``.
+
+    Raises:
+        ConfigError: a name is given twice.
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError("cameras", f"{', '.join(twice)} given more than once")
+    return names
 
 
 class SimBridge(ManagedNode):
@@ -67,13 +101,23 @@ class SimBridge(ManagedNode):
         self._timer = None
         self._image_timer = None
         self._last_mission: tuple | None = None
+        self.streams: list[ImageStream] = []
+        self.frames_published = 0
+        """Camera frames rendered and published (each camera's frame counts once)."""
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
         p = self.params()
+        names = camera_names(p["cameras"])
+        if names and p["image_rate"] <= 0:
+            raise ConfigError("cameras", f"{p['cameras']!r} given with image_rate 0: set image_rate (Hz)")
         size = (int(p["image_width"]), int(p["image_height"])) if p["image_rate"] > 0 else (0, 0)
-        r = self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
-                                  json.loads(p["task_options"] or "{}"), render_size=size)
+        try:
+            r = self.robot = SimRobot(p["robot"], p["task"], p["action_mode"], p["dr"], int(p["seed"]),
+                                      json.loads(p["task_options"] or "{}"), render_size=size,
+                                      cameras=tuple(names) or (p["camera"],))
+        except ConfigError as exc:  # name the parameter that was set
+            raise (ConfigError("camera", exc.message) if exc.field == "cameras" and not names else exc) from None
         self.space = r.space
         sensor = sensor_qos()
         self.pub_joints = self.create_publisher(JointState, "joint_states", sensor) if r.info.joints else None
@@ -81,7 +125,8 @@ class SimBridge(ManagedNode):
         self.pub_imu = self.create_publisher(Imu, "imu", sensor) if r.info.floating_base else None
         self.pub_ee = self.create_publisher(PoseStamped, "ee_pose", sensor) if r.info.has_ee else None
         self.pub_ee_d = self.create_publisher(PoseStamped, "ee_pose_desired", sensor) if r.info.has_ee else None
-        self.pub_image = self.create_publisher(Image, "camera/image_raw", sensor) if p["image_rate"] > 0 else None
+        self.streams = self._image_streams(names) if p["image_rate"] > 0 else []
+        self.jpeg_quality = int(p["jpeg_quality"])
         self.pub_clock = self.create_publisher(Clock, "/clock", sensor)
         self.pub_episode = self.create_publisher(String, "episodes", status_qos())
         self.pub_goal = self.create_publisher(PoseStamped, "goal", mission_qos()) if p["publish_mission"] else None
@@ -106,13 +151,32 @@ class SimBridge(ManagedNode):
         self._timer = self.create_control_timer(self.period, self._tick)
         self._status_timer = self.create_control_timer(1.0, self.report)
         if self.image_period:
-            self._image_timer = self.create_control_timer(self.image_period, self._publish_image)
+            self._image_timer = self.create_control_timer(self.image_period, self._publish_images)
 
     def stop(self) -> None:
         for t in (self._timer, self._image_timer, getattr(self, "_status_timer", None)):
             if t is not None:
                 self.destroy_timer(t)
         self._timer = self._image_timer = self._status_timer = None
+
+    def unload(self) -> None:
+        if self.robot is not None:
+            self.robot.close()  # the GL context; the simulation stays readable
+
+    def _image_streams(self, names: list[str]) -> list[ImageStream]:
+        """``camera/image_raw`` alone (no ``cameras``), or two topics per camera."""
+        sensor = sensor_qos()
+        if not names:
+            return [ImageStream(None, "camera", self.create_publisher(Image, "camera/image_raw", sensor), None)]
+        streams = []
+        for name in names:
+            try:
+                raw = self.create_publisher(Image, f"{name}/image_raw", sensor)
+                compressed = self.create_publisher(CompressedImage, f"{name}/image_raw/compressed", sensor)
+            except Exception as exc:  # rclpy's InvalidTopicNameException and kin
+                raise ConfigError("cameras", f"camera {name!r} cannot name a topic: {exc}") from None
+            streams.append(ImageStream(name, name, raw, compressed))
+        return streams
 
     def configured_robot(self) -> SimRobot:
         """The simulated robot; only code run after configure calls this, so it exists."""
@@ -124,7 +188,7 @@ class SimBridge(ManagedNode):
         eps = self.robot.episodes if self.robot is not None else []
         return {"episodes": len(eps), "successes": sum(e.success for e in eps),
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
-                "commands_refused": self.commands_refused,
+                "commands_refused": self.commands_refused, "frames_published": self.frames_published,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
                 "sim_time": round(self.robot.sim_time, 3) if self.robot is not None else 0.0,
                 **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
@@ -203,19 +267,22 @@ class SimBridge(ManagedNode):
         if self.pub_cmd_vel is not None and m.cmd_vel is not None:
             self.pub_cmd_vel.publish(M.twist(np.r_[m.cmd_vel[:2], 0.0], np.r_[0.0, 0.0, m.cmd_vel[2]]))
 
-    def _publish_image(self) -> None:
-        if not self.active or self.robot is None or self.pub_image is None:
+    def _publish_images(self) -> None:
+        if not self.active or self.robot is None:
             return
-        frame = self.robot.render()
-        if frame is None:
-            return
-        msg = Image()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = "camera"
-        msg.height, msg.width = int(frame.shape[0]), int(frame.shape[1])
-        msg.encoding, msg.is_bigendian, msg.step = "rgb8", 0, int(frame.shape[1] * 3)
-        msg.data = np.ascontiguousarray(frame, dtype=np.uint8).tobytes()
-        self.pub_image.publish(msg)
+        stamp = self.get_clock().now().to_msg()
+        for s in self.streams:
+            raw, compressed = s.wanted()
+            if not (raw or compressed):
+                continue
+            frame = self.robot.render(s.camera)
+            if frame is None:
+                continue
+            if raw:
+                s.raw.publish(images.image_message(frame, stamp, s.frame_id))
+            if compressed and s.compressed is not None:
+                s.compressed.publish(images.compressed_message(frame, stamp, s.frame_id, self.jpeg_quality))
+            self.frames_published += 1
 
 
 def main(args: list[str] | None = None) -> int:

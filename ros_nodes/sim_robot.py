@@ -15,8 +15,10 @@ from sim2real.policies.safety.spaces import CommandSpace, command_space
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.env import SimEnv
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.frames import specific_force
 from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.core.rendering import OffscreenRenderer
 from sim2real.sim.quadruped.velocity import Velocity
 
 
@@ -40,19 +42,20 @@ class SimRobot:
         dr: Domain-randomization preset (``none``, ``train``, ``heldout``).
         seed: Seed of resets (targets, commands, randomization).
         task_options: Keyword options of the task.
+        render_size: ``(width, height)`` of :meth:`render`'s frames (``(0, 0)``: no camera).
+        cameras: The MuJoCo cameras :meth:`render` may be asked for (empty: the task's
+            render camera); an unknown name is a ``ConfigError`` here, not at the first frame.
     """
 
     def __init__(self, robot: str, task: str = "", action_mode: str = "", dr: str = "none", seed: int = 0,
-                 task_options: dict[str, Any] | None = None, render_size: tuple[int, int] = (0, 0)) -> None:
+                 task_options: dict[str, Any] | None = None, render_size: tuple[int, int] = (0, 0),
+                 cameras: tuple[str, ...] = ()) -> None:
         info = robot_deployment(robot)
         self.robot = robot
         self.info = info
         self.task_name = task or info.task
         mode, options = info.driver_mode(action_mode or info.action_mode, task_options or {})
-        kwargs: dict[str, Any] = {}
-        if render_size[0] > 0:
-            kwargs = {"render_mode": "rgb_array", "width": render_size[0], "height": render_size[1]}
-        self.env = SimEnv(REGISTRY.get(self.task_name), action_mode=mode, dr=dr, seed=seed, **kwargs, **options)
+        self.env = SimEnv(REGISTRY.get(self.task_name), action_mode=mode, dr=dr, seed=seed, **options)
         self.task = self.env.task
         self.space: CommandSpace = command_space(robot, mode, options.get("action_scale"))
         self.control_dt = float(self.task.control_dt)
@@ -65,6 +68,11 @@ class SimRobot:
         self._last_info: dict[str, Any] = {}
         self._previous_base_vel: np.ndarray | None = None
         self._read = info.state_reader(self.task, self.env.model)
+        self.render_size = render_size
+        self.cameras = self._known_cameras(cameras) if render_size[0] > 0 else ()
+        """The cameras :meth:`render` draws, checked against the model."""
+        self._renderer: OffscreenRenderer | None = None
+        self._heightfields_stale = True
         _, reset_info = self.env.reset(seed=seed)
         self.task_state: dict[str, Any] = reset_info.get("task", {})
 
@@ -96,6 +104,7 @@ class SimRobot:
             self.episodes.append(rec)
             self._steps, self._metric_sums = 0, {}
             _, reset_info = self.env.reset()
+            self._heightfields_stale = True  # a reset may draw new terrain
             self._previous_base_vel = None  # no velocity change across a reset
             self.task_state = reset_info.get("task", {})
             return rec
@@ -127,5 +136,38 @@ class SimRobot:
         return specific_force(d.qpos[3:7], d.qvel[0:3], d.qvel[0:3] if previous is None else previous,
                               self.control_dt)
 
-    def render(self) -> np.ndarray | None:
-        return self.env.render()
+    # -- cameras -----------------------------------------------------------------------
+    def _known_cameras(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        import mujoco
+
+        names = tuple(n for n in names if n) or (self.env.camera or "",)
+        model = self.env.model
+        known = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(model.ncam)]
+        unknown = [n for n in names if n and n not in known]
+        if unknown:
+            raise ConfigError("cameras", f"{', '.join(unknown)}: no such camera in {self.task_name}; "
+                              f"its cameras: {', '.join(str(k) for k in known) or 'none'}")
+        return names
+
+    def render(self, camera: str | None = None) -> np.ndarray | None:
+        """The ``[H, W, 3]`` uint8 frame of ``camera`` (default: the first of
+        :attr:`cameras`; ``""``: MuJoCo's free camera) drawn for a live view (no shadows,
+        reflections or multisampling); ``None`` when made without a ``render_size``.
+
+        The GL context is made on the first call, in the thread that renders."""
+        if not self.cameras:
+            return None
+        if self._renderer is None:
+            self._renderer = OffscreenRenderer(self.env.model, *self.render_size, live=True)
+        if self._heightfields_stale:
+            for h in range(self.env.model.nhfield):
+                self._renderer.upload_heightfield(self.env.model, h)
+            self._heightfields_stale = False
+        name = self.cameras[0] if camera is None else camera
+        return self._renderer.render(self.env.model, self.env.data, name or None)
+
+    def close(self) -> None:
+        """Release the GL context (the simulation itself needs no closing)."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -20,9 +20,20 @@ SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSM
 
 
 class OffscreenRenderer:
-    """A ``mujoco.Renderer`` with a clear error when no GL backend works."""
+    """A ``mujoco.Renderer`` with a clear error when no GL backend works.
 
-    def __init__(self, model, width: int = 480, height: int = 360) -> None:
+    Args:
+        live: Render for a live view: no shadows, no reflections and no multisampling.
+            With software GL (EGL on llvmpipe) a 320x240 frame of the arm then takes
+            ~9 ms instead of ~220 ms (MuJoCo's default 4096-pixel shadow map and 4x
+            multisampling). Default: MuJoCo's full quality, as videos and reports use.
+            A live renderer also leaves no GL context bound to the calling thread after
+            each call, so one thread may render and another close it (a ROS executor's
+            thread renders, the main thread tears the node down; EGL refuses a context
+            still bound to another thread).
+    """
+
+    def __init__(self, model, width: int = 480, height: int = 360, live: bool = False) -> None:
         import mujoco
 
         from sim2real.sim.core.errors import RenderingUnavailableError
@@ -30,6 +41,11 @@ class OffscreenRenderer:
         # Offscreen buffers default to 640x480; grow them when a larger frame is asked for.
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
         model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+        # Multisampling is fixed when the GL context's buffers are made: make them without
+        # it, and give the model its own setting back.
+        samples = model.vis.quality.offsamples
+        if live:
+            model.vis.quality.offsamples = 0
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as exc:  # GL context creation fails in many library-specific ways
@@ -44,7 +60,14 @@ class OffscreenRenderer:
                 f"Install the headless GL libraries ({SYSTEM_PACKAGES}), e.g. "
                 f"`sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri`, or run `make deps`.{hint}"
             ) from exc
+        finally:
+            model.vis.quality.offsamples = samples
+        if live:  # scene flags: mjv_updateScene keeps them
+            self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+            self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        self.live = live
         self.width, self.height = width, height
+        self._unbind()
         self._scene_option = mujoco.MjvOption()
 
     def render(self, model, data, camera: str | int | None = None) -> np.ndarray:
@@ -71,14 +94,32 @@ class OffscreenRenderer:
         else:
             cam.type, cam.fixedcamid = mujoco.mjtCamera.mjCAMERA_FIXED, cam_id
         mujoco.mjv_updateScene(model, data, self._scene_option, None, cam, mujoco.mjtCatBit.mjCAT_ALL, r.scene)
-        return r.render().copy()
+        try:
+            return r.render().copy()
+        finally:
+            self._unbind()
+
+    def _unbind(self) -> None:
+        """A live renderer's GL context leaves this thread (``mujoco.Renderer`` binds it
+        again for each frame). Only EGL ties a context to one thread; OSMesa does not."""
+        if self.live and os.environ.get("MUJOCO_GL") == "egl":
+            import mujoco.egl
+
+            mujoco.egl.EGL.eglReleaseThread()
 
     def upload_heightfield(self, model, hfield_id: int) -> None:
         import mujoco
 
         # mujoco.Renderer has no public accessor for its GPU context; pinned by
-        # tests/sim/core/test_rendering_api.py.
-        mujoco.mjr_uploadHField(model, vars(self._renderer)["_mjr_context"], hfield_id)
+        # tests/sim/core/test_rendering_api.py (and its GL context, which a live renderer
+        # binds here, by tests/ros_nodes/test_sim_cameras.py).
+        gl = vars(self._renderer).get("_gl_context")
+        if self.live and gl is not None:
+            gl.make_current()
+        try:
+            mujoco.mjr_uploadHField(model, vars(self._renderer)["_mjr_context"], hfield_id)
+        finally:
+            self._unbind()
 
     def close(self) -> None:
         self._renderer.close()

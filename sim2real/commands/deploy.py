@@ -18,7 +18,7 @@ import sys
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
 
-NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder")
+NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder", "camera")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
