@@ -11,7 +11,7 @@ PIP    := $(VENV)/bin/pip
 # The torch/torchvision pair that works together here (see DEVELOPERS notes in README).
 TORCH  := torch==2.14.1 torchvision==0.29.1
 STAMP  := $(VENV)/.sim2real-installed
-SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libfaketime
+SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libfaketime chromium
 # Keep DDS on loopback in everything make starts.
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export MUJOCO_GL ?= egl

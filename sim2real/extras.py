@@ -7,8 +7,9 @@ robot's computer): MuJoCo, ONNX Runtime, numpy, PyYAML. Everything else is an ex
 * ``vlm``: CLIP reward models (open_clip, safetensors), on top of ``train``;
 * ``hil``: HIL-SERL (ZeroMQ transport, HDF5 demos, pygame devices), on top of ``train``;
 * ``spacemouse``: the SpaceMouse device (needs the hidapi system library);
-* ``ros``: the ROS 2 client libraries and the MCAP recorder;
-* ``all``: train, vlm, hil and ros (what ``make demo`` and ``make test`` install).
+* ``ros``: the ROS 2 client libraries, the MCAP recorder and OpenCV (camera images);
+* ``console``: the correction console's web server (FastAPI, uvicorn) and JPEG (OpenCV);
+* ``all``: train, vlm, hil, ros and console (what ``make demo`` and ``make test`` install).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",
+    **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
                      "lifecycle_msgs", "diagnostic_msgs", "rcl_interfaces", "rosgraph_msgs", "trajectory_msgs",
-                     "builtin_interfaces", "ament_index_python", "lz4", "backports"],
+                     "builtin_interfaces", "ament_index_python", "lz4", "backports", "cv2"],
                     "ros"),
 }
 """Top-level import name -> the extra that installs it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Callable, Iterator
 
 
@@ -11,7 +12,10 @@ from collections.abc import Callable, Iterator
 def stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
     """While inside, SIGINT and SIGTERM call ``request_stop`` (the loop finishes its step,
     flushes and checkpoints) instead of raising mid-step; the previous handlers come back
-    on exit."""
+    on exit. Off the main thread (where Python delivers no signals) it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
         signal.signal(s, lambda *_: request_stop())

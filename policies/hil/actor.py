@@ -11,7 +11,8 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -44,17 +45,74 @@ def check_policy_state(state: Any, reference: dict[str, torch.Tensor]) -> dict[s
     return state
 
 
+class ActorMonitor(Protocol):
+    """What the correction console sees of the actor loop and may ask of it."""
+
+    def control_period(self) -> float:
+        """Seconds per step when a person watches (0: as fast as possible)."""
+        ...
+
+    def paused(self) -> bool:
+        """True while the loop must not step (e-stop latched, the operator's hold)."""
+        ...
+
+    def take_reset_request(self) -> bool:
+        """True once after the operator asked to reset the episode."""
+        ...
+
+    def observe_policy(self, action: np.ndarray) -> None:
+        """The policy's action for this step, before any intervention (the takeover blend)."""
+        ...
+
+    def stepped(self, next_obs: dict[str, np.ndarray], info: dict[str, Any], reward: float, intervened: bool) -> None:
+        """After each step: what it led to and whether the operator chose its action."""
+        ...
+
+    def episode_started(self, obs: dict[str, np.ndarray]) -> None:
+        ...
+
+    def episode_ended(self, row: dict[str, Any]) -> None:
+        ...
+
+
+@dataclass
+class _RunState:
+    """The actor loop's counters and the transitions not yet sent."""
+
+    step: int = 0
+    episode: int = 0
+    episode_return: float = 0.0
+    episode_interventions: int = 0
+    episode_steps: int = 0
+    interventions: int = 0
+    successes: list[bool] = field(default_factory=list)
+    chunk: list[dict[str, np.ndarray]] = field(default_factory=list)
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _pace(next_tick: float, period: float) -> float:
+    """Sleep until ``next_tick`` (real-time stepping), then the next tick's time."""
+    if period <= 0:
+        return next_tick
+    delay = next_tick - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    return max(next_tick + period, time.monotonic() - period)  # no burst to catch up after a stall
+
+
 class Actor:
     """Args:
         config: The run's configuration (the learner's must match).
         env: The environment (simulated, or a real arm's wrapper with the same interface).
         device: Intervention device, or ``None``.
         host, port: The learner's address.
+        monitor: Watches and steers the loop (the correction console), or ``None``.
     """
 
     def __init__(self, config: HilConfig, env: HilEnv, device: InterventionDevice | None, host: str = "127.0.0.1",
-                 port: int = 5555, log: Callable[[str], None] = print) -> None:
+                 port: int = 5555, log: Callable[[str], None] = print, monitor: ActorMonitor | None = None) -> None:
         self.config, self.env, self.device, self.log = config, env, device, log
+        self.monitor = monitor
         shapes = env.observation_shapes()
         self.agent = HilAgent(shapes, env.action_dim, config.learner, seed=config.seed)
         self.fingerprint = policy_fingerprint(shapes, env.action_dim)
@@ -98,55 +156,85 @@ class Actor:
         return False
 
     def run(self, steps: int, flush_seconds: float = 10.0) -> dict[str, float]:
-        """Act for ``steps`` env steps (or until SIGINT/SIGTERM); returns a summary."""
+        """Act for ``steps`` env steps (or until SIGINT/SIGTERM); returns a summary.
+
+        With a :class:`ActorMonitor` (the correction console) the loop runs in real time,
+        waits while the monitor pauses it (e-stop, the operator's hold) and resets the
+        episode when asked."""
         torch.set_num_threads(1)
-        cfg, env = self.config, self.env
-        chunk: list[dict[str, np.ndarray]] = []
-        episodes: list[dict] = []
-        episode_return, episode_interventions, episode_steps, episode = 0.0, 0, 0, 0
-        successes, interventions, step = [], 0, 0
-        obs = env.reset(seed=cfg.seed * 100_000)
-        if self.device is not None:
-            self.device.reset()
+        cfg, env, monitor = self.config, self.env, self.monitor
+        run = _RunState()
+        obs = self._reset(run)
+        period = monitor.control_period() if monitor is not None else 0.0
+        next_tick = time.monotonic()
         with stop_on_signals(self.request_stop):
-            while step < steps and not self.stop:
-                step += 1
+            while run.step < steps and not self.stop:
+                if monitor is not None:
+                    if monitor.paused():
+                        time.sleep(0.01)
+                        self.client.pump()
+                        next_tick = time.monotonic()
+                        continue
+                    if monitor.take_reset_request():
+                        obs = self._end_episode(run, success=False, reset=True)
+                next_tick = _pace(next_tick, period)
+                run.step += 1
                 self.take_weights()
-                if self.weights_version < 0 and step <= cfg.actor.random_steps:
+                if self.weights_version < 0 and run.step <= cfg.actor.random_steps:
                     action = self.rng.uniform(-1, 1, env.action_dim).astype(np.float32)
                 else:
                     action = self.agent.act(obs)
+                if monitor is not None:
+                    monitor.observe_policy(action)
                 override = self.device.poll(obs, env.full_obs) if self.device is not None else None
                 intervened = override is not None
                 next_obs, reward, terminated, truncated, info = env.step(override if intervened else action)
-                chunk.append(single_transition(obs, info["action"], reward, next_obs, terminated, intervened))
-                episode_return += reward
-                episode_interventions += intervened
-                interventions += intervened
-                episode_steps += 1
+                run.chunk.append(single_transition(obs, info["action"], reward, next_obs, terminated, intervened))
+                run.episode_return += reward
+                run.episode_interventions += intervened
+                run.interventions += intervened
+                run.episode_steps += 1
+                if monitor is not None:
+                    monitor.stepped(next_obs, info, float(reward), intervened)
                 obs = next_obs
                 if terminated or truncated:
-                    successes.append(bool(info["success"]))
-                    episodes.append({"episode": episode, "return": episode_return, "success": successes[-1],
-                                     "steps": episode_steps, "intervened_steps": episode_interventions,
-                                     "weights_version": self.weights_version, "time": time.time()})
-                    episode += 1
-                    episode_return, episode_interventions, episode_steps = 0.0, 0, 0
-                    obs = env.reset(seed=cfg.seed * 100_000 + episode)
-                    if self.device is not None:
-                        self.device.reset()
-                if len(chunk) >= cfg.actor.chunk_size or (chunk and (terminated or truncated)):
-                    self._send(chunk, episodes)
-                    chunk, episodes = [], []
+                    obs = self._end_episode(run, success=bool(info["success"]))
+                if len(run.chunk) >= cfg.actor.chunk_size or (run.chunk and (terminated or truncated)):
+                    self._send(run.chunk, run.episodes)
+                    run.chunk, run.episodes = [], []
                 self.client.pump()
-            if chunk:
-                self._send(chunk, episodes)
+            if run.chunk:
+                self._send(run.chunk, run.episodes)
             flushed = self.client.flush(flush_seconds)
-        return {"steps": step, "episodes": episode, "success_rate": float(np.mean(successes)) if successes else 0.0,
-                "intervention_rate": interventions / max(step, 1), "weight_updates": self.weight_updates,
+        return {"steps": run.step, "episodes": run.episode,
+                "success_rate": float(np.mean(run.successes)) if run.successes else 0.0,
+                "intervention_rate": run.interventions / max(run.step, 1), "weight_updates": self.weight_updates,
                 "weights_version": self.weights_version, "unacknowledged": len(self.client.outbox),
                 "flushed": flushed, "rejected": self.client.rejected_total,
                 "inbound_rejected": sum(self.client.errors.values()) + sum(self.weights_rejected.values())}
+
+    def _reset(self, run: _RunState) -> dict[str, np.ndarray]:
+        obs = self.env.reset(seed=self.config.seed * 100_000 + run.episode)
+        if self.device is not None:
+            self.device.reset()
+        if self.monitor is not None:
+            self.monitor.episode_started(obs)
+        return obs
+
+    def _end_episode(self, run: _RunState, success: bool, reset: bool = False) -> dict[str, np.ndarray]:
+        """Book the episode (unless an operator's reset cut it before any step) and start
+        the next one."""
+        if run.episode_steps or not reset:
+            run.successes.append(success)
+            row = {"episode": run.episode, "return": run.episode_return, "success": success,
+                   "steps": run.episode_steps, "intervened_steps": run.episode_interventions,
+                   "weights_version": self.weights_version, "time": time.time(), "operator_reset": reset}
+            run.episodes.append(row)
+            if self.monitor is not None:
+                self.monitor.episode_ended(row)
+            run.episode += 1
+        run.episode_return, run.episode_interventions, run.episode_steps = 0.0, 0, 0
+        return self._reset(run)
 
     def request_stop(self) -> None:
         """End the loop after the current step, then flush (SIGINT/SIGTERM call this)."""

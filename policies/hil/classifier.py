@@ -133,10 +133,13 @@ class SuccessDetector:
             raise Sim2RealError(f"cannot load the reward classifier {path}: {exc}") from exc
         self.threshold = float(state["threshold"])
         self.model.eval()
+        self.last_probability: float | None = None
+        """The success probability of the latest call (the correction console shows it)."""
 
     def __call__(self, obs: dict[str, np.ndarray]) -> bool:
         missing = [c for c in self.model.cameras if c not in obs]
         if missing:
             raise Sim2RealError(f"the reward classifier needs cameras {missing}")
         frames = {c: obs[c][None] for c in self.model.cameras}
-        return bool(predict(self.model, frames)[0] > self.threshold)
+        self.last_probability = float(predict(self.model, frames)[0])
+        return self.last_probability > self.threshold

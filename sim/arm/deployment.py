@@ -10,7 +10,14 @@ import numpy as np
 
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.base import ArmTask
-from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateReader, StateWriter
+from sim2real.sim.core.deployment import (
+    Measurements,
+    OperatorAxis,
+    OperatorSpace,
+    RobotDeployment,
+    StateReader,
+    StateWriter,
+)
 from sim2real.sim.core.task import PhysicsBatch, Task
 
 
@@ -26,6 +33,15 @@ class ArmDeployment(RobotDeployment):
     observable = frozenset({"joint_pos", "joint_vel", "ee_pos", "ee_rot6d", "gripper_width", "setpoint_offset",
                             "target_rel_ee", "last_action"})
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
+    # A person drives the hand: Cartesian velocities well below the controller's
+    # 1 m/s per unit action, a yaw rate, and the gripper's opening speed.
+    operator = OperatorSpace(
+        channel="teleop_command",
+        axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),
+              OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
+              OperatorAxis("gripper", "m/s", 0.05, ("KeyO", "KeyC"))),
+        hold=(0.0, 0.0, 0.0, 0.0, 0.0),
+    )
 
     def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
         arm = self._arm(task)

@@ -49,6 +49,46 @@ class Measurements:
     """topic -> arrival time of its latest valid message."""
 
 
+@dataclass(frozen=True)
+class OperatorAxis:
+    """One axis a person drives the robot along (a key pair, a stick)."""
+
+    name: str
+    """The element of the robot's command it drives (``vx``, ``yaw_rate``, ``gripper``)."""
+    unit: str
+    limit: float
+    """Largest magnitude an operator may command (the console scales a full stick to it)."""
+    keys: tuple[str, str] = ("", "")
+    """Keyboard keys (``KeyboardEvent.code``) for the positive and negative direction."""
+
+
+@dataclass(frozen=True)
+class OperatorSpace:
+    """How a person commands the robot: the natural space, not the motor commands.
+
+    ``channel`` says where the command enters the deployment graph, always before the
+    safety filter: ``teleop_command`` (the filter's command mux, highest priority; the
+    command's other elements hold), ``cmd_vel`` (the velocity command the policy
+    tracks) or ``goal`` (the position setpoint the policy holds, moved at the
+    commanded velocity). Whatever the channel, the motion command reaching the robot is
+    the safety filter's output.
+    """
+
+    channel: str
+    axes: tuple[OperatorAxis, ...]
+    hold: tuple[float, ...]
+    """The command of a person holding still (zero velocities, the gripper's current
+    width is kept by the console)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+    @property
+    def limits(self) -> np.ndarray:
+        return np.array([a.limit for a in self.axes])
+
+
 StateWriter = Callable[[PhysicsBatch, Measurements], None]
 """Writes measurements into a one-environment physics batch of a task's model."""
 StateReader = Callable[[mujoco.MjData, PhysicsBatch], Measurements]
@@ -90,6 +130,8 @@ class RobotDeployment(abc.ABC):
     modes publish commands with the reference already added)."""
     driver_options: ClassVar[Mapping[str, Any]] = {}
     """Task options the driver overrides."""
+    operator: ClassVar[OperatorSpace]
+    """How a person (the correction console, a gamepad) commands this robot."""
     motors_off_without_command: ClassVar[bool] = False
     """With no fresh command the driver applies zeros (motors off) instead of the
     command of action 0 (hold the setpoint, keep the default pose)."""

@@ -8,7 +8,14 @@ from typing import ClassVar
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateReader, StateWriter
+from sim2real.sim.core.deployment import (
+    Measurements,
+    OperatorAxis,
+    OperatorSpace,
+    RobotDeployment,
+    StateReader,
+    StateWriter,
+)
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone.base import DroneTask
 
@@ -22,6 +29,13 @@ class DroneDeployment(RobotDeployment):
     measured = ("base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
     observable = frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action"})
     block_inputs: ClassVar = {"pos_error": "goal"}
+    # A person flies the setpoint; the policy (or PID) holds it, through the filter.
+    operator = OperatorSpace(
+        channel="goal",
+        axes=(OperatorAxis("vx", "m/s", 0.5, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.5, ("KeyA", "KeyD")),
+              OperatorAxis("vz", "m/s", 0.3, ("KeyR", "KeyF"))),
+        hold=(0.0, 0.0, 0.0),
+    )
     # The policy node publishes CTBR commands with the position PID already added.
     driver_modes: ClassVar = {"ctbr_residual": "ctbr"}
     motors_off_without_command = True

@@ -8,7 +8,14 @@ from typing import ClassVar
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateReader, StateWriter
+from sim2real.sim.core.deployment import (
+    Measurements,
+    OperatorAxis,
+    OperatorSpace,
+    RobotDeployment,
+    StateReader,
+    StateWriter,
+)
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as C
 from sim2real.sim.quadruped.base import QuadrupedTask
@@ -31,6 +38,13 @@ class QuadrupedDeployment(RobotDeployment):
     observable = frozenset({"base_lin_vel", "base_ang_vel", "projected_gravity", "command", "joint_pos",
                             "joint_vel", "last_action", "gait_clock", "history"})
     block_inputs: ClassVar = {"command": "cmd_vel"}
+    # A person steers the base; the policy keeps walking (its joint targets pass the filter).
+    operator = OperatorSpace(
+        channel="cmd_vel",
+        axes=(OperatorAxis("vx", "m/s", 1.0, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.5, ("KeyA", "KeyD")),
+              OperatorAxis("yaw_rate", "rad/s", 1.0, ("KeyQ", "KeyE"))),
+        hold=(0.0, 0.0, 0.0),
+    )
     # The policy node publishes joint targets with the trot reference already added.
     driver_modes: ClassVar = {"gait_residual": "joint_pos"}
     driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}

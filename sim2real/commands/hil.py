@@ -5,6 +5,7 @@
   sim2real hil learner --run-dir runs/hil --demos demos/peg          (binds 127.0.0.1:5555-5556)
   sim2real hil actor --learner 127.0.0.1 --device spacemouse --steps 20000
   sim2real hil run --demos demos/peg --steps 5000                    (both, simulated arm)
+  sim2real hil run --console --labels labels/peg                     (a person corrects in the browser)
 
 docs/hil_serl.md is the workflow on a real arm.
 """
@@ -80,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--env-factory", metavar="MODULE:FUNCTION",
                    help="a real arm's environment: FUNCTION(env_config, seed, success_fn) returning an object with "
                         "HilEnv's interface (default: the simulated arm)")
+    _console_args(p)
     add_json_flag(p)
 
     p = sub.add_parser("run", help="learner and actor as two processes on this machine (simulated arm)")
@@ -90,7 +92,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=DEVICES, default="scripted")
     p.add_argument("--classifier", type=Path, help="reward classifier (.pt) for the actor")
     p.add_argument("--port", type=int, default=5555)
+    _console_args(p)
     add_json_flag(p)
+
+
+def _console_args(p: argparse.ArgumentParser) -> None:
+    from sim2real.console.launch import add_console_flags
+
+    add_console_flags(p)
+    p.add_argument("--labels", type=Path, metavar="DIR",
+                   help="with --console: episodes the operator labels go here (train-classifier reads the folder)")
 
 
 def _config(args: argparse.Namespace):
@@ -204,12 +215,26 @@ def _actor(args: argparse.Namespace) -> int:
         except (ImportError, AttributeError, ValueError) as exc:
             raise Sim2RealError(f"--env-factory {args.env_factory!r}: {exc}") from exc
     env = factory(cfg.env, seed=cfg.seed, success_fn=success_fn)
-    actor = Actor(cfg, env, make_device(args.device, env, seed=cfg.seed + 1), args.learner, args.port,
-                  log=lambda s: console.print(s, markup=False))
+    target = server = None
+    if args.console:  # the operator's console is the intervention device
+        from sim2real.console.launch import operator_settings, start_console
+        from sim2real.policies.hil.console import HilConsoleTarget
+
+        target = HilConsoleTarget(env, labels_dir=args.labels, settings=operator_settings(args))
+        server = start_console(target, args)
+        device = target
+    else:
+        device = make_device(args.device, env, seed=cfg.seed + 1)
+    actor = Actor(cfg, env, device, args.learner, args.port, log=lambda s: console.print(s, markup=False),
+                  monitor=target)
     try:
         summary = actor.run(args.steps)
     finally:
         actor.close()
+        if server is not None:
+            server.stop()
+        if target is not None:
+            target.close()
         env.close()
     (emit_json if args.json else lambda o: stdout.print(json.dumps(o)))(summary)
     return 0
@@ -224,6 +249,11 @@ def _run_both(args: argparse.Namespace) -> int:
                  "--port", str(args.port), "--json"]
     if args.classifier:
         actor_cmd += ["--classifier", str(args.classifier)]
+    if args.console:
+        actor_cmd += ["--console", "--console-port", str(args.console_port), "--console-bind", args.console_bind,
+                      "--takeover-blend", str(args.takeover_blend)]
+        if args.labels:
+            actor_cmd += ["--labels", str(args.labels)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     learner = subprocess.Popen(learner_cmd, env=env)
     try:

@@ -1,0 +1,102 @@
+// Drawing the console's state: tables, the control badge, the success bar, the plot.
+const $ = (id) => document.getElementById(id);
+
+const fmt = (v) => {
+  if (v === null || v === undefined) return "–";
+  if (Array.isArray(v)) return v.map((x) => (typeof x === "number" ? x.toFixed(3) : String(x))).join("  ");
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toFixed(3);
+  return String(v);
+};
+
+function rows(table, entries) {
+  table.replaceChildren(...entries.map(([k, v]) => {
+    const tr = document.createElement("tr");
+    const th = document.createElement("th");
+    const td = document.createElement("td");
+    th.textContent = k;
+    td.textContent = fmt(v);
+    td.className = "num";
+    tr.append(th, td);
+    return tr;
+  }));
+}
+
+export function renderKeys(table, axes) {
+  const keyName = (code) => (code || "").replace(/^Key/, "").replace(/^Digit/, "");
+  table.replaceChildren(...axes.map((a) => {
+    const tr = document.createElement("tr");
+    tr.dataset.axis = a.name;
+    tr.innerHTML = `<th>${a.name}</th><td><kbd>${keyName(a.keys[0])}</kbd> + / <kbd>${keyName(a.keys[1])}</kbd> −</td>` +
+                   `<td class="num">±${a.limit} ${a.unit}</td>`;
+    return tr;
+  }));
+}
+
+export function renderState(msg) {
+  const c = msg.control;
+  const badge = $("control");
+  badge.className = `badge ${c.mode}`;
+  badge.dataset.mode = c.mode;
+  badge.textContent = `${c.mode.toUpperCase()} ${c.seconds.toFixed(1)} s`;
+  $("role").textContent = msg.you.operator ? "you are the operator" : (c.owner ? "read-only (another operator)" : "read-only");
+  $("hold-reason").textContent = c.mode === "hold" ? `HOLD: ${c.hold_reason}` : "";
+  rows($("state"), Object.entries(msg.state || {}));
+  const s = msg.safety || {};
+  rows($("safety"), [["e-stop", s.estop || "clear"], ["acting", (s.acting || []).join(", ") || "none"],
+                     ["watchdog", s.watchdog || "ok"], ["mode", s.mode || (s.paused ? "paused" : "running")]]);
+  const latched = !!s.estop;
+  $("estop").classList.toggle("latched", latched);
+  $("estop").dataset.latched = String(latched);
+  $("estop-reset").hidden = !latched;
+  const p = msg.success_probability;
+  $("success-bar").style.width = `${Math.round(100 * (p ?? 0))}%`;
+  $("success-source").textContent = p === null || p === undefined ? "" : `${(100 * p).toFixed(0)} % (${msg.success_source})`;
+  const e = msg.episodes || {};
+  rows($("episodes"), [["episode", e.episode], ["steps", e.steps], ["return", e.return],
+                       ["success rate", e.success_rate], ["operator share", e.operator_share]]);
+  const log = $("events");
+  log.replaceChildren(...(msg.events || []).slice().reverse().map(([t, m]) => {
+    const li = document.createElement("li");
+    li.textContent = `${new Date(t * 1000).toLocaleTimeString()} ${m}`;
+    return li;
+  }));
+}
+
+export function renderDevices(table, keyboard, gamepads, axes) {
+  const keyValues = keyboard.values();
+  const entries = [["keyboard", [...keyboard.held].join(" ") || "no keys held"],
+                   ["keyboard axes", keyValues]];
+  const pads = gamepads.list();
+  if (!pads.length) entries.push(["gamepad", "none connected (press a button to wake it)"]);
+  pads.forEach((p, i) => {
+    entries.push([`gamepad ${i}`, p.id]);
+    entries.push([`  axes`, Array.from(p.axes)]);
+    entries.push([`  buttons`, p.buttons.map((b, k) => (b.pressed ? k : null)).filter((k) => k !== null).join(" ") || "none"]);
+  });
+  rows(table, entries);
+  document.querySelectorAll("#keys tr").forEach((tr, i) => tr.classList.toggle("pressed", keyValues[i] !== 0));
+}
+
+export function drawPlot(canvas, history) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  ctx.strokeStyle = "#333";
+  [0.25, 0.5, 0.75].forEach((y) => { ctx.beginPath(); ctx.moveTo(0, h * y); ctx.lineTo(w, h * y); ctx.stroke(); });
+  if (!history || history.length < 1) return;
+  const n = history.length;
+  const x = (i) => (n === 1 ? w / 2 : (i / (n - 1)) * (w - 10) + 5);
+  const series = (values, color) => {
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    values.forEach((v, i) => (i ? ctx.lineTo(x(i), h - v * (h - 10) - 5) : ctx.moveTo(x(i), h - v * (h - 10) - 5)));
+    ctx.stroke();
+  };
+  const rate = history.map((_, i) => {
+    const window = history.slice(Math.max(0, i - 19), i + 1);
+    return window.reduce((s, r) => s + r.success, 0) / window.length;
+  });
+  series(rate, "#2e9d5b");
+  series(history.map((r) => r.operator_share), "#e08e0b");
+}
