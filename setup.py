@@ -55,6 +55,7 @@ setup(
     package_data={
         "sim2real.sim": ["**/*.xml", "**/*.png", "**/*.obj", "**/*.stl", "**/*.yaml"],
         "sim2real.policies": ["**/*.yaml", "**/*.json", "**/*.onnx"],
+        "sim2real": ["console/static/*"],  # the correction console's page
     },
     include_package_data=True,
     data_files=data_files,

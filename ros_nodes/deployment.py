@@ -52,6 +52,9 @@ class DeployOptions:
     """Folder of an MCAP bag of the run (empty: no recorder)."""
     domain_id: int = 0
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    console: bool = False
+    """Serve the correction console (and render the robot's live cameras in simulation)."""
+    console_port: int = 8765
 
 
 def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -89,6 +92,9 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     if opts.record:
         nodes.append("recorder")
         extra["recorder"] = {"output": str(opts.record)}
+    if opts.console:
+        nodes.append("console")
+        _console_parameters(opts, params, extra)
     if opts.backend == "sim" and not params.get("safety_filter", {}).get("latch_file"):
         # A simulated robot is new every run: its latches live for this run only. Real
         # robots keep theirs in $ROS_HOME across runs, restarts and crashes.
@@ -96,6 +102,21 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         latch.unlink(missing_ok=True)
         extra.setdefault("safety_filter", {})["latch_file"] = str(latch)
     return merge(merge(params, extra), opts.overrides), nodes
+
+
+LIVE_VIEW = {"image_rate": 15.0, "image_width": 320, "image_height": 240}
+"""The sim bridge's cameras for a person watching: 15 frames/s of 320x240 each."""
+
+
+def _console_parameters(opts: DeployOptions, params: dict[str, dict[str, Any]],
+                        extra: dict[str, dict[str, Any]]) -> None:
+    """The console speaks the safety filter's command layout and shows the robot's cameras."""
+    cameras = ",".join(robot_deployment(opts.robot).live_cameras)
+    mode = extra.get("safety_filter", {}).get("action_mode") or params.get("safety_filter", {}).get("action_mode", "")
+    extra["console"] = {"robot": opts.robot, "action_mode": mode, "port": int(opts.console_port),
+                        "cameras": cameras if opts.backend == "sim" else params.get("console", {}).get("cameras", "")}
+    if opts.backend == "sim":
+        extra["sim_bridge"].update(cameras=cameras, **LIVE_VIEW)
 
 
 def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
@@ -115,8 +136,12 @@ def _wait(duration: float, progress: Any) -> None:
     end = time.monotonic() + duration
     while (left := end - time.monotonic()) > 0:
         if progress is not None:
-            progress(f"running: {left:.0f} s left")
+            progress(_left(left))
         time.sleep(min(1.0, left))
+
+
+def _left(seconds: float) -> str:
+    return "running until Ctrl-C" if math.isinf(seconds) else f"running: {seconds:.0f} s left"
 
 
 def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progress: Any) -> dict[str, dict]:
@@ -156,7 +181,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
             executor.spin_once(timeout_sec=0.1)
             graph.raise_if_dead()
             if progress is not None:
-                progress(f"running: {stop - time.monotonic():.0f} s left")
+                progress(_left(stop - time.monotonic()))
         for _ in range(15):  # the 1 Hz reports after the window
             executor.spin_once(timeout_sec=0.1)
         return monitor.latest()

@@ -27,8 +27,9 @@ NODE_MODULES: dict[str, str] = {
     "policy": "sim2real.ros_nodes.policy",
     "recorder": "sim2real.ros_nodes.recorder",
     "camera": "sim2real.ros_nodes.camera",
+    "console": "sim2real.ros_nodes.console",
 }
-START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "recorder")
+START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "recorder", "console")
 """Robot first, then its guard, then whatever commands it."""
 
 
@@ -113,7 +114,8 @@ def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]
 
 
 NODE_CLASSES = {"sim_bridge": "SimBridge", "hardware_bridge": "HardwareBridge", "safety_filter": "SafetyFilterNode",
-                "policy": "PolicyNode", "recorder": "Recorder", "camera": "CameraNode"}
+                "policy": "PolicyNode", "recorder": "Recorder", "camera": "CameraNode",
+                "console": "ConsoleNode"}
 
 
 def node_class(name: str) -> type:

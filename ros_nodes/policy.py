@@ -55,6 +55,8 @@ class PolicyNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("policy", PolicySettings, **kwargs)
         self.m = Measurements()
+        self.mission: dict[tuple[str, str], tuple[np.ndarray, float]] = {}
+        """(``goal`` | ``cmd_vel``, ``mission`` | ``operator``) -> (value, arrival time)."""
         self.state_header: dict[str, float] = {}
         self.ticks = 0
         self.published = 0
@@ -105,6 +107,7 @@ class PolicyNode(ManagedNode):
         self.max_age = p["max_state_age_periods"] * self.period
         self.last_action = np.zeros(action_size)
         self.align = bool(p["align_to_state"])
+        self.operator_hold = float(p["operator_hold"])
         self._last_state: float | None = None
         self._state_interval = self.period
         self._subscribe(info)
@@ -113,8 +116,11 @@ class PolicyNode(ManagedNode):
 
     def _subscribe(self, info: RobotDeployment) -> None:
         self.streams = StateStreams(self, info, self._on_state)
-        self.create_subscription(PoseStamped, "goal", self._on_goal, mission_qos())
-        self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
+        self.create_subscription(PoseStamped, "goal", lambda m: self._on_goal(m, "mission"), mission_qos())
+        self.create_subscription(Twist, "cmd_vel", lambda m: self._on_cmd_vel(m, "mission"), mission_qos())
+        # A person steering through the correction console overrides the mission while fresh.
+        self.create_subscription(PoseStamped, "operator_goal", lambda m: self._on_goal(m, "operator"), command_qos())
+        self.create_subscription(Twist, "operator_cmd_vel", lambda m: self._on_cmd_vel(m, "operator"), command_qos())
 
     def start(self) -> None:
         # An activation starts from rest, as a training episode does.
@@ -163,16 +169,26 @@ class PolicyNode(ManagedNode):
             setattr(self.m, name, value)
         self._arrived(topic, header)
 
-    def _on_goal(self, msg: PoseStamped) -> None:
+    def _on_goal(self, msg: PoseStamped, source: str) -> None:
         pos, _ = M.pose_arrays(msg.pose)
         if np.all(np.isfinite(pos)):
-            self.m.goal = pos
+            self.mission[("goal", source)] = (pos, self.now_s())
 
-    def _on_cmd_vel(self, msg: Twist) -> None:
+    def _on_cmd_vel(self, msg: Twist, source: str) -> None:
         lin, ang = M.twist_arrays(msg)
         cmd = np.array([lin[0], lin[1], ang[2]])
         if np.all(np.isfinite(cmd)):
-            self.m.cmd_vel = cmd
+            self.mission[("cmd_vel", source)] = (cmd, self.now_s())
+
+    def _mission_inputs(self, now: float) -> None:
+        """The goal and velocity command the observation uses: the operator's while fresh
+        (``operator_hold``), else the mission's."""
+        for name in ("goal", "cmd_vel"):
+            operator = self.mission.get((name, "operator"))
+            mission = self.mission.get((name, "mission"))
+            fresh = operator is not None and 0.0 <= now - operator[1] <= self.operator_hold
+            chosen = operator if fresh else mission
+            setattr(self.m, name, None if chosen is None else chosen[0])
 
     # -- control ----------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -188,6 +204,7 @@ class PolicyNode(ManagedNode):
             self.deadline_misses += 1
         self._last_tick = now
         self.ticks += 1
+        self._mission_inputs(now)
         missing = self.builder.missing(self.m)
         stale = [t for t in self.required if now - self.m.stamps.get(t, -1e9) > self.max_age]
         if missing or stale:

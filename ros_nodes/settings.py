@@ -117,6 +117,9 @@ class PolicySettings(NodeSettings):
     """A state older than this many periods is not acted on."""
     align_to_state: bool = True
     """Act as soon as a fresh state arrives within the period (false: on the timer)."""
+    operator_hold: Annotated[float, Bounds(gt=0.0, le=5.0)] = 0.25
+    """s an operator's ``operator_cmd_vel`` or ``operator_goal`` (the correction console)
+    overrides the mission's ``cmd_vel`` or ``goal`` after its last message."""
 
 
 @dataclass
@@ -188,6 +191,31 @@ class CameraSettings(NodeSettings):
     also how long a live source may send nothing before it counts as stopped."""
 
 
+@dataclass
+class ConsoleSettings(NodeSettings):
+    """The correction console attached to the graph (a web page; docs/console.md)."""
+
+    robot: Robot = "arm"
+    """Robot class commanded (its operator space: docs/console.md)."""
+    action_mode: str = ""
+    """Action mode of the safety filter's commands (empty: the robot's driver mode)."""
+    port: Port = 8765
+    """TCP port of the web page (0: any free port; the URL is printed)."""
+    bind: str = "127.0.0.1"
+    """Address served on. Anything but loopback lets other machines reach the robot's
+    controls (the token still guards them) and prints a warning."""
+    cameras: str = ""
+    """Comma-separated camera names shown (``<cam>/image_raw/compressed``)."""
+    blend_seconds: Annotated[float, Bounds(ge=0.0, le=5.0)] = 0.4
+    """s over which a takeover blends from the policy's command into the operator's."""
+    timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.2
+    """s without a command from the operator's page during a takeover before the robot holds."""
+    publish_rate: Annotated[float, Bounds(ge=5.0, le=500.0)] = 50.0
+    """Hz of the operator's commands while the person (or the hold) is in control."""
+    safety_filter: str = "safety_filter"
+    """The safety filter node whose ``~/trip_estop`` and ``~/reset`` the e-stop button calls."""
+
+
 NODE_SETTINGS: dict[str, type[NodeSettings]] = {
     "sim_bridge": SimBridgeSettings,
     "hardware_bridge": HardwareBridgeSettings,
@@ -195,6 +223,7 @@ NODE_SETTINGS: dict[str, type[NodeSettings]] = {
     "safety_filter": SafetyFilterSettings,
     "recorder": RecorderSettings,
     "camera": CameraSettings,
+    "console": ConsoleSettings,
 }
 """Node name -> its settings."""
 

@@ -22,6 +22,7 @@ applies the driver's hold (drone: motors off).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,7 @@ class SimBridge(ManagedNode):
         self._image_timer = None
         self._last_mission: tuple | None = None
         self.streams: list[ImageStream] = []
+        self.views: LiveViews | None = None
         self.frames_published = 0
         """Camera frames rendered and published (each camera's frame counts once)."""
 
@@ -150,7 +152,8 @@ class SimBridge(ManagedNode):
         self.publish_state()
         self._timer = self.create_control_timer(self.period, self._tick)
         self._status_timer = self.create_control_timer(1.0, self.report)
-        if self.image_period:
+        if self.image_period and self.views is None:
+            self.views = LiveViews(self, self.configured_robot())
             self._image_timer = self.create_control_timer(self.image_period, self._publish_images)
 
     def stop(self) -> None:
@@ -159,9 +162,18 @@ class SimBridge(ManagedNode):
                 self.destroy_timer(t)
         self._timer = self._image_timer = self._status_timer = None
 
+    def destroy_node(self) -> None:
+        if self.views is not None:  # its thread publishes: stop it before the publishers go
+            self.views.close()
+            self.views = None
+        super().destroy_node()
+
     def unload(self) -> None:
+        if self.views is not None:
+            self.views.close()  # its thread releases the GL context
+            self.views = None
         if self.robot is not None:
-            self.robot.close()  # the GL context; the simulation stays readable
+            self.robot.close()  # the simulation stays readable
 
     def _image_streams(self, names: list[str]) -> list[ImageStream]:
         """``camera/image_raw`` alone (no ``cameras``), or two topics per camera."""
@@ -268,21 +280,72 @@ class SimBridge(ManagedNode):
             self.pub_cmd_vel.publish(M.twist(np.r_[m.cmd_vel[:2], 0.0], np.r_[0.0, 0.0, m.cmd_vel[2]]))
 
     def _publish_images(self) -> None:
-        if not self.active or self.robot is None:
+        """Hand the live-view thread the current pose (rendering runs off the control thread)."""
+        if not self.active or self.robot is None or self.views is None:
             return
-        stamp = self.get_clock().now().to_msg()
-        for s in self.streams:
+        if any(any(s.wanted()) for s in self.streams):
+            self.views.offer(self.robot.pose(), self.get_clock().now().to_msg())
+
+
+class LiveViews:
+    """Draws, encodes and publishes the cameras of the newest pose on its own thread (which
+    owns the GL context): 2 x 320x240 at 15 Hz is 30 renders/s, which on the control
+    thread made a quadruped miss its 50 Hz period and fall. A pose still waiting when a
+    newer one arrives is dropped."""
+
+    def __init__(self, node: SimBridge, robot: SimRobot) -> None:
+        self.node, self.robot = node, robot
+        self._pending: tuple[Any, Any] | None = None
+        self._ready = threading.Condition()
+        self._stop = False
+        self.frames_dropped = 0
+        self._thread = threading.Thread(target=self._run, name="sim-bridge-live-views", daemon=True)
+        self._thread.start()
+
+    def offer(self, pose: Any, stamp: Any) -> None:
+        with self._ready:
+            if self._pending is not None:
+                self.frames_dropped += 1
+                pose.heightfields_changed |= self._pending[0].heightfields_changed
+            self._pending = (pose, stamp)
+            self._ready.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while self._pending is None and not self._stop:
+                    self._ready.wait()
+                if self._stop:
+                    break
+                pose, stamp = self._pending if self._pending is not None else (None, None)
+                self._pending = None
+            try:
+                self._draw(pose, stamp)
+            except Exception as exc:  # a broken frame must not end the views (nor the node)
+                if not self._stop:  # publishers going away at shutdown are no failure
+                    self.node.log_throttled("live_views", f"camera frame failed: {exc}", level="error")
+        self.robot.close()  # the GL context belongs to this thread
+
+    def _draw(self, pose: Any, stamp: Any) -> None:
+        node = self.node
+        for s in node.streams:
             raw, compressed = s.wanted()
             if not (raw or compressed):
                 continue
-            frame = self.robot.render(s.camera)
+            frame = self.robot.render_pose(pose, s.camera)
             if frame is None:
                 continue
             if raw:
                 s.raw.publish(images.image_message(frame, stamp, s.frame_id))
             if compressed and s.compressed is not None:
-                s.compressed.publish(images.compressed_message(frame, stamp, s.frame_id, self.jpeg_quality))
-            self.frames_published += 1
+                s.compressed.publish(images.compressed_message(frame, stamp, s.frame_id, node.jpeg_quality))
+            node.frames_published += 1
+
+    def close(self) -> None:
+        with self._ready:
+            self._stop = True
+            self._ready.notify()
+        self._thread.join(timeout=5)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -23,6 +23,18 @@ from sim2real.sim.quadruped.velocity import Velocity
 
 
 @dataclass
+class RobotPose:
+    """The positions a picture of the robot is drawn from."""
+
+    qpos: np.ndarray
+    mocap_pos: np.ndarray
+    mocap_quat: np.ndarray
+    time: float
+    heightfields_changed: bool
+    """A reset drew new terrain since the last pose: upload it before drawing."""
+
+
+@dataclass
 class EpisodeRecord:
     index: int
     success: bool
@@ -72,6 +84,7 @@ class SimRobot:
         self.cameras = self._known_cameras(cameras) if render_size[0] > 0 else ()
         """The cameras :meth:`render` draws, checked against the model."""
         self._renderer: OffscreenRenderer | None = None
+        self._render_data: Any = None
         self._heightfields_stale = True
         _, reset_info = self.env.reset(seed=seed)
         self.task_state: dict[str, Any] = reset_info.get("task", {})
@@ -149,22 +162,44 @@ class SimRobot:
                               f"its cameras: {', '.join(str(k) for k in known) or 'none'}")
         return names
 
-    def render(self, camera: str | None = None) -> np.ndarray | None:
-        """The ``[H, W, 3]`` uint8 frame of ``camera`` (default: the first of
-        :attr:`cameras`; ``""``: MuJoCo's free camera) drawn for a live view (no shadows,
-        reflections or multisampling); ``None`` when made without a ``render_size``.
+    def pose(self) -> RobotPose:
+        """A copy of what a picture of the robot needs, taken on the control thread (cheap:
+        positions only), for :meth:`render_pose` on another thread."""
+        d = self.env.data
+        stale, self._heightfields_stale = self._heightfields_stale, False
+        return RobotPose(d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), float(d.time), stale)
 
-        The GL context is made on the first call, in the thread that renders."""
+    def render_pose(self, pose: RobotPose, camera: str | None = None) -> np.ndarray | None:
+        """The ``[H, W, 3]`` uint8 frame of ``camera`` (default: the first of
+        :attr:`cameras`; ``""``: MuJoCo's free camera) of ``pose``, drawn for a live view
+        (no shadows, reflections or multisampling) from the renderer's own copy of the
+        data, so stepping goes on meanwhile; ``None`` when made without a ``render_size``.
+
+        One thread renders: the GL context is made on its first call, in that thread."""
+        import mujoco
+
         if not self.cameras:
             return None
+        model = self.env.model
         if self._renderer is None:
-            self._renderer = OffscreenRenderer(self.env.model, *self.render_size, live=True)
-        if self._heightfields_stale:
-            for h in range(self.env.model.nhfield):
-                self._renderer.upload_heightfield(self.env.model, h)
-            self._heightfields_stale = False
+            self._renderer = OffscreenRenderer(model, *self.render_size, live=True)
+            self._render_data = mujoco.MjData(model)
+            pose.heightfields_changed = True
+        if pose.heightfields_changed:
+            for h in range(model.nhfield):
+                self._renderer.upload_heightfield(model, h)
+        data = self._render_data
+        data.qpos[:], data.mocap_pos[:], data.mocap_quat[:] = pose.qpos, pose.mocap_pos, pose.mocap_quat
+        data.time = pose.time
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)  # tracking cameras follow the centre of mass
+        mujoco.mj_camlight(model, data)
         name = self.cameras[0] if camera is None else camera
-        return self._renderer.render(self.env.model, self.env.data, name or None)
+        return self._renderer.render(model, data, name or None)
+
+    def render(self, camera: str | None = None) -> np.ndarray | None:
+        """:meth:`render_pose` of the current pose (on the calling thread)."""
+        return self.render_pose(self.pose(), camera)
 
     def close(self) -> None:
         """Release the GL context (the simulation itself needs no closing)."""

@@ -141,6 +141,10 @@ class ConsoleTarget(abc.ABC):
     def reset_episode(self) -> str:
         return "this attachment cannot reset episodes"
 
+    def commanded(self) -> None:
+        """A person's command was just accepted: targets that publish on a timer may send
+        it at once instead (the latency from a key press to the robot)."""
+
     # -- the operator's side (called by the web layer) -----------------------------------
     def operator_output(self, policy_command: np.ndarray | None = None) -> Any:
         with self.lock:

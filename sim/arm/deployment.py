@@ -35,6 +35,7 @@ class ArmDeployment(RobotDeployment):
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
     # A person drives the hand: Cartesian velocities well below the controller's
     # 1 m/s per unit action, a yaw rate, and the gripper's opening speed.
+    live_cameras = ("front", "wrist")
     operator = OperatorSpace(
         channel="teleop_command",
         axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),

@@ -132,6 +132,8 @@ class RobotDeployment(abc.ABC):
     """Task options the driver overrides."""
     operator: ClassVar[OperatorSpace]
     """How a person (the correction console, a gamepad) commands this robot."""
+    live_cameras: ClassVar[tuple[str, ...]] = ()
+    """The simulated robot's cameras a person watches it through (the console's views)."""
     motors_off_without_command: ClassVar[bool] = False
     """With no fresh command the driver applies zeros (motors off) instead of the
     command of action 0 (hold the setpoint, keep the default pose)."""

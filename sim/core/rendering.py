@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 
 import numpy as np
@@ -17,6 +19,26 @@ __all__ = ["SYSTEM_PACKAGES", "OffscreenRenderer", "choose_gl_backend"]
 
 SYSTEM_PACKAGES = "libegl1 libegl-mesa0 libgl1-mesa-dri (EGL) or libosmesa6 (OSMesa)"
 """The Debian packages of a headless GL backend (``make deps`` installs them)."""
+
+
+_LLVM_ORDER_SETTLED = False
+
+
+def load_triton_before_mesa() -> None:
+    """Load Triton, when installed, before the first GL context of the process.
+
+    Mesa's software rasterizer (llvmpipe, behind EGL and OSMesa here) and Triton
+    (PyTorch's kernel compiler, which ``torch.optim`` imports through ``torch._dynamo``)
+    each bring their own LLVM. Triton's loaded after Mesa's segfaults the process
+    (measured: one render, then ``torch.optim.Adam``); the other order is safe. So a
+    process that renders loads Triton first (0.4 s, once) if it is there at all; the
+    deployment install has no torch and pays nothing."""
+    global _LLVM_ORDER_SETTLED
+    if _LLVM_ORDER_SETTLED:
+        return
+    _LLVM_ORDER_SETTLED = True
+    if importlib.util.find_spec("triton") is not None:
+        importlib.import_module("triton")
 
 
 class OffscreenRenderer:
@@ -36,6 +58,7 @@ class OffscreenRenderer:
     def __init__(self, model, width: int = 480, height: int = 360, live: bool = False) -> None:
         import mujoco
 
+        load_triton_before_mesa()
         from sim2real.sim.core.errors import RenderingUnavailableError
 
         # Offscreen buffers default to 640x480; grow them when a larger frame is asked for.

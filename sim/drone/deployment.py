@@ -30,6 +30,7 @@ class DroneDeployment(RobotDeployment):
     observable = frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action"})
     block_inputs: ClassVar = {"pos_error": "goal"}
     # A person flies the setpoint; the policy (or PID) holds it, through the filter.
+    live_cameras = ("chase", "follow")
     operator = OperatorSpace(
         channel="goal",
         axes=(OperatorAxis("vx", "m/s", 0.5, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.5, ("KeyA", "KeyD")),

@@ -39,6 +39,7 @@ class QuadrupedDeployment(RobotDeployment):
                             "joint_vel", "last_action", "gait_clock", "history"})
     block_inputs: ClassVar = {"command": "cmd_vel"}
     # A person steers the base; the policy keeps walking (its joint targets pass the filter).
+    live_cameras = ("tracking", "head")
     operator = OperatorSpace(
         channel="cmd_vel",
         axes=(OperatorAxis("vx", "m/s", 1.0, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.5, ("KeyA", "KeyD")),

@@ -18,7 +18,7 @@ import sys
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
 
-NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder", "camera")
+NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder", "camera", "console")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="",
                         help="exported policy (.onnx, its .json or folder), or 'classical'; "
                              "default: the shipped baseline, else the classical controller")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds to run")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds to run (default 20; with --console until Ctrl-C)")
     parser.add_argument("--processes", action="store_true", help="one process per node")
     parser.add_argument("--config", default="", help="parameter file (default: config/<robot>.yaml)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated targets/commands")
@@ -36,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID of the run (default: $ROS_DOMAIN_ID, else derived from the pid)")
     parser.add_argument("--node", choices=NODES, help="run only this node; ROS arguments follow `--` (launch files)")
+    parser.add_argument("--console", action="store_true",
+                        help="serve the correction console (prints a URL with a one-time token)")
+    parser.add_argument("--console-port", type=int, default=8765, help="0: any free port")
     add_set_flag(parser, "safety_filter.max_tilt=0.5")
     parser.add_argument("ros_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     add_json_flag(parser)
@@ -60,9 +64,11 @@ def run(args: argparse.Namespace) -> int:
     domain = args.domain_id
     if domain is None:
         domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
-    opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, duration=args.duration,
+    duration = args.duration if args.duration is not None else (float("inf") if args.console else 20.0)
+    opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, duration=duration,
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
-                         domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)))
+                         domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
+                         console=args.console, console_port=args.console_port)
     with console.status(f"deploying {args.robot}") as status:
         summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
     if args.json:

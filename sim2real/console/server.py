@@ -151,6 +151,7 @@ def create_app(target: ConsoleTarget, token: str) -> FastAPI:
             sender.cancel()
             with target.lock:
                 target.control.disconnected(session, time.monotonic())
+            target.commanded()  # a hold goes out now
 
     return app
 
@@ -167,7 +168,10 @@ def _handle(target: ConsoleTarget, session: str, text: str) -> str:
     with target.lock:
         if kind == "command":
             axes = msg.get("axes")
-            return control.command(session, axes if isinstance(axes, list) else [], now)
+            reply = control.command(session, axes if isinstance(axes, list) else [], now)
+            if not reply:
+                target.commanded()
+            return reply
         if kind == "takeover":
             return control.take_over(session, now)
         if kind == "giveback":
@@ -178,6 +182,7 @@ def _handle(target: ConsoleTarget, session: str, text: str) -> str:
         if kind == "visibility":
             if msg.get("visible") is not True:
                 control.hidden(session, now)
+                target.commanded()
             return ""
         if kind == "ping":
             return ""

@@ -6,6 +6,7 @@ control, the e-stop stops every step until a confirmed reset, and a closed tab h
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import time
 import urllib.error
@@ -41,7 +42,9 @@ def ws_refused(url: str, origin: str | None) -> str:
         except websockets.exceptions.InvalidStatus as exc:
             return f"refused {exc.response.status_code}"
 
-    return asyncio.run(attempt())
+    # Playwright's sync API keeps an event loop on this thread: the client gets its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, attempt()).result(timeout=30)
 
 
 def test_everything_needs_the_token_and_the_consoles_origin(hil: HilStack) -> None:

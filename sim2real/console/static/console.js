@@ -58,6 +58,7 @@ async function main() {
   const gamepads = new Gamepads(describe.axes.length);
   renderKeys($("keys"), describe.axes);
   let toggled = false;
+  let ticks = 0;
   let engaged = false; // a takeover this page asked for and has not ended
   let ws = null;
 
@@ -82,9 +83,12 @@ async function main() {
     if (labels[e.code] && describe.labels && !e.repeat) { post("/api/label", { label: labels[e.code] }); return; }
     if (e.code === "Digit4" && !e.repeat) { post("/api/reset_episode"); return; }
     keyboard.down(e.code);
-    if (e.code === TAKEOVER_KEY || describe.axes.some((a) => a.keys.includes(e.code))) e.preventDefault();
+    if (e.code === TAKEOVER_KEY || describe.axes.some((a) => a.keys.includes(e.code))) {
+      e.preventDefault();
+      if (!e.repeat) tick(); // a press reaches the robot now, not at the next 20 ms tick
+    }
   });
-  window.addEventListener("keyup", (e) => keyboard.up(e.code));
+  window.addEventListener("keyup", (e) => { keyboard.up(e.code); tick(); });
 
   $("takeover").addEventListener("click", () => {
     toggled = !toggled;
@@ -99,7 +103,7 @@ async function main() {
     b.addEventListener("click", () => post("/api/label", { label: b.dataset.label })));
   $("reset-episode").addEventListener("click", () => post("/api/reset_episode"));
 
-  const tick = () => {
+  function tick() {
     const want = toggled || keyboard.takeover || gamepads.takeover;
     if (want && !engaged) send({ type: "takeover" });
     if (!want && engaged) send({ type: "giveback" });
@@ -108,8 +112,8 @@ async function main() {
       send({ type: "command", axes: combine(keyboard.values(), gamepads.values()) });
       stats.commandsSent += 1;
     }
-    renderDevices($("devices"), keyboard, gamepads, describe.axes);
-  };
+    if (++ticks % 10 === 0) renderDevices($("devices"), keyboard, gamepads, describe.axes); // 5 Hz is plenty to read
+  }
 
   const connect = () => {
     ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);

@@ -70,3 +70,18 @@ def test_the_gl_backend_is_chosen_before_mujoco_whatever_module_comes_first(firs
     assert out.returncode == 0, out.stderr
     backend, imported_first = out.stdout.split()
     assert backend in ("egl", "osmesa") and imported_first == "False"
+
+
+def test_rendering_then_training_in_one_process_does_not_crash() -> None:
+    """Mesa's llvmpipe and Triton (torch's optimizers import it) each load an LLVM; Triton's
+    after Mesa's segfaulted the process. The renderer loads Triton first."""
+    import subprocess
+    import sys
+
+    code = ("import sim2real\nfrom sim2real.sim import make\n"
+            "from sim2real.sim.core.rendering import OffscreenRenderer\n"
+            "env = make('ArmReach'); env.reset(seed=0)\n"
+            "OffscreenRenderer(env.model, 32, 32, live=True).render(env.model, env.data, 'front')\n"
+            "import torch\ntorch.optim.Adam([torch.zeros(2, requires_grad=True)])\nprint('trained')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "trained" in done.stdout, done.stderr[-2000:]
