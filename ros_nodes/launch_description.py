@@ -58,6 +58,8 @@ def arguments(robot: str) -> list[LaunchArgument]:
         LaunchArgument("backend", "sim", f"sim: start the MuJoCo sim bridge; real: {real}", ("sim", "real")),
         LaunchArgument("policy", "classical", "exported policy (policy.onnx, its .json or folder) or 'classical'"),
         LaunchArgument("record", "false", "record an MCAP rosbag2", ("true", "false")),
+        LaunchArgument("console", "false", "serve the correction console (its URL and token are printed)",
+                       ("true", "false")),
         LaunchArgument("discovery", "auto", "DDS discovery range; auto: LOCALHOST for backend:=sim, SUBNET for "
                                             "real (then secure the graph with SROS2, docs/deployment.md)", DISCOVERY),
     ]
@@ -68,7 +70,7 @@ def nodes(robot: str) -> list[LaunchNode]:
     if has_hardware_bridge(robot):
         out.append(LaunchNode("hardware_bridge", ("backend", "real")))
     return [*out, LaunchNode("safety_filter"), LaunchNode("policy", overrides={"policy": "policy"}),
-            LaunchNode("recorder", ("record", "true"))]
+            LaunchNode("recorder", ("record", "true")), LaunchNode("console", ("console", "true"))]
 
 
 def discovery_range(discovery: str, backend: str) -> str:

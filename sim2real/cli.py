@@ -26,6 +26,7 @@ COMMANDS = {
     "hardware": "sim2real.commands.hardware",
     "bag": "sim2real.commands.bag",
     "config": "sim2real.commands.config",
+    "console": "sim2real.commands.console",
 }
 
 

@@ -20,7 +20,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",
-    **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets"], "console"),
+    **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets", "playwright"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
                      "lifecycle_msgs", "diagnostic_msgs", "rcl_interfaces", "rosgraph_msgs", "trajectory_msgs",
                      "builtin_interfaces", "ament_index_python", "lz4", "backports", "cv2"],

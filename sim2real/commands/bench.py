@@ -7,6 +7,7 @@
 `sim2real bench passivity` energy-tank violations over randomized arm episodes, passivity filter on vs off
 `sim2real bench drone-fallback` the drone's fallback in MuJoCo: state lost mid-flight -> touchdown speed, drift
 `sim2real bench reward` CLIP reward frames/s (batched vs one frame) and its share of training wall-clock
+`sim2real bench console` the correction console: key press -> filtered command latency, fps, CPU share
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ BENCHES = {
     "reward": "sim2real.bench.reward",
     "hil": "sim2real.bench.hil",
     "drone-fallback": "sim2real.bench.drone_fallback",
+    "console": "sim2real.bench.console",
 }
 
 

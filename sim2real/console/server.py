@@ -142,9 +142,14 @@ def create_app(target: ConsoleTarget, token: str) -> FastAPI:
         sender = asyncio.create_task(_push(ws, target, session, jpegs))
         try:
             while True:
-                reply = _handle(target, session, await ws.receive_text())
+                text = await ws.receive_text()
+                received = time.time()
+                reply = _handle(target, session, text)
                 if reply and reply != "rate limited":  # counted; the page's 50 Hz may jitter into it
                     await ws.send_text(json.dumps({"type": "reply", "error": reply}))
+                elif text.startswith('{"type":"ping"'):  # the page's link latency and clock offset
+                    await ws.send_text(json.dumps({"type": "pong", "t": json.loads(text).get("t"),
+                                                   "server": received}))
         except (WebSocketDisconnect, RuntimeError):
             pass
         finally:
@@ -185,7 +190,7 @@ def _handle(target: ConsoleTarget, session: str, text: str) -> str:
                 target.commanded()
             return ""
         if kind == "ping":
-            return ""
+            return ""  # answered by the receive loop (a pong carries the server's clock)
     return f"unknown message type {kind!r}"
 
 
@@ -209,7 +214,7 @@ async def _push(ws: WebSocket, target: ConsoleTarget, session: str, jpegs: JpegC
                 seq, stamp, frame = latest
                 sent[cam] = seq
                 await ws.send_bytes(FRAME_HEADER.pack(index, stamp) + jpegs.get(cam, seq, frame))
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0.01)  # 100 checks/s: a 15 Hz frame waits 5 ms on average
 
 
 def _json_default(value: Any) -> Any:

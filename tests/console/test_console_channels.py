@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import open_console
+from console_harness import open_console
 from test_console_ros import Graph
 
 from sim2real.policies.teleop.operator import HUMAN, POLICY

@@ -14,7 +14,7 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import HilStack, open_console
+from console_harness import HilStack, open_console
 
 from sim2real.policies.teleop.operator import HOLD, HUMAN, POLICY
 

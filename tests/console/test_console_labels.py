@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from conftest import open_console, start_hil_stack, stop_hil_stack
+from console_harness import open_console, start_hil_stack, stop_hil_stack
 
 from sim2real.policies.hil.classifier import load_labelled_frames
 from sim2real.policies.hil.demos import episode_files, read_episode

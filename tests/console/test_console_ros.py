@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import open_console
+from console_harness import open_console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros_nodes"))
 from ros_harness import unique_domain_id

@@ -59,10 +59,16 @@ async function main() {
   renderKeys($("keys"), describe.axes);
   let toggled = false;
   let ticks = 0;
+  let lastAxes = "";
+  let sinceSent = 0;
   let engaged = false; // a takeover this page asked for and has not ended
   let ws = null;
 
-  const send = (msg) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg)); };
+  const send = (msg) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(JSON.stringify(msg));
+    if (msg.type === "command") stats.lastCommandEpochMs = performance.timeOrigin + performance.now();
+  };
 
   // Losing sight of the page (tab hidden, window unfocused) drops every held key and
   // suspends the takeover: the server holds the robot until the person re-engages.
@@ -78,6 +84,8 @@ async function main() {
   window.addEventListener("pagehide", suspend);
 
   window.addEventListener("keydown", (e) => {
+    // When the key went down, on the epoch clock (the latency benchmark's start).
+    if (!e.repeat) stats.lastKeyDown = { code: e.code, epochMs: performance.timeOrigin + e.timeStamp };
     if (e.code === "Escape") { post("/api/estop", { reason: "console e-stop (Escape)" }); return; }
     const labels = { Digit1: "success", Digit2: "failure", Digit3: "rerecord" };
     if (labels[e.code] && describe.labels && !e.repeat) { post("/api/label", { label: labels[e.code] }); return; }
@@ -85,7 +93,10 @@ async function main() {
     keyboard.down(e.code);
     if (e.code === TAKEOVER_KEY || describe.axes.some((a) => a.keys.includes(e.code))) {
       e.preventDefault();
-      if (!e.repeat) tick(); // a press reaches the robot now, not at the next 20 ms tick
+      if (!e.repeat) {
+        tick(); // a press reaches the robot now, not at the next 20 ms tick
+        stats.lastKeyDown.sentEpochMs = stats.lastCommandEpochMs;
+      }
     }
   });
   window.addEventListener("keyup", (e) => { keyboard.up(e.code); tick(); });
@@ -109,8 +120,15 @@ async function main() {
     if (!want && engaged) send({ type: "giveback" });
     engaged = want;
     if (want) {
-      send({ type: "command", axes: combine(keyboard.values(), gamepads.values()) });
-      stats.commandsSent += 1;
+      // On every change at once, else at 25 Hz: the dead man (200 ms) needs a steady stream.
+      const axes = combine(keyboard.values(), gamepads.values());
+      const key = axes.join(",");
+      if (key !== lastAxes || ++sinceSent >= 2) {
+        send({ type: "command", axes });
+        stats.commandsSent += 1;
+        lastAxes = key;
+        sinceSent = 0;
+      }
     }
     if (++ticks % 10 === 0) renderDevices($("devices"), keyboard, gamepads, describe.axes); // 5 Hz is plenty to read
   }
@@ -129,6 +147,12 @@ async function main() {
       if (typeof event.data !== "string") { showFrame(views, describe.cameras, event.data); return; }
       const msg = JSON.parse(event.data);
       if (msg.type === "reply") { $("reply").textContent = msg.error; return; }
+      if (msg.type === "pong") { // round trip of the link, and the server clock's offset (NTP's rule)
+        const now = performance.timeOrigin + performance.now();
+        stats.link = { rttMs: now - msg.t, offsetMs: msg.server * 1000 - (msg.t + now) / 2 };
+        $("link").textContent = `link ${stats.link.rttMs.toFixed(0)} ms`;
+        return;
+      }
       if (msg.type === "state") {
         stats.state = msg;
         renderState(msg);
@@ -138,6 +162,7 @@ async function main() {
   };
   connect();
   setInterval(tick, COMMAND_PERIOD_MS);
+  setInterval(() => send({ type: "ping", t: performance.timeOrigin + performance.now() }), 1000);
 }
 
 main();

@@ -8,18 +8,31 @@ const fmt = (v) => {
   return String(v);
 };
 
+// Rows are made once per key and then only their text changes: the page redraws 20
+// times a second next to two live videos, and rebuilding tables made Chromium's layout
+// the heaviest thing on a 2-core robot computer.
 function rows(table, entries) {
-  table.replaceChildren(...entries.map(([k, v]) => {
-    const tr = document.createElement("tr");
-    const th = document.createElement("th");
-    const td = document.createElement("td");
-    th.textContent = k;
-    td.textContent = fmt(v);
-    td.className = "num";
-    tr.append(th, td);
-    return tr;
-  }));
+  const keys = entries.map(([k]) => k).join("\u0000");
+  if (table.dataset.keys !== keys) {
+    table.replaceChildren(...entries.map(([k]) => {
+      const tr = document.createElement("tr");
+      const th = document.createElement("th");
+      const td = document.createElement("td");
+      th.textContent = k;
+      td.className = "num";
+      tr.append(th, td);
+      return tr;
+    }));
+    table.dataset.keys = keys;
+  }
+  entries.forEach(([, v], i) => {
+    const td = table.rows[i].cells[1];
+    const text = fmt(v);
+    if (td.textContent !== text) td.textContent = text;
+  });
 }
+
+const setText = (el, text) => { if (el.textContent !== text) el.textContent = text; };
 
 export function renderKeys(table, axes) {
   const keyName = (code) => (code || "").replace(/^Key/, "").replace(/^Digit/, "");
@@ -35,11 +48,10 @@ export function renderKeys(table, axes) {
 export function renderState(msg) {
   const c = msg.control;
   const badge = $("control");
-  badge.className = `badge ${c.mode}`;
-  badge.dataset.mode = c.mode;
-  badge.textContent = `${c.mode.toUpperCase()} ${c.seconds.toFixed(1)} s`;
-  $("role").textContent = msg.you.operator ? "you are the operator" : (c.owner ? "read-only (another operator)" : "read-only");
-  $("hold-reason").textContent = c.mode === "hold" ? `HOLD: ${c.hold_reason}` : "";
+  if (badge.dataset.mode !== c.mode) { badge.className = `badge ${c.mode}`; badge.dataset.mode = c.mode; }
+  setText(badge, `${c.mode.toUpperCase()} ${c.seconds.toFixed(1)} s`);
+  setText($("role"), msg.you.operator ? "you are the operator" : (c.owner ? "read-only (another operator)" : "read-only"));
+  setText($("hold-reason"), c.mode === "hold" ? `HOLD: ${c.hold_reason}` : "");
   rows($("state"), Object.entries(msg.state || {}));
   const s = msg.safety || {};
   rows($("safety"), [["e-stop", s.estop || "clear"], ["acting", (s.acting || []).join(", ") || "none"],
@@ -55,11 +67,16 @@ export function renderState(msg) {
   rows($("episodes"), [["episode", e.episode], ["steps", e.steps], ["return", e.return],
                        ["success rate", e.success_rate], ["operator share", e.operator_share]]);
   const log = $("events");
-  log.replaceChildren(...(msg.events || []).slice().reverse().map(([t, m]) => {
-    const li = document.createElement("li");
-    li.textContent = `${new Date(t * 1000).toLocaleTimeString()} ${m}`;
-    return li;
-  }));
+  const events = msg.events || [];
+  const last = events.length ? String(events[events.length - 1][0]) : "";
+  if (log.dataset.last !== last) {
+    log.dataset.last = last;
+    log.replaceChildren(...events.slice().reverse().map(([t, m]) => {
+      const li = document.createElement("li");
+      li.textContent = `${new Date(t * 1000).toLocaleTimeString()} ${m}`;
+      return li;
+    }));
+  }
 }
 
 export function renderDevices(table, keyboard, gamepads, axes) {
@@ -78,6 +95,9 @@ export function renderDevices(table, keyboard, gamepads, axes) {
 }
 
 export function drawPlot(canvas, history) {
+  const key = history && history.length ? `${history.length}:${history[history.length - 1].episode}` : "0";
+  if (canvas.dataset.key === key) return; // redrawn when an episode ends, not 20 times a second
+  canvas.dataset.key = key;
   const ctx = canvas.getContext("2d");
   const w = canvas.width, h = canvas.height;
   ctx.clearRect(0, 0, w, h);

@@ -1,0 +1,248 @@
+"""The correction console's figures: a key press in the page to the command applied at the
+robot (after the safety filter), the live views' frame rate with two cameras, and the
+CPU share of the console's process.
+
+The arm's graph runs one process per node (sim bridge with ``front`` and ``wrist`` at
+320x240 and 15 Hz, classical policy, safety filter, console with no takeover blend).
+Debian's Chromium opens the page and holds the takeover key; each press of ``W`` or ``S``
+(in turn, so the hand goes back and forth) is
+timed from the key event in the page (its ``timeStamp`` on the epoch clock, corrected
+by the page's measured clock offset) to the first ``command`` message from the safety
+filter that moves the hand that way (the robot idle before, its command 0). Playwright's
+own time to inject the key (a round trip through its driver process) comes before the
+event and is reported apart.
+The reference, measured in the same run while the page watches (the same load): the
+same command sent straight from a Python WebSocket client (no browser, no key event) to
+the same first filtered command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import concurrent.futures
+import json
+import math
+import os
+import re
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+
+HELP = "correction console: key press -> filtered command latency (p50/p99), fps with 2 cameras, CPU share"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--presses", type=int, default=1000, help="timed presses of the W key")
+    parser.add_argument("--reference-presses", type=int, default=300, help="timed WebSocket-only commands")
+    parser.add_argument("--fps-seconds", type=float, default=10.0, help="seconds the frame rate is counted")
+    add_json_flag(parser)
+
+
+class CommandProbe:
+    """Subscribes the safety filter's ``command`` (what the robot obeys) in this process."""
+
+    def __init__(self, domain: int) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import Float64MultiArray
+
+        from sim2real.ros_nodes.qos import command_qos
+
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node("console_bench_probe", context=self.context)
+        self.vx: list[tuple[float, float]] = []
+        """(epoch s, vx) of each filtered command."""
+        self.lock = threading.Lock()
+        self.node.create_subscription(Float64MultiArray, "command", self._on_command, command_qos())
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def _on_command(self, msg: Any) -> None:
+        with self.lock:
+            self.vx.append((time.time(), float(msg.data[0]) if len(msg.data) else 0.0))
+
+    def first_after(self, t0: float, moving: bool, timeout: float = 1.0, sign: float = 1.0) -> float | None:
+        """Seconds from ``t0`` to the first command moving along ``sign`` x, or at rest, after it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                start = bisect.bisect_left(self.vx, (t0, -math.inf))
+                recent = self.vx[start:]
+            hits = [t for t, vx in recent if ((sign * vx > 1e-3) if moving else (abs(vx) <= 1e-3))]
+            if hits:
+                return min(hits) - t0
+            time.sleep(0.0005)
+        return None
+
+    def close(self) -> None:
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+        self._thread.join(timeout=5)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _console_url(graph: Any, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        graph.raise_if_dead()
+        match = re.search(r"console: (http\S+)", graph.log("console"))
+        if match:
+            return match.group(1)
+        time.sleep(0.2)
+    raise RuntimeError("the console did not print its URL")
+
+
+def _page_clock_offset(page: Any) -> float:
+    """Seconds the page's epoch clock (timeOrigin + now) runs ahead of the machine's, from
+    the page's own ping over its WebSocket (the server answers with its clock: NTP's rule,
+    error at most half the link's round trip)."""
+    page.wait_for_function("window.consoleStats.link !== undefined", timeout=10000)
+    return -page.evaluate("window.consoleStats.link.offsetMs") / 1e3
+
+
+def _time_presses(page: Any, probe: CommandProbe, presses: int, progress: Any) -> dict[str, Any]:
+    latencies, injections, in_page, links, lost = [], [], [], [], 0
+    rng = np.random.default_rng(0)
+    offset = _page_clock_offset(page)
+    for i in range(presses):
+        if i % 20 == 0:
+            offset = _page_clock_offset(page)
+            links.append(page.evaluate("window.consoleStats.link.rttMs") / 1e3)
+        # W and S in turn: the hand goes back and forth and never rests on the workspace box.
+        code, sign = ("KeyW", 1.0) if i % 2 == 0 else ("KeyS", -1.0)
+        t0 = time.time()
+        page.keyboard.down(code)
+        injections.append(time.time() - t0)
+        key = page.evaluate("window.consoleStats.lastKeyDown")
+        pressed = key["epochMs"] / 1e3 - offset
+        moved = probe.first_after(pressed, moving=True, sign=sign)
+        if key.get("sentEpochMs"):
+            in_page.append((key["sentEpochMs"] - key["epochMs"]) / 1e3)
+        page.wait_for_timeout(int(rng.integers(20, 40)))
+        page.keyboard.up(code)
+        rest = probe.first_after(time.time(), moving=False)
+        if moved is None or rest is None:
+            lost += 1
+        else:
+            latencies.append(moved)
+        page.wait_for_timeout(int(rng.integers(30, 60)))
+        if progress is not None and i % 50 == 0:
+            progress(f"press {i}/{presses}")
+    return {"latencies": latencies, "injections": injections, "in_page": in_page, "links": links, "lost": lost}
+
+
+def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
+    """The reference: a Python WebSocket client takes over and commands +x directly."""
+    import websockets
+
+    token = url.split("token=", 1)[1]
+    ws_url = url.split("/?", 1)[0].replace("http://", "ws://") + f"/ws?token={token}"
+
+    async def run() -> list[float]:
+        out: list[float] = []
+        async with websockets.connect(ws_url) as ws:
+            await ws.send(json.dumps({"type": "takeover"}))
+            await asyncio.sleep(0.3)
+            for i in range(count):
+                sign = 1.0 if i % 2 == 0 else -1.0
+                t0 = time.time()
+                await ws.send(json.dumps({"type": "command", "axes": [sign, 0, 0, 0, 0]}))
+                moved = await asyncio.to_thread(probe.first_after, t0, True, 1.0, sign)
+                for _ in range(3):  # keep commanding zero until the robot is at rest again
+                    await ws.send(json.dumps({"type": "command", "axes": [0.0, 0, 0, 0, 0]}))
+                    await asyncio.sleep(0.02)
+                await asyncio.to_thread(probe.first_after, time.time() - 0.06, False)
+                await asyncio.sleep(0.03)
+                if moved is not None:
+                    out.append(moved)
+            await ws.send(json.dumps({"type": "giveback"}))
+            await ws.send(json.dumps({"type": "release"}))
+        return out
+
+    # Playwright's sync API keeps an event loop on this thread: the client gets its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+def run(args: argparse.Namespace) -> int:
+    from playwright.sync_api import sync_playwright
+
+    from sim2real.ros_nodes.base import percentiles_ms
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+    from sim2real.ros_nodes.graph import ProcessGraph
+
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
+    opts = DeployOptions(robot="arm", policy="classical", domain_id=domain, console=True, console_port=0,
+                         overrides={"console": {"blend_seconds": 0.0}})
+    params, nodes = graph_parameters(opts)
+    graph = ProcessGraph(params, nodes, domain)
+    probe = CommandProbe(domain)
+    graph.start()
+    out: dict[str, Any] = {"robot": "arm", "cameras": ["front", "wrist"], "frame_size": [320, 240]}
+    try:
+        url = _console_url(graph)
+        with console.status("console bench") as status, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_context(bypass_csp=True).new_page()
+            page.goto(url)
+            page.wait_for_function("window.consoleStats.fps.front > 0 && window.consoleStats.fps.wrist > 0",
+                                   timeout=60000)
+            pid = graph.procs["console"].pid
+            cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+            frames0 = page.evaluate("({...window.consoleStats.frames})")
+            page.wait_for_timeout(int(args.fps_seconds * 1000))
+            frames1 = page.evaluate("({...window.consoleStats.frames})")
+            seconds = time.monotonic() - wall0
+            out["fps"] = {cam: round((frames1[cam] - frames0[cam]) / seconds, 1) for cam in out["cameras"]}
+            out["console_cpu_share_watching"] = round((_cpu_seconds(pid) - cpu0) / seconds, 3)
+            # The reference while the page watches (same load: views streaming to the browser).
+            reference = _time_websocket(url, probe, args.reference_presses)
+            page.keyboard.down("Space")  # the takeover, held for every press
+            page.wait_for_timeout(500)
+            cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+            presses = _time_presses(page, probe, args.presses, status.update)
+            out["console_cpu_share_operating"] = round((_cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0), 3)
+            page.keyboard.up("Space")
+            browser.close()
+    finally:
+        probe.close()
+        graph.shutdown()
+    key = percentiles_ms(np.asarray(presses["latencies"]))
+    ws = percentiles_ms(np.asarray(reference))
+    out.update(presses=args.presses, presses_timed=len(presses["latencies"]), presses_lost=presses["lost"],
+               key_to_robot_ms=key, websocket_to_robot_ms=ws,
+               key_to_websocket_send_in_page_ms=percentiles_ms(np.asarray(presses["in_page"])),
+               page_link_round_trip_ms=percentiles_ms(np.asarray(presses["links"])),
+               playwright_key_injection_ms=percentiles_ms(np.asarray(presses["injections"])),
+               browser_overhead_ratio_p50=round(key["p50_ms"] / ws["p50_ms"], 2) if ws["p50_ms"] else None,
+               target_p99_ms=50.0, met=bool(key["p99_ms"] <= 50.0))
+    if args.json:
+        emit_json(out)
+    else:
+        stdout.print(json.dumps(out, indent=2))
+    return 0
