@@ -173,8 +173,8 @@ class ConsoleNode(ManagedNode):
         from sim2real.console.launch import start_console
 
         if self.target is not None and self.server is None:
-            self.server = start_console(self.target, argparse.Namespace(console_bind=p["bind"],
-                                                                        console_port=int(p["port"])))
+            self.server = start_console(self.target, argparse.Namespace(
+                console_bind=p["bind"], console_port=int(p["port"]), console_spacemouse=bool(p["spacemouse"])))
 
     def start(self) -> None:
         self._timer = self.create_control_timer(self.period, self._tick)

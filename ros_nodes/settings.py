@@ -214,6 +214,8 @@ class ConsoleSettings(NodeSettings):
     """Hz of the operator's commands while the person (or the hold) is in control."""
     safety_filter: str = "safety_filter"
     """The safety filter node whose ``~/trip_estop`` and ``~/reset`` the e-stop button calls."""
+    spacemouse: bool = False
+    """A SpaceMouse on this machine is an operator input too (hold its left button)."""
 
 
 NODE_SETTINGS: dict[str, type[NodeSettings]] = {

@@ -134,18 +134,18 @@ class HilConsoleTarget(ConsoleTarget):
             return np.clip((1.0 - out.blend) * policy + out.blend * human, -1.0, 1.0).astype(np.float32)
 
     def _to_action(self, command: np.ndarray) -> np.ndarray:
-        """Operator space (vx, vy, vz, wz, gripper speed) -> the arm's ee_delta action."""
+        """Operator space (vx, vy, vz, wx, wy, wz, gripper speed) -> the arm's ee_delta action."""
         action = np.zeros(self.env.action_dim)
         action[self._pos] = command[:3] / self._scale_lin
-        action[self._rot] = np.r_[0.0, 0.0, command[3]] / self._scale_ang
+        action[self._rot] = command[3:6] / self._scale_ang
         if self._grip is not None:
-            self._width = float(np.clip(self._width + command[4] * self.env.sim.task.control_dt, 0.0,
+            self._width = float(np.clip(self._width + command[6] * self.env.sim.task.control_dt, 0.0,
                                         ARM.GRIP_WIDTH_MAX))
             action[self._grip] = (self._width - self._grip_offset) / self._scale_grip
         return action
 
     def _to_operator(self, action: np.ndarray) -> np.ndarray:
-        return np.r_[action[self._pos] * self._scale_lin, action[self._rot][2] * self._scale_ang, 0.0]
+        return np.r_[action[self._pos] * self._scale_lin, action[self._rot] * self._scale_ang, 0.0]
 
     # -- the console's operations --------------------------------------------------------------
     def camera_names(self) -> list[str]:

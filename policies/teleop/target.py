@@ -102,6 +102,8 @@ class ConsoleTarget(abc.ABC):
         self.episodes = EpisodeLog()
         self.events: deque[tuple[float, str]] = deque(maxlen=50)
         """(epoch s, what happened) for the page's log."""
+        self.devices: dict[str, dict[str, Any]] = {}
+        """Inputs on the console's own machine (a SpaceMouse): their live axes and buttons."""
 
     def log(self, message: str) -> None:
         self.events.append((time.time(), message))

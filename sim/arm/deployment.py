@@ -33,15 +33,17 @@ class ArmDeployment(RobotDeployment):
     observable = frozenset({"joint_pos", "joint_vel", "ee_pos", "ee_rot6d", "gripper_width", "setpoint_offset",
                             "target_rel_ee", "last_action"})
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
-    # A person drives the hand: Cartesian velocities well below the controller's
-    # 1 m/s per unit action, a yaw rate, and the gripper's opening speed.
     live_cameras = ("front", "wrist")
+    # A person drives the hand: Cartesian velocities well below the controller's
+    # 1 m/s per unit action, rotation rates (roll and pitch to re-level a tilted tool),
+    # and the gripper's opening speed.
     operator = OperatorSpace(
         channel="teleop_command",
         axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),
-              OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
+              OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wx", "rad/s", 0.6, ("KeyL", "KeyJ")),
+              OperatorAxis("wy", "rad/s", 0.6, ("KeyI", "KeyK")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
               OperatorAxis("gripper", "m/s", 0.05, ("KeyO", "KeyC"))),
-        hold=(0.0, 0.0, 0.0, 0.0, 0.0),
+        hold=(0.0,) * 7,
     )
 
     def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:

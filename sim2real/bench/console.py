@@ -169,10 +169,10 @@ def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
             for i in range(count):
                 sign = 1.0 if i % 2 == 0 else -1.0
                 t0 = time.time()
-                await ws.send(json.dumps({"type": "command", "axes": [sign, 0, 0, 0, 0]}))
+                await ws.send(json.dumps({"type": "command", "axes": [sign, 0, 0, 0, 0, 0, 0]}))
                 moved = await asyncio.to_thread(probe.first_after, t0, True, 1.0, sign)
                 for _ in range(3):  # keep commanding zero until the robot is at rest again
-                    await ws.send(json.dumps({"type": "command", "axes": [0.0, 0, 0, 0, 0]}))
+                    await ws.send(json.dumps({"type": "command", "axes": [0.0, 0, 0, 0, 0, 0, 0]}))
                     await asyncio.sleep(0.02)
                 await asyncio.to_thread(probe.first_after, time.time() - 0.06, False)
                 await asyncio.sleep(0.03)

@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address to serve on; anything but loopback prints a warning")
     parser.add_argument("--takeover-blend", type=float, default=0.4, metavar="SECONDS")
     parser.add_argument("--safety-filter", default="safety_filter", help="the filter node whose e-stop it calls")
+    parser.add_argument("--spacemouse", action="store_true", help="a SpaceMouse on this machine is an input too")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     cameras = args.cameras if args.cameras is not None else ",".join(robot_deployment(args.robot).live_cameras)
     params = {"robot": args.robot, "cameras": cameras, "action_mode": args.action_mode, "port": args.port,
-              "bind": args.bind, "blend_seconds": args.takeover_blend, "safety_filter": args.safety_filter}
+              "bind": args.bind, "blend_seconds": args.takeover_blend, "safety_filter": args.safety_filter,
+              "spacemouse": "true" if args.spacemouse else ""}
     ros_args = [f"{k}:={v}" for k, v in params.items() if v != ""]  # empty: the node's default
     return int(node.main([sys.argv[0], "--ros-args", *[a for kv in ros_args for a in ("-p", kv)]]))

@@ -24,6 +24,8 @@ def add_console_flags(parser: argparse.ArgumentParser, flag: bool = True) -> Non
                              "controls (the token still guards them) and prints a warning")
     parser.add_argument("--takeover-blend", type=float, default=OperatorSettings.blend_seconds, metavar="SECONDS",
                         help="a takeover blends from the policy's command into the operator's over this time")
+    parser.add_argument("--console-spacemouse", action="store_true",
+                        help="a SpaceMouse on this machine is an operator input too (hold its left button)")
 
 
 def operator_settings(args: argparse.Namespace) -> OperatorSettings:
@@ -48,6 +50,12 @@ def start_console(target: ConsoleTarget, args: argparse.Namespace):
         raise ConfigError("console_port", f"{args.console_port} is not a port number")
     server = ConsoleServer(target, new_token(), bind, args.console_port)
     server.start()
+    if getattr(args, "console_spacemouse", False):
+        from sim2real.console.spacemouse import SpaceMouseInput, open_spacemouse
+
+        device = SpaceMouseInput(target, open_spacemouse())
+        device.start()
+        server.inputs.append(device)
     if not loopback:
         print(f"WARNING: the console listens on {bind}: anyone who can reach this address and has the token "
               "can move the robot. Prefer an SSH tunnel to 127.0.0.1.", file=sys.stderr)

@@ -207,6 +207,7 @@ async def _push(ws: WebSocket, target: ConsoleTarget, session: str, jpegs: JpegC
                 snap = target.snapshot()
                 snap["you"] = {"session": session, "operator": target.control.owner == session}
                 snap["events"] = [[round(t, 3), m] for t, m in list(target.events)[-8:]]
+                snap["devices"] = dict(target.devices)
             await ws.send_text(json.dumps({"type": "state", **snap}, default=_json_default))
         for index, cam in enumerate(cameras):
             latest = target.frames.latest(cam)
@@ -251,6 +252,8 @@ class ConsoleServer:
                                 ws_max_size=1 << 16, lifespan="off")
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, name="console-http", daemon=True)
+        self.inputs: list[Any] = []
+        """Inputs on this machine (a SpaceMouse) stopped with the server."""
 
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()
@@ -273,5 +276,7 @@ class ConsoleServer:
         return f"http://{host}:{self.port}/?token={self.token}"
 
     def stop(self) -> None:
+        for device in self.inputs:
+            device.stop()
         self.server.should_exit = True
         self._thread.join(timeout=5)

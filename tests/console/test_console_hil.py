@@ -192,7 +192,7 @@ def test_a_second_page_is_read_only_while_the_first_operates(hil: HilStack, brow
         assert hil.wait(lambda: hil.target.control.mode == POLICY and not hil.target.control.owner, 3.0)
 
 
-@pytest.mark.parametrize("hostile", ['{"type": "command", "axes": [1e309, 0, 0, 0, 0]}', "[1, 2]", "not json",
+@pytest.mark.parametrize("hostile", ['{"type": "command", "axes": [1e309, 0, 0, 0, 0, 0, 0]}', "[1, 2]", "not json",
                                      '{"type": "command", "axes": "fast"}', '{"type": "shutdown"}'])
 def test_hostile_messages_get_a_reason_and_change_nothing(hil: HilStack, hostile: str) -> None:
     from sim2real.console.server import _handle

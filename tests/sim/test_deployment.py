@@ -102,3 +102,16 @@ def test_driver_modes_and_unknown_robot() -> None:
     assert robot_deployment("arm").driver_mode("ee_delta", {}) == ("ee_delta", {})
     with pytest.raises(ConfigError, match="unknown robot 'rover'"):
         robot_deployment("rover")
+
+
+def test_every_robot_names_two_live_cameras_its_model_has() -> None:
+    """The console shows two views of each simulated robot; a renamed camera would show none."""
+    import mujoco
+
+    for robot in ROBOTS:
+        deployment = robot_deployment(robot)
+        model = make(deployment.task).model
+        names = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(model.ncam)}
+        assert len(deployment.live_cameras) == 2 and set(deployment.live_cameras) <= names, robot
+        assert len(deployment.operator.axes) == len(deployment.operator.hold) and all(
+            a.limit > 0 and all(a.keys) for a in deployment.operator.axes), robot

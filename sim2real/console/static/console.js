@@ -55,7 +55,7 @@ async function main() {
   $("labels").hidden = !describe.labels;
   const views = buildCameras(describe.cameras);
   const keyboard = new Keyboard(describe.axes);
-  const gamepads = new Gamepads(describe.axes.length);
+  const gamepads = new Gamepads(describe.axes.map((a) => a.name));
   renderKeys($("keys"), describe.axes);
   let toggled = false;
   let ticks = 0;
@@ -130,7 +130,7 @@ async function main() {
         sinceSent = 0;
       }
     }
-    if (++ticks % 10 === 0) renderDevices($("devices"), keyboard, gamepads, describe.axes); // 5 Hz is plenty to read
+    if (++ticks % 10 === 0) renderDevices($("devices"), keyboard, gamepads, describe.axes, stats.state?.devices); // 5 Hz is plenty to read
   }
 
   const connect = () => {

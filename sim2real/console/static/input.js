@@ -21,18 +21,22 @@ export class Keyboard {
   active() { return this.axes.some((a) => this.held.has(a.keys[0]) || this.held.has(a.keys[1])); }
 }
 
-// Standard gamepad mapping: left stick forward/back and left/right drive the first two
-// axes, right stick forward/back and left/right the next two, triggers (RT - LT) the fifth.
-function stickValues(pad, count) {
+// Standard gamepad mapping, by what each axis means: left stick forward/back x,
+// left/right y; right stick forward/back z, left/right yaw; the d-pad roll (left/right)
+// and pitch (up/down); triggers (RT - LT) the gripper.
+function stickValues(pad, names) {
   const a = pad.axes;
   const dz = (v) => (Math.abs(v) < DEADZONE ? 0 : Math.max(-1, Math.min(1, v)));
   const triggers = (pad.buttons[7]?.value ?? 0) - (pad.buttons[6]?.value ?? 0);
-  const all = [-(a[1] ?? 0), -(a[0] ?? 0), -(a[3] ?? 0), -(a[2] ?? 0), triggers].map(dz);
-  return all.slice(0, count).concat(new Array(Math.max(0, count - all.length)).fill(0));
+  const pressed = (i) => (pad.buttons[i]?.pressed ? 1 : 0);
+  const byName = { vx: -(a[1] ?? 0), vy: -(a[0] ?? 0), vz: -(a[3] ?? 0), wz: -(a[2] ?? 0),
+                   yaw_rate: -(a[2] ?? 0), wx: pressed(15) - pressed(14), wy: pressed(12) - pressed(13),
+                   gripper: triggers };
+  return names.map((n) => dz(byName[n] ?? 0));
 }
 
 export class Gamepads {
-  constructor(axisCount) { this.axisCount = axisCount; }
+  constructor(names) { this.names = names; }
   list() {
     return Array.from(navigator.getGamepads ? navigator.getGamepads() : []).filter((p) => p && p.connected);
   }
@@ -43,7 +47,7 @@ export class Gamepads {
   }
   values() {
     const pad = this.first();
-    return pad ? stickValues(pad, this.axisCount) : new Array(this.axisCount).fill(0);
+    return pad ? stickValues(pad, this.names) : new Array(this.names.length).fill(0);
   }
 }
 

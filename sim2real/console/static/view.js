@@ -79,7 +79,7 @@ export function renderState(msg) {
   }
 }
 
-export function renderDevices(table, keyboard, gamepads, axes) {
+export function renderDevices(table, keyboard, gamepads, axes, serverDevices) {
   const keyValues = keyboard.values();
   const entries = [["keyboard", [...keyboard.held].join(" ") || "no keys held"],
                    ["keyboard axes", keyValues]];
@@ -89,6 +89,10 @@ export function renderDevices(table, keyboard, gamepads, axes) {
     entries.push([`gamepad ${i}`, p.id]);
     entries.push([`  axes`, Array.from(p.axes)]);
     entries.push([`  buttons`, p.buttons.map((b, k) => (b.pressed ? k : null)).filter((k) => k !== null).join(" ") || "none"]);
+  });
+  Object.entries(serverDevices || {}).forEach(([name, d]) => {
+    entries.push([`${name} (on the robot's computer)`, d.axes]);
+    entries.push([`  buttons`, d.buttons.map((b, k) => (b ? k : null)).filter((k) => k !== null).join(" ") || "none"]);
   });
   rows(table, entries);
   document.querySelectorAll("#keys tr").forEach((tr, i) => tr.classList.toggle("pressed", keyValues[i] !== 0));
