@@ -30,7 +30,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -55,20 +54,6 @@ window.__setPad = (hold, axes, dpad) => {
   window.__pad.axes = axes; window.__pad.timestamp = performance.now();
 };
 """
-
-
-def free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            try:
-                with socket.socket() as b:
-                    b.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port pair")
 
 
 class GamepadOperator:
@@ -226,6 +211,8 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     demos = record_demos(args.out, args.seed, args.demos)
+    from sim2real.policies.hil.transport import free_port_pair
+
     run_dir, port = args.out / "run", free_port_pair()
     cmd = [sys.executable, "-m", "sim2real", "hil", "run", "--console", "--console-port", "0", "--obs-mode", "state",
            "--demos", str(demos), "--steps", str(args.steps), "--seed", str(args.seed), "--run-dir", str(run_dir),

@@ -1,5 +1,6 @@
-"""Screenshots of the correction console for docs/console.md: each robot's deployed graph
-with the console (the person taking over), and a HIL-SERL run on the arm.
+"""Screenshots of the correction console for docs/console.md, through the user's own
+commands: `sim2real deploy --robot R --console` for each robot (the person holding a key)
+and `sim2real hil run --console` on the arm.
 
     python tools/console_screenshots.py --out docs/images
 """
@@ -8,56 +9,55 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "console"), str(ROOT / "tests" / "ros_nodes")]
-
 KEYS = {"arm": "KeyW", "quadruped": "KeyW", "drone": "KeyR"}
 """A key the person holds in each picture (forward; the drone climbs)."""
 
 
-def shoot(browser: Any, url: str, path: Path, key: str | None, wait: float = 4.0) -> None:
+def console_url(proc: subprocess.Popen, timeout: float = 120.0) -> str:
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        match = re.search(r"console: (http\S+)", proc.stderr.readline())
+        if match:
+            return match.group(1)
+    raise RuntimeError("the command did not print its console URL")
+
+
+def shoot(browser: Any, url: str, path: Path, key: str, wait: float) -> None:
     page = browser.new_context(bypass_csp=True, viewport={"width": 1400, "height": 1000}).new_page()
     page.goto(url)
-    page.wait_for_function("window.consoleStats && Object.values(window.consoleStats.fps).every(f => f > 5)",
-                           timeout=60000)
+    page.wait_for_function("window.consoleStats && Object.values(window.consoleStats.fps).every(f => f > 3)",
+                           timeout=120000)
     time.sleep(wait)
-    if key:
-        page.keyboard.down("Space")
-        page.keyboard.down(key)
-        time.sleep(2.0)
+    page.keyboard.down("Space")
+    page.keyboard.down(key)
+    time.sleep(2.0)
     page.screenshot(path=str(path))
-    if key:
-        page.keyboard.up(key)
-        page.keyboard.up("Space")
+    page.keyboard.up(key)
+    page.keyboard.up("Space")
     page.close()
 
 
-def robots(browser: Any, out: Path) -> None:
-    from test_console_ros import Graph
-
-    from sim2real.ros_nodes.deployment import default_policy
-
-    for robot, key in KEYS.items():
-        graph = Graph(robot, policy=default_policy(robot))
-        try:
-            shoot(browser, graph.console.server.url, out / f"console_{robot}.png", key)
-        finally:
-            graph.close()
-
-
-def hil(browser: Any, out: Path, tmp: Path) -> None:
-    from console_harness import start_hil_stack, stop_hil_stack
-
-    stack = start_hil_stack(tmp, obs_mode="pixels", labels=True)
+def run(cmd: list[str], browser: Any, path: Path, key: str, wait: float) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "sim2real", *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     try:
-        shoot(browser, stack.server.url, out / "console_hil_arm.png", "KeyW", wait=8.0)
+        shoot(browser, console_url(proc), path, key, wait)
     finally:
-        stop_hil_stack(stack)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def main() -> int:
@@ -73,8 +73,11 @@ def main() -> int:
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        robots(browser, args.out)
-        hil(browser, args.out, Path(tmp))
+        for robot, key in KEYS.items():
+            run(["deploy", "--robot", robot, "--console", "--console-port", "0", "--duration", "120"], browser,
+                args.out / f"console_{robot}.png", key, wait=4.0)
+        run(["hil", "run", "--console", "--console-port", "0", "--obs-mode", "state", "--steps", "2000",
+             "--run-dir", str(Path(tmp) / "hil")], browser, args.out / "console_hil_arm.png", "KeyW", wait=8.0)
         browser.close()
     print("\n".join(str(p) for p in sorted(args.out.glob("console_*.png"))))
     return 0

@@ -151,6 +151,9 @@ class HilConsoleTarget(ConsoleTarget):
     def camera_names(self) -> list[str]:
         return list(self.cameras)
 
+    def resets_enabled(self) -> bool:
+        return True
+
     def labels_enabled(self) -> bool:
         return self.labels_dir is not None and bool(self.env.cameras)
 

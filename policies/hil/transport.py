@@ -246,3 +246,20 @@ class ActorClient:
         self.dealer.close(0)
         self.sub.close(0)
         self.context.term()
+
+
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A port p with p and p + 1 free on ``host`` (a learner's two sockets)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind((host, 0))
+            port = a.getsockname()[1]
+            try:
+                with socket.socket() as b:
+                    b.bind((host, port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port pair")

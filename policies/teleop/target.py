@@ -113,7 +113,7 @@ class ConsoleTarget(abc.ABC):
         space = self.deployment.operator
         return {"robot": self.robot, "attachment": self.attachment, "channel": space.channel,
                 "axes": [{"name": a.name, "unit": a.unit, "limit": a.limit, "keys": list(a.keys)} for a in space.axes],
-                "cameras": self.camera_names(), "labels": self.labels_enabled(),
+                "cameras": self.camera_names(), "labels": self.labels_enabled(), "resets": self.resets_enabled(),
                 "timeout_ms": round(self.control.settings.timeout * 1e3)}
 
     # -- to implement ------------------------------------------------------------------
@@ -134,6 +134,10 @@ class ConsoleTarget(abc.ABC):
         """Ask the safety filter to clear its latches; why not, if it refused."""
 
     def labels_enabled(self) -> bool:
+        return False
+
+    def resets_enabled(self) -> bool:
+        """Whether :meth:`reset_episode` can end the episode (a HIL-SERL run can)."""
         return False
 
     def label(self, kind: str) -> str:

@@ -154,6 +154,11 @@ def _time_presses(page: Any, probe: CommandProbe, presses: int, progress: Any) -
     return {"latencies": latencies, "injections": injections, "in_page": in_page, "links": links, "lost": lost}
 
 
+async def _drain(ws: Any) -> None:
+    while True:
+        await ws.recv()
+
+
 def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
     """The reference: a Python WebSocket client takes over and commands +x directly."""
     import websockets
@@ -164,6 +169,7 @@ def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
     async def run() -> list[float]:
         out: list[float] = []
         async with websockets.connect(ws_url) as ws:
+            drain = asyncio.create_task(_drain(ws))  # state and frames keep coming: read them as a page does
             await ws.send(json.dumps({"type": "takeover"}))
             await asyncio.sleep(0.3)
             for i in range(count):
@@ -180,6 +186,7 @@ def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
                     out.append(moved)
             await ws.send(json.dumps({"type": "giveback"}))
             await ws.send(json.dumps({"type": "release"}))
+            drain.cancel()
         return out
 
     # Playwright's sync API keeps an event loop on this thread: the client gets its own.

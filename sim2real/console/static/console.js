@@ -53,6 +53,7 @@ async function main() {
   $("robot").textContent = describe.robot;
   $("attachment").textContent = `${describe.attachment} · ${describe.channel}`;
   $("labels").hidden = !describe.labels;
+  $("reset-episode").hidden = !describe.resets;
   const views = buildCameras(describe.cameras);
   const keyboard = new Keyboard(describe.axes);
   const gamepads = new Gamepads(describe.axes.map((a) => a.name));
@@ -89,7 +90,7 @@ async function main() {
     if (e.code === "Escape") { post("/api/estop", { reason: "console e-stop (Escape)" }); return; }
     const labels = { Digit1: "success", Digit2: "failure", Digit3: "rerecord" };
     if (labels[e.code] && describe.labels && !e.repeat) { post("/api/label", { label: labels[e.code] }); return; }
-    if (e.code === "Digit4" && !e.repeat) { post("/api/reset_episode"); return; }
+    if (e.code === "Digit4" && describe.resets && !e.repeat) { post("/api/reset_episode"); return; }
     keyboard.down(e.code);
     if (e.code === TAKEOVER_KEY || describe.axes.some((a) => a.keys.includes(e.code))) {
       e.preventDefault();

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-
 from sim2real.policies.hil.config import EnvConfig, HilConfig, LearnerConfig
+from sim2real.policies.hil.transport import free_port_pair
 
-
-def free_port_pair() -> int:
-    """A port p with p and p + 1 free on 127.0.0.1 (transitions and weights)."""
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            try:
-                with socket.socket() as b:
-                    b.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair")
+__all__ = ["free_port_pair", "tiny_config"]
 
 
 def tiny_config(obs_mode: str = "state", **learner) -> HilConfig:
