@@ -21,7 +21,9 @@ applies the driver's hold (drone: motors off).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -29,10 +31,9 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
-from nav_msgs.msg import Odometry
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import CompressedImage, Image, Imu, JointState
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Float64MultiArray, String
 
 from sim2real.ros_nodes import images
@@ -43,16 +44,8 @@ from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.settings import SimBridgeSettings
 from sim2real.ros_nodes.sim_robot import SimRobot
+from sim2real.ros_nodes.state_output import StatePublishers
 from sim2real.sim.core.errors import ConfigError
-
-
-def _measured(*values: np.ndarray | None) -> list[np.ndarray]:
-    """Measurements the robot's description says it has (a publisher exists for them):
-    a missing one is a bug in the simulated driver, not a reading to publish."""
-    present = [v for v in values if v is not None]
-    if len(present) != len(values):
-        raise RuntimeError("the simulated robot did not measure a field its description declares")
-    return present
 
 
 @dataclass
@@ -122,11 +115,7 @@ class SimBridge(ManagedNode):
             raise (ConfigError("camera", exc.message) if exc.field == "cameras" and not names else exc) from None
         self.space = r.space
         sensor = sensor_qos()
-        self.pub_joints = self.create_publisher(JointState, "joint_states", sensor) if r.info.joints else None
-        self.pub_odom = self.create_publisher(Odometry, "odom", sensor) if r.info.floating_base else None
-        self.pub_imu = self.create_publisher(Imu, "imu", sensor) if r.info.floating_base else None
-        self.pub_ee = self.create_publisher(PoseStamped, "ee_pose", sensor) if r.info.has_ee else None
-        self.pub_ee_d = self.create_publisher(PoseStamped, "ee_pose_desired", sensor) if r.info.has_ee else None
+        self.state_out = StatePublishers(self, r.info)
         self.streams = self._image_streams(names) if p["image_rate"] > 0 else []
         self.jpeg_quality = int(p["jpeg_quality"])
         self.pub_clock = self.create_publisher(Clock, "/clock", sensor)
@@ -253,17 +242,7 @@ class SimBridge(ManagedNode):
         r = self.configured_robot()
         m = r.measure()
         stamp = self.get_clock().now().to_msg()
-        if self.pub_joints is not None:
-            pos, vel = _measured(m.joint_pos, m.joint_vel)
-            self.pub_joints.publish(M.joint_state(r.info.joints, pos, vel, m.joint_effort, stamp))
-        if self.pub_odom is not None and self.pub_imu is not None:
-            pos, quat, lin_vel, ang_vel = _measured(m.base_pos, m.base_quat, m.base_lin_vel, m.base_ang_vel)
-            self.pub_odom.publish(M.odometry(pos, quat, lin_vel, ang_vel, stamp))
-            self.pub_imu.publish(M.imu(quat, ang_vel, r.linear_acceleration(), stamp))
-        if self.pub_ee is not None and self.pub_ee_d is not None:
-            pos, quat, pos_d, quat_d = _measured(m.ee_pos, m.ee_quat, m.ee_pos_desired, m.ee_quat_desired)
-            self.pub_ee.publish(M.pose_stamped(pos, quat, stamp))
-            self.pub_ee_d.publish(M.pose_stamped(pos_d, quat_d, stamp))
+        self.state_out.publish(m, stamp, r.linear_acceleration() if r.info.floating_base else None)
         clock = Clock()
         clock.clock = M.sec_to_stamp(r.sim_time)
         self.pub_clock.publish(clock)
@@ -285,6 +264,10 @@ class SimBridge(ManagedNode):
             return
         if any(any(s.wanted()) for s in self.streams):
             self.views.offer(self.robot.pose(), self.get_clock().now().to_msg())
+
+
+LIVE_VIEW_NICENESS = 10
+"""How much lower the live views' thread runs than the node's control thread."""
 
 
 class LiveViews:
@@ -311,6 +294,10 @@ class LiveViews:
             self._ready.notify()
 
     def _run(self) -> None:
+        # Best effort: on a loaded machine the views lose frames, the control loop never waits
+        # for them (a nicer thread gets the CPU after the executor's; Linux threads own a nice value).
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LIVE_VIEW_NICENESS)
         while True:
             with self._ready:
                 while self._pending is None and not self._stop:

@@ -10,22 +10,16 @@ import numpy as np
 
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.base import ArmTask
-from sim2real.sim.core.deployment import (
-    Measurements,
-    OperatorAxis,
-    OperatorSpace,
-    RobotDeployment,
-    StateReader,
-    StateWriter,
-)
+from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 
 
-class ArmDeployment(RobotDeployment):
+class ArmDeployment(RobotDeployment[ArmTask]):
     name = "arm"
     task = "ArmReach"
     action_mode = "ee_delta"
     task_class = ArmTask
+    real_backend = "ros2_control"
     joints = (*C.ARM_JOINTS, "finger_left", "finger_right")
     guarded_joints = len(C.ARM_JOINTS)  # the fingers are bounded by the gripper command
     has_ee = True
@@ -46,25 +40,16 @@ class ArmDeployment(RobotDeployment):
         hold=(0.0,) * 7,
     )
 
-    def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
-        arm = self._arm(task)
-        joints = self.joint_reader(model)
-
-        def read(d: mujoco.MjData, p: PhysicsBatch) -> Measurements:
-            out = Measurements()
-            joints(d, out)
-            out.ee_pos, out.ee_quat = arm.ee_pos(p)[0].copy(), arm.ee_quat(p)[0].copy()
-            out.ee_pos_desired = arm.mapper.setpoint_pos[0].copy()
-            out.ee_quat_desired = arm.mapper.setpoint_quat[0].copy()
-            targets = getattr(arm, "targets", None)  # the reach target (other arm tasks have no goal stream)
-            if isinstance(targets, np.ndarray):
-                out.goal = np.asarray(targets[0], dtype=np.float64).copy()
-            return out
-
-        return read
+    def read_task(self, task: ArmTask, p: PhysicsBatch, out: Measurements) -> None:
+        out.ee_pos, out.ee_quat = task.ee_pos(p)[0].copy(), task.ee_quat(p)[0].copy()
+        out.ee_pos_desired = task.mapper.setpoint_pos[0].copy()
+        out.ee_quat_desired = task.mapper.setpoint_quat[0].copy()
+        targets = getattr(task, "targets", None)  # the reach target (other arm tasks have no goal stream)
+        if isinstance(targets, np.ndarray):
+            out.goal = np.asarray(targets[0], dtype=np.float64).copy()
 
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
-        task = self._arm(task)
+        task = self.robot_task(task)
         sensor = {model.sensor(i).name: slice(model.sensor_adr[i], model.sensor_adr[i] + model.sensor_dim[i])
                   for i in range(model.nsensor)}
         ee_pos, ee_quat = sensor["ee_pos"], sensor["ee_quat"]
@@ -84,9 +69,3 @@ class ArmDeployment(RobotDeployment):
             mapper.setpoint_quat[0] = m.ee_quat_desired
 
         return write
-
-    @staticmethod
-    def _arm(task: Task) -> ArmTask:
-        if not isinstance(task, ArmTask):
-            raise TypeError(f"{task.robot}/{task.name} is not an arm task")
-        return task

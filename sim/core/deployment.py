@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import mujoco
 import numpy as np
@@ -38,6 +38,8 @@ class Measurements:
     """World frame."""
     base_ang_vel: np.ndarray | None = None
     """Body frame."""
+    specific_force: np.ndarray | None = None
+    """The IMU's accelerometer (body frame, m/s^2), where the robot has one."""
     ee_pos: np.ndarray | None = None
     ee_quat: np.ndarray | None = None
     ee_pos_desired: np.ndarray | None = None
@@ -89,6 +91,8 @@ class OperatorSpace:
         return np.array([a.limit for a in self.axes])
 
 
+TaskT = TypeVar("TaskT", bound=Task)
+
 StateWriter = Callable[[PhysicsBatch, Measurements], None]
 """Writes measurements into a one-environment physics batch of a task's model."""
 StateReader = Callable[[mujoco.MjData, PhysicsBatch], Measurements]
@@ -96,7 +100,7 @@ StateReader = Callable[[mujoco.MjData, PhysicsBatch], Measurements]
 engine's one-environment physics batch, for sensors and setpoints)."""
 
 
-class RobotDeployment(abc.ABC):
+class RobotDeployment(abc.ABC, Generic[TaskT]):
     """One robot as a deployment sees it (class attributes; one instance per robot)."""
 
     name: ClassVar[str]
@@ -105,7 +109,7 @@ class RobotDeployment(abc.ABC):
     """Default task (registry name)."""
     action_mode: ClassVar[str]
     """Default action mode of that task."""
-    task_class: ClassVar[type[Task]]
+    task_class: type[TaskT]
     """The robot's task base class: every task it deploys is one."""
     joints: ClassVar[tuple[str, ...]] = ()
     """Names published on ``joint_states`` (empty: no joint stream)."""
@@ -132,6 +136,9 @@ class RobotDeployment(abc.ABC):
     """Task options the driver overrides."""
     operator: ClassVar[OperatorSpace]
     """How a person (the correction console, a gamepad) commands this robot."""
+    real_backend: ClassVar[str]
+    """The backend (:mod:`sim2real.hardware.backend`) that speaks the real robot's own
+    protocol; ``backend:=real`` drives it."""
     live_cameras: ClassVar[tuple[str, ...]] = ()
     """The simulated robot's cameras a person watches it through (the console's views)."""
     motors_off_without_command: ClassVar[bool] = False
@@ -185,11 +192,34 @@ class RobotDeployment(abc.ABC):
 
         return read
 
-    @abc.abstractmethod
+    def robot_task(self, task: Task) -> TaskT:
+        """``task`` as this robot's task.
+
+        Raises:
+            TypeError: a task of another robot.
+        """
+        if not isinstance(task, self.task_class):
+            raise TypeError(f"{task.robot}/{task.name} is not a {self.name} task")
+        return task
+
     def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
         """A function reading what the robot's driver publishes (and the mission inputs
         the task was given: goal, velocity command) from a simulated robot; the inverse
         of :meth:`state_writer`."""
+        robot_task = self.robot_task(task)
+        joints = self.joint_reader(model)
+
+        def read(d: mujoco.MjData, p: PhysicsBatch) -> Measurements:
+            out = Measurements()
+            joints(d, out)
+            self.read_task(robot_task, p, out)
+            return out
+
+        return read
+
+    def read_task(self, task: TaskT, p: PhysicsBatch, out: Measurements) -> None:
+        """The robot's own streams beyond joints and base (an end effector), and its
+        mission inputs, into ``out``."""
 
     @abc.abstractmethod
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:

@@ -8,23 +8,17 @@ from typing import ClassVar
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.deployment import (
-    Measurements,
-    OperatorAxis,
-    OperatorSpace,
-    RobotDeployment,
-    StateReader,
-    StateWriter,
-)
+from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone.base import DroneTask
 
 
-class DroneDeployment(RobotDeployment):
+class DroneDeployment(RobotDeployment[DroneTask]):
     name = "drone"
     task = "DroneHover"
     action_mode = "ctbr"
     task_class = DroneTask
+    real_backend = "crazyflie"
     floating_base = True
     measured = ("base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
     observable = frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action"})
@@ -41,19 +35,11 @@ class DroneDeployment(RobotDeployment):
     driver_modes: ClassVar = {"ctbr_residual": "ctbr"}
     motors_off_without_command = True
 
-    def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
-        drone = self._drone(task)
-        joints = self.joint_reader(model)
-
-        def read(d: mujoco.MjData, p: PhysicsBatch) -> Measurements:
-            out = Measurements(goal=np.asarray(drone.target[0], dtype=np.float64).copy())
-            joints(d, out)
-            return out
-
-        return read
+    def read_task(self, task: DroneTask, p: PhysicsBatch, out: Measurements) -> None:
+        out.goal = np.asarray(task.target[0], dtype=np.float64).copy()
 
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
-        task = self._drone(task)
+        task = self.robot_task(task)
 
         def write(p: PhysicsBatch, m: Measurements) -> None:
             p.qpos[0, 0:3], p.qpos[0, 3:7] = m.base_pos, m.base_quat
@@ -62,9 +48,3 @@ class DroneDeployment(RobotDeployment):
                 task.target[0] = m.goal
 
         return write
-
-    @staticmethod
-    def _drone(task: Task) -> DroneTask:
-        if not isinstance(task, DroneTask):
-            raise TypeError(f"{task.robot}/{task.name} is not a drone task")
-        return task

@@ -8,14 +8,7 @@ from typing import ClassVar
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.deployment import (
-    Measurements,
-    OperatorAxis,
-    OperatorSpace,
-    RobotDeployment,
-    StateReader,
-    StateWriter,
-)
+from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as C
 from sim2real.sim.quadruped.base import QuadrupedTask
@@ -27,11 +20,12 @@ scale the task allows, so any target within +-2 rad of the default pose (then th
 limits) passes unchanged, as a real driver accepts any target within its limits."""
 
 
-class QuadrupedDeployment(RobotDeployment):
+class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     name = "quadruped"
     task = "QuadrupedVelocity"
     action_mode = "joint_pos"
     task_class = QuadrupedTask
+    real_backend = "unitree_go2"
     joints = C.JOINT_NAMES
     floating_base = True
     measured = ("joint_pos", "joint_vel", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
@@ -50,22 +44,12 @@ class QuadrupedDeployment(RobotDeployment):
     driver_modes: ClassVar = {"gait_residual": "joint_pos"}
     driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}
 
-    def state_reader(self, task: Task, model: mujoco.MjModel) -> StateReader:
-        task = self._quadruped(task)
-        joints = self.joint_reader(model)
-        commanded = task if isinstance(task, Velocity) else None
-
-        def read(d: mujoco.MjData, p: PhysicsBatch) -> Measurements:
-            out = Measurements()
-            joints(d, out)
-            if commanded is not None:
-                out.cmd_vel = np.asarray(commanded.command[0], dtype=np.float64).copy()
-            return out
-
-        return read
+    def read_task(self, task: QuadrupedTask, p: PhysicsBatch, out: Measurements) -> None:
+        if isinstance(task, Velocity):  # the tasks that follow a velocity command
+            out.cmd_vel = np.asarray(task.command[0], dtype=np.float64).copy()
 
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
-        task = self._quadruped(task)
+        task = self.robot_task(task)
         commanded = task if isinstance(task, Velocity) else None  # the tasks that follow a velocity command
 
         def write(p: PhysicsBatch, m: Measurements) -> None:
@@ -76,9 +60,3 @@ class QuadrupedDeployment(RobotDeployment):
                 commanded.command[0] = m.cmd_vel
 
         return write
-
-    @staticmethod
-    def _quadruped(task: Task) -> QuadrupedTask:
-        if not isinstance(task, QuadrupedTask):
-            raise TypeError(f"{task.robot}/{task.name} is not a quadruped task")
-        return task
