@@ -1,0 +1,114 @@
+"""What every protocol-level emulator offers the command line and the tests.
+
+An emulator is the robot side of one vendor's wire protocol, backed by the simulated
+robot: it steps MuJoCo in real time, speaks the protocol exactly as the vendor's
+firmware or driver does (including its watchdogs and what it does with malformed
+frames), and injects :class:`~sim2real.hardware.emulator.faults.StreamFaults` into the
+state it sends.
+
+It also plays the operator a real deployment has: :meth:`Emulator.mission` is the
+simulated task's goal or velocity command and its episode counters, which
+``sim2real hardware emulate`` publishes on ROS (``goal``, ``cmd_vel``, ``episodes``) the
+way a person or a mission planner would for a real robot.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sim2real.hardware.emulator.faults import StreamFaults
+
+
+@dataclass(frozen=True)
+class Mission:
+    """What an operator would tell the robot, and how it has done so far."""
+
+    goal: np.ndarray | None = None
+    """Position target (m, world frame), for robots deployed towards a goal."""
+    cmd_vel: np.ndarray | None = None
+    """(vx, vy, yaw rate) for robots deployed on a velocity command."""
+    episodes: int = 0
+    successes: int = 0
+
+
+@dataclass
+class EmulatorSettings:
+    """What every emulator is started with (``sim2real hardware emulate``)."""
+
+    task: str = ""
+    """Simulated task (registry name; empty: the robot's deployment task)."""
+    seed: int = 0
+    """Seed of the simulated task (targets, commands)."""
+    host: str = "127.0.0.1"
+    """Address a UDP emulator listens on (loopback)."""
+    port: int = 0
+    """UDP port (0: any free one; :meth:`Emulator.connect_options` says which)."""
+    domain_id: int = 0
+    """DDS domain (ROS 2 and Unitree's DDS emulators)."""
+    faults: StreamFaults = field(default_factory=StreamFaults)
+    """Mismatches injected into the state it sends (the pre-flight check's tests)."""
+
+
+class Emulator(abc.ABC):
+    """One simulated robot behind its vendor's protocol (loopback by default)."""
+
+    robot: ClassVar[str]
+    """The robot it emulates (a deployment description's name)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def launch(cls, settings: EmulatorSettings) -> Emulator:
+        """An emulator listening (sockets bound, DDS entities created), not yet serving."""
+
+    @abc.abstractmethod
+    def connect_options(self) -> dict[str, Any]:
+        """The backend options (``hardware_bridge.backend_options``) that reach this
+        emulator: its URI, port or DDS domain."""
+
+    @abc.abstractmethod
+    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        """Run in real time for ``duration`` s (0: until ``should_stop()`` is true)."""
+
+    @abc.abstractmethod
+    def mission(self) -> Mission | None:
+        """The simulated task's mission now (None: the robot has none)."""
+
+    @abc.abstractmethod
+    def summary(self) -> dict[str, Any]:
+        """Counters for ``--json``: ticks, frames accepted and rejected per reason, faults."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop serving and release the sockets (idempotent)."""
+
+
+EMULATORS: dict[str, str] = {
+    "ros2_control": "sim2real.hardware.emulator.ros2_control_arm:Ros2ControlArmEmulator",
+    "unitree_go2": "sim2real.hardware.emulator.go2:Go2Emulator",
+    "crazyflie": "sim2real.hardware.emulator.crazyflie:CrazyflieEmulator",
+}
+"""Backend name -> the ``module:class`` of the emulator that speaks its protocol."""
+
+
+def emulator_class(backend: str) -> type[Emulator]:
+    """The emulator of ``backend``'s protocol.
+
+    Raises:
+        ConfigError: no emulator for that backend.
+    """
+    import importlib
+
+    from sim2real.sim.core.errors import ConfigError
+
+    if backend not in EMULATORS:
+        raise ConfigError("backend", f"no emulator for backend {backend!r}; known: {', '.join(sorted(EMULATORS))}")
+    module, _, name = EMULATORS[backend].partition(":")
+    found = getattr(importlib.import_module(module), name)
+    if not (isinstance(found, type) and issubclass(found, Emulator)):
+        raise TypeError(f"{EMULATORS[backend]} is not an Emulator")
+    return found

@@ -1,0 +1,297 @@
+"""The robot side of a Franka under ros2_control, backed by the simulated arm: what
+``ros2_control_node`` with franka's hardware interface, ``joint_state_broadcaster``,
+a ``forward_position_controller``, a ``joint_trajectory_controller`` and a gripper
+present on ROS 2 (names and QoS: :mod:`sim2real.hardware.ros2_control.topics`).
+
+The simulated arm runs in real time in its joint-position actuator mode (joint servos
+with franka_ros's joint impedance gains, gravity compensated), which is what a real
+Franka does with joint position commands: its internal controller tracks them. The
+controllers behave as ros2_control's do: a command of the wrong length (or a
+non-finite one, which franka's hardware interface refuses) is counted and ignored, the
+last valid command is held forever (forward controllers have no timeout: the host's
+backend is the deadman), and before any command the arm holds where it started.
+
+Every state frame goes through :meth:`StreamFaults.due` before it is published, so the
+pre-flight check's fault injections look the same as on every other protocol.
+
+The episodes of the simulated task run underneath, as an operator would run them: an
+episode ends on success or timeout and the next target appears; the arm is never
+teleported (:meth:`mission` gives the goal and counters).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+from rclpy.duration import Duration
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
+from sim2real.hardware.ros2_control import topics as T
+from sim2real.hardware.ros2_control.trajectory import JointTarget
+from sim2real.sim import robot_deployment
+from sim2real.sim.arm import constants as ARM
+from sim2real.sim.arm.base import ArmTask
+from sim2real.sim.core.env import SimEnv
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.registry import REGISTRY
+
+
+@dataclass
+class Ros2ControlArmEmulatorConfig:
+    task: str = "ArmReach"
+    """Simulated task (registry name): its targets become the mission's goal."""
+    dr: str = "none"
+    """Domain-randomization preset of the simulated robot."""
+    seed: int = 0
+    """Seed of the simulated targets and start pose."""
+    arm_id: str = "panda"
+    """franka_ros2's ``arm_id``: the joint name prefix (``panda``, ``fr3``)."""
+    state_rate_hz: float = 250.0
+    """``joint_states`` rate (the controller manager's update rate; franka runs 1 kHz,
+    250 Hz is what two shared cores keep up here)."""
+    feedforward: bool = True
+    """Add the commanded joint velocity (from consecutive commands) to the servo's
+    damping term, as Franka's own controller tracks a streamed trajectory; without it
+    the joint servos lag ``kd/kp * qdot`` (~0.08 s)."""
+    domain_id: int | None = None
+    """DDS domain (None: ``$ROS_DOMAIN_ID``)."""
+    namespace: str = T.NAMESPACE
+    """The ros2_control graph's namespace (franka_ros2's ``namespace:=``)."""
+
+    def validate(self) -> None:
+        if not (math.isfinite(self.state_rate_hz) and 10.0 <= self.state_rate_hz <= 1000.0):
+            raise ConfigError("state_rate_hz", f"must be within 10..1000 Hz, got {self.state_rate_hz!r}")
+        if not self.arm_id.isidentifier():
+            raise ConfigError("arm_id", f"must be a ROS name prefix, got {self.arm_id!r}")
+
+
+class Ros2ControlArmEmulator(Emulator):
+    """One simulated Franka behind ros2_control's topics, on its own rclpy context."""
+
+    robot = "arm"
+
+    def __init__(self, config: Ros2ControlArmEmulatorConfig | None = None,
+                 faults: StreamFaults | None = None) -> None:
+        self.config = cfg = config or Ros2ControlArmEmulatorConfig()
+        cfg.validate()
+        self.faults = faults or StreamFaults()
+        self.env = SimEnv(REGISTRY.get(cfg.task), action_mode="joint_position", dr=cfg.dr, seed=cfg.seed)
+        if not isinstance(self.env.task, ArmTask):
+            raise ConfigError("task", f"{cfg.task} is not an arm task")
+        self.task: ArmTask = self.env.task
+        self.env.reset(seed=cfg.seed)
+        self.model, self.data = self.env.model, self.env.data
+        self._read = robot_deployment("arm").state_reader(self.task, self.model)
+        self.arm_names, self.finger_names = T.arm_joint_names(cfg.arm_id), T.finger_joint_names(cfg.arm_id)
+        self._lock = threading.Lock()
+        self.target = JointTarget(self.data.qpos[:7].copy())
+        self.gripper = float(self.data.qpos[7:9].sum())
+        self.last_command: tuple[float, np.ndarray] | None = None
+        """Arrival (monotonic s) and value of the latest accepted position command."""
+        self._kd_over_kp = ARM.JOINT_KD / ARM.JOINT_KP
+        self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0,
+                                         "commands_accepted": 0, "trajectories_accepted": 0,
+                                         "gripper_accepted": 0}
+        self.rejected: dict[str, int] = {}
+        self.episodes: list[bool] = []
+        self._control_steps = 0
+        self._substeps = 0
+        self._tracking: list[float] = []
+        self._started = time.monotonic()
+        self._closed = False
+        self._idle = threading.Event()
+        self._idle.set()
+        self.domain = T.domain_id({} if cfg.domain_id is None else {"domain_id": cfg.domain_id})
+        self.ros = T.RosThread("franka_ros2_control_emulator", self.domain, cfg.namespace)
+        node = self.ros.node
+        self.pub_state = node.create_publisher(JointState, T.JOINT_STATES, T.controller_qos())
+        node.create_subscription(Float64MultiArray, T.POSITION_COMMANDS, self._on_forward, T.controller_qos())
+        node.create_subscription(JointTrajectory, T.TRAJECTORY, self._on_trajectory, T.controller_qos())
+        node.create_subscription(Float64MultiArray, T.GRIPPER_COMMANDS, self._on_gripper, T.controller_qos())
+
+    @classmethod
+    def launch(cls, settings: EmulatorSettings) -> Ros2ControlArmEmulator:
+        config = Ros2ControlArmEmulatorConfig(task=settings.task or robot_deployment("arm").task,
+                                              seed=settings.seed, domain_id=settings.domain_id)
+        return cls(config, settings.faults)
+
+    def connect_options(self) -> dict[str, Any]:
+        return {"domain_id": self.domain, "arm_id": self.config.arm_id, "namespace": self.config.namespace}
+
+    # -- controllers (the executor thread) -------------------------------------------
+    def _reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    def _on_forward(self, msg: Float64MultiArray) -> None:
+        q = np.asarray(msg.data, dtype=np.float64)
+        if q.shape != (7,):
+            return self._reject("forward_size")
+        if not np.all(np.isfinite(q)):
+            return self._reject("forward_non_finite")
+        now = time.monotonic()
+        with self._lock:
+            self.target.forward(q, now, ARM.VELOCITY_LIMIT)
+            self.last_command = (now, q)
+        self.counters["commands_accepted"] += 1
+        return None
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        names = list(msg.joint_names)
+        if sorted(names) != sorted(self.arm_names):
+            return self._reject("trajectory_joints")
+        order = [names.index(n) for n in self.arm_names]
+        times, points = [], []
+        for p in msg.points:
+            t = p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+            q = np.asarray(p.positions, dtype=np.float64)
+            if q.shape != (7,) or not np.all(np.isfinite(q)):
+                return self._reject("trajectory_point")
+            if t <= (times[-1] if times else 0.0):
+                return self._reject("trajectory_time")
+            times.append(t)
+            points.append(q[order])
+        with self._lock:
+            self.target.trajectory(time.monotonic(), np.array(times), np.array(points).reshape(-1, 7))
+        self.counters["trajectories_accepted"] += 1
+        return None
+
+    def _on_gripper(self, msg: Float64MultiArray) -> None:
+        w = np.asarray(msg.data, dtype=np.float64)
+        if w.shape != (1,):
+            return self._reject("gripper_size")
+        if not np.isfinite(w[0]):
+            return self._reject("gripper_non_finite")
+        with self._lock:
+            self.gripper = float(np.clip(w[0], 0.0, ARM.GRIP_WIDTH_MAX))
+        self.counters["gripper_accepted"] += 1
+        return None
+
+    # -- the simulated arm (the serve thread) ------------------------------------------
+    def _physics(self, now: float, steps: int) -> None:
+        with self._lock:
+            q_d, qd_d = self.target.sample(now)
+            width = self.gripper
+        ctrl = q_d + (self._kd_over_kp * qd_d if self.config.feedforward else 0.0)
+        self.data.ctrl[:7] = np.clip(ctrl, ARM.JOINT_LOWER, ARM.JOINT_UPPER)
+        self.data.ctrl[7] = width
+        decimation = int(round(ARM.CONTROL_DT / ARM.PHYSICS_DT))
+        for _ in range(steps):
+            mujoco.mj_step(self.model, self.data)
+            self._substeps += 1
+            if self._substeps % decimation == 0:
+                self._episode_step()
+        self.counters["physics_steps"] += steps
+        if np.any(qd_d):
+            self._tracking.append(float(np.max(np.abs(q_d - self.data.qpos[:7]))))
+            del self._tracking[:-20_000]
+
+    def _episode_step(self) -> None:
+        """The simulated task's verdict once per control period: success or timeout ends
+        the episode and a new target is drawn (the arm stays where it is)."""
+        self._control_steps += 1
+        phys = self.env.engine.phys
+        result = self.task.evaluate(phys, np.zeros((1, self.task.action_size)))
+        if not (bool(result.terminated[0]) or self._control_steps >= self.env.engine.episode_steps):
+            return
+        self.episodes.append(bool(result.success[0]))
+        self._control_steps = 0
+        scratch = mujoco.MjData(self.model)
+        self.task.reset_task(0, self.model, scratch, self.env.engine.rng)
+        self.data.mocap_pos[:] = scratch.mocap_pos
+        self.data.mocap_quat[:] = scratch.mocap_quat
+
+    def _publish(self, now: float) -> None:
+        m = self._read(self.data, self.env.engine.phys)
+        for frame in self.faults.due(now, m):
+            if frame.joint_pos is None or frame.joint_vel is None:
+                continue
+            msg = JointState()
+            # Stamped when sampled, as the controller manager stamps its update: a delayed
+            # frame arrives with an old stamp (what the pre-flight check's latency reads).
+            age = Duration(seconds=max(now - frame.stamps.get(SAMPLED, now), 0.0))
+            msg.header.stamp = (self.ros.node.get_clock().now() - age).to_msg()
+            msg.name = [*self.arm_names, *self.finger_names]
+            msg.position = [float(x) for x in frame.joint_pos]
+            msg.velocity = [float(x) for x in frame.joint_vel]
+            msg.effort = [] if frame.joint_effort is None else [float(x) for x in frame.joint_effort]
+            self.pub_state.publish(msg)
+            self.counters["states_published"] += 1
+
+    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        """Step the arm in real time and publish ``joint_states`` at ``state_rate_hz``.
+        Physics keeps pace with the wall clock; when a tick is late the simulation
+        catches up by at most 10 physics steps and the overrun is counted."""
+        self._idle.clear()
+        try:
+            self._serve(duration, should_stop)
+        finally:
+            self._idle.set()
+
+    def _serve(self, duration: float, should_stop: Callable[[], bool] | None) -> None:
+        period = 1.0 / self.config.state_rate_hz
+        start = next_tick = time.monotonic()
+        sim_start = self._substeps
+        while not self._closed and not (should_stop is not None and should_stop()):
+            now = time.monotonic()
+            if duration > 0 and now - start >= duration:
+                return
+            due = int((now - start) / ARM.PHYSICS_DT) - (self._substeps - sim_start)
+            if due > 10:
+                self.counters["overruns"] += 1
+                sim_start += due - 10
+                due = 10
+            if due > 0:
+                self._physics(now, due)
+            self._publish(now)
+            self.counters["ticks"] += 1
+            next_tick += period
+            delay = next_tick - time.monotonic()
+            if delay < -period:
+                next_tick = time.monotonic()
+            elif delay > 0:
+                time.sleep(delay)
+
+    # -- operator and counters ---------------------------------------------------------
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """The simulator's fingertip pose (the truth the tests compare against)."""
+        phys = self.env.engine.phys
+        return self.task.ee_pos(phys)[0].copy(), self.task.ee_quat(phys)[0].copy()
+
+    def mission(self) -> Mission | None:
+        targets = getattr(self.task, "targets", None)
+        goal = np.asarray(targets[0], dtype=np.float64).copy() if isinstance(targets, np.ndarray) else None
+        return Mission(goal=goal, episodes=len(self.episodes), successes=sum(self.episodes))
+
+    def tracking_error(self) -> dict[str, float]:
+        """Largest joint error (rad) while the command moves: p50, p99, max."""
+        a = np.asarray(self._tracking)
+        if not len(a):
+            return {"p50": math.nan, "p99": math.nan, "max": math.nan}
+        return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+    def summary(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        return {"robot": "arm", "backend": "ros2_control", "task": self.config.task, "arm_id": self.config.arm_id,
+                **self.counters, "rejected": dict(self.rejected), "episodes": len(self.episodes),
+                "successes": sum(self.episodes), "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
+                "simulated_s": round(self._substeps * ARM.PHYSICS_DT, 3),
+                "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()}}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._idle.wait(timeout=2.0)  # serve() returns at its next tick
+        self.ros.close()
+        self.env.close()
