@@ -9,7 +9,8 @@ robot's computer): MuJoCo, ONNX Runtime, numpy, PyYAML. Everything else is an ex
 * ``spacemouse``: the SpaceMouse device (needs the hidapi system library);
 * ``ros``: the ROS 2 client libraries, the MCAP recorder and OpenCV (camera images);
 * ``console``: the correction console's web server (FastAPI, uvicorn) and JPEG (OpenCV);
-* ``all``: train, vlm, hil, ros and console (what ``make demo`` and ``make test`` install).
+* ``hardware``: real robots' own protocols (cyclonedds for the Go2, cflib for the Crazyflie);
+* ``all``: train, vlm, hil, ros, console and hardware (what ``make demo`` and ``make test`` install).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",
+    **dict.fromkeys(["cyclonedds", "cflib"], "hardware"),
     **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets", "playwright"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
                      "lifecycle_msgs", "diagnostic_msgs", "rcl_interfaces", "rosgraph_msgs", "trajectory_msgs",

@@ -1,0 +1,356 @@
+"""The Crazyflie 2.x through Bitcraze's cflib: CTBR commands as legacy setpoints in rate mode.
+
+Life cycle (see :mod:`sim2real.hardware.backend`):
+
+* ``connect``: cflib's ``open_link`` (which has no timeout of its own: this one waits
+  at most ``timeout``), the TOCs and parameter values, then three log blocks
+  (:mod:`.logs`) until the first full state arrives;
+* ``enable``: roll, pitch and yaw switched to RATE mode (``flightmode.stabMode*`` = 0,
+  confirmed by the firmware's answers), the supervisor asked whether it can fly (a
+  locked or crashed Crazyflie needs a reboot), then the zero-thrust setpoint that
+  releases the firmware's thrust lock;
+* ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` -> ``send_setpoint`` (deg/s,
+  yaw rate negated, thrust through :class:`~.thrust.ThrustMap`);
+* ``safe``: the controlled descent of :mod:`.descent`, flown by this backend's own
+  thread at the control rate so the firmware's watchdog never trips; the backend goes
+  there by itself while enabled when no command came for ``stale_after`` s or no log
+  data for ``state_timeout`` s (both 3 control periods), and when the link is lost
+  (cflib's callbacks, or no log data for ``link_timeout`` s: then DISCONNECTED);
+* ``estop``: the firmware's emergency stop (supervisor command, and the legacy
+  localization packet for older firmware): motors off now, Locked until rebooted.
+
+What the real robot does when this backend cannot act (process killed, link gone): the
+firmware levels out after 0.5 s keeping its last thrust and cuts the motors after 2 s,
+then locks: a fall from the flight height.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
+from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.descent import Descent, DescentConfig
+from sim2real.hardware.crazyflie.logs import StateAssembler, log_configs
+from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.drone import constants as C
+
+RATE, ANGLE = 0, 1
+LOCKED_BIT, CRASHED_BIT, CAN_FLY_BIT = 1 << 6, 1 << 7, 1 << 3
+_drivers_ready = False
+_drivers_lock = threading.Lock()
+
+
+@dataclass
+class CrazyflieOptions:
+    uri: str = "udp://127.0.0.1:19850"
+    """cflib link URI (``udp://host:port`` for the emulator, ``radio://0/80/2M/E7E7E7E7E7`` for a real one)."""
+    state_period_ms: int = 10
+    """Period of the odom and imu log blocks (multiples of 10 ms)."""
+    battery_period_ms: int = 100
+    """Period of the battery/supervisor log block."""
+    control_dt: float = C.CONTROL_DT
+    """s, the deployment's control period."""
+    stale_after: float = 3 * C.CONTROL_DT
+    """s without a command while enabled after which the backend starts its descent."""
+    state_timeout: float = 3 * C.CONTROL_DT
+    """s without any log packet after which an enabled backend starts its descent (the
+    policy has no state to act on)."""
+    link_timeout: float = 0.5
+    """s without any log packet after which the link counts as lost (phase DISCONNECTED).
+    Longer than ``state_timeout``: a landed drone is not disconnected by one late packet
+    (a shared host's scheduler or garbage collector can delay cflib's threads ~70 ms)."""
+    thrust_full_scale: float = C.MAX_COLLECTIVE_THRUST
+    """N of collective thrust at thrust command 65535 (identify it for a real CF2.1)."""
+    hover_thrust: float = C.HOVER_THRUST
+    """N that holds the drone's weight (the descent's reference)."""
+    enable_timeout: float = 1.0
+    """s to wait for the firmware to confirm rate mode and report it can fly."""
+
+    @classmethod
+    def from_dict(cls, options: dict[str, Any]) -> CrazyflieOptions:
+        known = {f.name for f in fields(cls)} | {f"descent_{f.name}" for f in fields(DescentConfig)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ConfigError(unknown[0], f"unknown Crazyflie backend option; known: {sorted(known)}")
+        out = cls(**{k: v for k, v in options.items() if not k.startswith("descent_")})
+        for name in ("control_dt", "stale_after", "state_timeout", "link_timeout", "thrust_full_scale",
+                     "hover_thrust", "enable_timeout"):
+            value = getattr(out, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ConfigError(name, f"must be a positive number, got {value!r}")
+        if not str(out.uri).startswith(("udp://", "radio://", "usb://", "tcp://")):
+            raise ConfigError("uri", f"not a cflib URI: {out.uri!r}")
+        return out
+
+
+def _close_in_background(cf: Any) -> None:
+    """Close a cflib link without waiting: cflib joins its link threads (~1-2 s on UDP),
+    which would stretch a connect timeout past what the caller asked for."""
+    threading.Thread(target=cf.close_link, name="crazyflie-close", daemon=True).start()
+
+
+class CrazyflieBackend(RobotBackend):
+    robot = "drone"
+    protocol = "CRTP via cflib 0.1.34: RPYT setpoints in rate mode, log blocks, params, supervisor e-stop"
+    state_rate = 100.0  # the log blocks run at 10 ms (the firmware's fastest useful period over the radio)
+
+    def __init__(self, action_mode: str = "ctbr", options: dict[str, Any] | None = None) -> None:
+        super().__init__(action_mode, options)
+        if action_mode not in ("ctbr", "ctbr_residual"):
+            raise ConfigError("action_mode", f"the Crazyflie backend takes ctbr commands, got {action_mode!r}")
+        self.cfg = CrazyflieOptions.from_dict(self.options)
+        descent = {k.removeprefix("descent_"): v for k, v in self.options.items() if k.startswith("descent_")}
+        self.descent_config = DescentConfig(**{"hover_thrust": self.cfg.hover_thrust, **descent})
+        self.descent_config.validate()
+        self.thrust_map = ThrustMap(self.cfg.thrust_full_scale)
+        self._io = threading.RLock()
+        """Orders phase changes and sends: no command goes out after safe() or estop()."""
+        self._cf: Any = None
+        self._state = StateAssembler(self._publish)
+        self._descent: Descent | None = None
+        self._last_command = -math.inf
+        self._next_descent_setpoint = -math.inf
+        self._angle_mode_requested = False
+        self._stop = threading.Event()
+        self._pilot: threading.Thread | None = None
+        self._counts: dict[str, int] = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0,
+                                        "descents": 0, "descent_setpoints": 0, "link_lost": 0,
+                                        "log_truncated": 0, "estops_sent": 0}
+        self.link_lost_reason = ""
+        self._log_sizes: dict[int, int] = {}
+        """Log block id -> bytes of a complete data packet (id, timestamp, values)."""
+
+    # -- life cycle -----------------------------------------------------------------------
+    def connect(self, timeout: float) -> None:
+        if self._phase in (Phase.CONNECTED, Phase.ENABLED):
+            return
+        if self._cf is not None:  # a link lost earlier: finish with it first
+            self.close()
+        import cflib.crtp
+        from cflib.crazyflie import Crazyflie
+        from cflib.crazyflie.log import LogTocElement
+
+        global _drivers_ready
+        with _drivers_lock:
+            if not _drivers_ready:
+                cflib.crtp.init_drivers()
+                _drivers_ready = True
+        deadline = time.monotonic() + timeout
+        ready, failed = threading.Event(), []
+        cf = Crazyflie(rw_cache=None)
+        cf.fully_connected.add_callback(lambda uri: ready.set())
+        cf.connection_failed.add_callback(lambda uri, msg: (failed.append(str(msg)), ready.set()))
+        cf.connection_lost.add_callback(lambda uri, msg: self._link_lost(f"cflib: connection lost ({msg})"))
+        cf.add_port_callback(crtp.PORT_LOG, self._check_log_size)
+        self._state = StateAssembler(self._publish)
+        self.link_lost_reason = ""
+        cf.open_link(self.cfg.uri)
+        if not ready.wait(max(deadline - time.monotonic(), 0.0)) or failed:
+            _close_in_background(cf)
+            why = failed[0].splitlines()[0] if failed else f"no answer within {timeout:.1f} s"
+            raise HardwareError(f"Crazyflie at {self.cfg.uri}: {why}")
+        if cf.platform.get_protocol_version() < 4:
+            _close_in_background(cf)
+            raise HardwareError(f"Crazyflie at {self.cfg.uri}: CRTP protocol {cf.platform.get_protocol_version()} "
+                                "is too old (needs >= 4: update the firmware)")
+        self._configs = log_configs(self.cfg.state_period_ms, self.cfg.battery_period_ms)
+        try:
+            for config in self._configs:
+                cf.log.add_config(config)
+                config.data_received_cb.add_callback(self._state.on_data)
+                self._log_sizes[config.id] = 4 + sum(LogTocElement.get_size_from_id(v.fetch_as)
+                                                     for v in config.variables)
+                config.start()
+        except (KeyError, AttributeError) as exc:
+            _close_in_background(cf)
+            raise HardwareError(f"Crazyflie at {self.cfg.uri}: log setup refused: {exc}") from None
+        while self.state() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if self.state() is None:
+            _close_in_background(cf)
+            raise HardwareError(f"Crazyflie at {self.cfg.uri}: no state estimate within {timeout:.1f} s")
+        with self._io:
+            self._cf = cf
+            self._set_phase(Phase.CONNECTED, "")
+        self._stop.clear()
+        self._pilot = threading.Thread(target=self._pilot_loop, name="crazyflie-pilot", daemon=True)
+        self._pilot.start()
+
+    def enable(self) -> None:
+        with self._io:
+            if self._phase is not Phase.CONNECTED or self._cf is None:
+                why = f" ({self._reason})" if self._reason else ""
+                raise HardwareError(f"cannot enable: {self._phase.value}{why}")
+            if self._descent is not None:
+                raise HardwareError("cannot enable: the safe-state descent is still landing")
+        if self.health().state_age > self.cfg.state_timeout:
+            raise HardwareError("cannot enable: no fresh state estimate")
+        cf = self._cf
+        self._set_modes(RATE)
+        deadline = time.monotonic() + self.cfg.enable_timeout
+        while not self._modes_are(RATE) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if not self._modes_are(RATE):
+            raise HardwareError("cannot enable: the firmware did not confirm rate mode (flightmode.stabMode*)")
+        bits = int(cf.supervisor.read_bitfield())
+        if bits & (LOCKED_BIT | CRASHED_BIT):
+            raise HardwareError("cannot enable: the Crazyflie is locked or crashed (watchdog or e-stop): reboot it")
+        if not bits & CAN_FLY_BIT:
+            raise HardwareError("cannot enable: the supervisor does not report it can fly")
+        with self._io:
+            if self._phase is not Phase.CONNECTED:
+                raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason})")
+            cf.commander.send_setpoint(0.0, 0.0, 0.0, 0)  # the zero-thrust setpoint: releases the thrust lock
+            self._counts["setpoints_sent"] += 1
+            self._angle_mode_requested = False
+            self._last_command = time.monotonic()
+            self._set_phase(Phase.ENABLED, "")
+
+    def command(self, values: np.ndarray) -> None:
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (4,) or not np.all(np.isfinite(v)):
+            self._counts["commands_rejected"] += 1
+            raise ValueError(f"a Crazyflie command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
+        with self._io:
+            if self._phase is not Phase.ENABLED or self._cf is None:
+                self._counts["commands_ignored"] += 1
+                return
+            roll, pitch, yawrate, thrust = ctbr_to_setpoint(v, self.thrust_map)
+            self._cf.commander.send_setpoint(roll, pitch, yawrate, thrust)
+            self._counts["setpoints_sent"] += 1
+            self._last_command = time.monotonic()
+
+    def safe(self, reason: str) -> None:
+        with self._io:
+            if self._phase is Phase.ENABLED:
+                self._begin_descent(reason)
+                self._set_phase(Phase.CONNECTED, reason)
+            elif self._phase is Phase.CONNECTED and self._descent is None:
+                self._reason = reason
+
+    def estop(self, reason: str) -> None:
+        with self._io:
+            self._descent = None
+            cf = self._cf
+            if cf is not None and cf.link is not None:
+                from cflib.crtp.crtpstack import CRTPPacket
+
+                for _ in range(3):  # no acknowledgement on UDP: repeat
+                    cf.supervisor.send_emergency_stop()
+                    legacy = CRTPPacket()
+                    legacy.set_header(crtp.PORT_LOCALIZATION, crtp.LOCALIZATION_GENERIC)
+                    legacy.data = bytes((crtp.LOCALIZATION_EMERGENCY_STOP,))
+                    cf.send_packet(legacy)
+                    self._counts["estops_sent"] += 1
+            self._set_phase(Phase.ESTOPPED, reason)
+
+    def close(self) -> None:
+        self.safe("closing")
+        deadline = time.monotonic() + self.descent_config.timeout + self.descent_config.landed_idle + 1.0
+        while self._descent is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self._stop.set()
+        if self._pilot is not None and self._pilot is not threading.current_thread():
+            self._pilot.join(timeout=1.0)
+        with self._io:
+            cf, self._cf, self._descent = self._cf, None, None
+            if self._phase is not Phase.ESTOPPED:
+                self._set_phase(Phase.DISCONNECTED, self._reason)
+        if cf is not None:
+            cf.close_link()  # cflib sends a zero setpoint here: harmless once landed or e-stopped
+
+    # -- the backend's own thread: stale commands, lost link, the descent --------------------
+    def _pilot_loop(self) -> None:
+        while not self._stop.wait(0.004):
+            now = time.monotonic()
+            with self._io:
+                if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
+                    self.safe(f"stale command: none for {now - self._last_command:.3f} s")
+                silent = now - self._state.last_frame
+                if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
+                    self.safe(f"state stale: no log data for {silent:.3f} s")
+                if not self.link_lost_reason and self._cf is not None and silent > self.cfg.link_timeout:
+                    self._link_lost(f"no state for {silent:.3f} s")
+                if self._descent is not None and now >= self._next_descent_setpoint:
+                    self._fly_descent(now)
+
+    def _begin_descent(self, reason: str) -> None:
+        m = self.state()
+        z = None if m is None or m.base_pos is None else float(m.base_pos[2])
+        self._descent = Descent(self.descent_config, time.monotonic(), z, reason)
+        self._next_descent_setpoint = -math.inf
+        self._counts["descents"] += 1
+        self._angle_mode_requested = False
+
+    def _fly_descent(self, now: float) -> None:
+        descent, cf = self._descent, self._cf
+        if descent is None or cf is None:
+            return
+        if not self._angle_mode_requested and cf.link is not None:
+            self._set_modes(ANGLE)  # queued to cflib's param thread; the firmware then levels by itself
+            self._angle_mode_requested = True
+        m = self.state()
+        fresh = m is not None and self._state_age(m) <= self.cfg.state_timeout
+        z = vz = None
+        roll_rate = pitch_rate = 0.0
+        if fresh and m is not None and m.base_pos is not None and m.base_lin_vel is not None:
+            z, vz = float(m.base_pos[2]), float(m.base_lin_vel[2])
+            if not self._modes_are(ANGLE) and m.base_quat is not None:  # level from the estimate meanwhile
+                w, x, y, zq = (float(q) for q in m.base_quat)
+                roll = math.atan2(2 * (w * x + y * zq), 1 - 2 * (x * x + y * y))
+                pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - zq * x))))
+                k = self.descent_config.level_gain
+                roll_rate, pitch_rate = math.degrees(-k * roll), math.degrees(-k * pitch)
+        thrust = descent.thrust(now, z, vz)
+        if descent.done:
+            cf.commander.send_notify_setpoint_stop()
+            self._descent = None
+            return
+        cf.commander.send_setpoint(roll_rate, pitch_rate, 0.0, self.thrust_map.to_pwm(thrust))
+        self._counts["descent_setpoints"] += 1
+        self._next_descent_setpoint = now + self.cfg.control_dt
+
+    def _set_modes(self, mode: int) -> None:
+        for axis in ("Roll", "Pitch", "Yaw"):
+            if axis == "Yaw" and mode == ANGLE:
+                continue  # yaw stays a rate (0 deg/s): no heading to hold
+            self._cf.param.set_value(f"flightmode.stabMode{axis}", mode)
+
+    def _modes_are(self, mode: int) -> bool:
+        values = self._cf.param.values.get("flightmode", {}) if self._cf is not None else {}
+        axes = ("Roll", "Pitch", "Yaw") if mode == RATE else ("Roll", "Pitch")
+        return all(str(values.get(f"stabMode{a}")) == str(mode) for a in axes)
+
+    def _link_lost(self, reason: str) -> None:
+        with self._io:
+            if self.link_lost_reason:
+                return
+            self.link_lost_reason = f"link lost: {reason}"
+            self._counts["link_lost"] += 1
+            if self._phase is Phase.ENABLED:
+                self._begin_descent(self.link_lost_reason)  # best effort: the uplink may still work
+            if self._phase is not Phase.ESTOPPED:
+                self._set_phase(Phase.DISCONNECTED, self.link_lost_reason)
+
+    def _check_log_size(self, pk: Any) -> None:
+        """Counts log data packets shorter than their block (cflib drops them, logging an error)."""
+        if pk.channel == crtp.LOG_DATA and len(pk.data) < self._log_sizes.get(pk.data[0] if pk.data else -1, 0):
+            self._counts["log_truncated"] += 1
+
+    # -- health -------------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        return {**self._counts, **self._state.counters}
+
+    def detail(self) -> dict[str, Any]:
+        d = self._descent
+        return {"uri": self.cfg.uri, "battery_v": self._state.battery_v, "supervisor_info": self._state.supervisor_info,
+                "descent": None if d is None else {"stage": d.stage, "reason": d.reason},
+                "link": self.link_lost_reason or "up", "thrust_full_scale_n": self.cfg.thrust_full_scale}

@@ -1,0 +1,397 @@
+"""A Crazyflie 2.x behind cflib's UDP link, backed by the simulated drone.
+
+It answers what cflib 0.1.34 asks on connect (link source, protocol version 12, log
+reset and TOC, memory count 0, param TOC and every value), echoes pings, streams log
+blocks at their requested periods, takes parameter writes, legacy RPYT setpoints, the
+generic STOP setpoint and notify-setpoint-stop, the emergency stop (supervisor command
+and the legacy localization packet) and the supervisor state query, and behaves as the
+firmware does with them (:mod:`.crazyflie_firmware`: thrust lock, watchdog, rate or
+angle mode). One datagram is one CRTP packet; replies go to the sender of the latest
+valid packet (cflib opens a new client port on every ``open_link``).
+
+Every malformed datagram (empty, oversize, a setpoint or write of the wrong length,
+non-finite values) is counted and dropped; the real firmware has no checksum either and
+would fly a NaN, the emulator refuses it so the simulation survives, and counts it.
+
+Every state frame goes through :meth:`StreamFaults.due` before it is encoded, so the
+pre-flight check's fault injections look the same as on every other protocol.
+:meth:`set_link` drops the radio link both ways (a Crazyflie out of range).
+"""
+
+from __future__ import annotations
+
+import math
+import select
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.thrust import PWM_FULL, ThrustMap
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
+from sim2real.hardware.emulator.crazyflie_toc import LOG_TOC, LogSubsystem, ParamSubsystem, toc_reply
+from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import Measurements
+from sim2real.sim.core.env import SimEnv
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.base import DroneTask
+
+PROTOCOL_VERSION = 12
+
+
+@dataclass
+class CrazyflieEmulatorConfig:
+    host: str = "127.0.0.1"
+    """Address it listens on (loopback; cflib's URI is ``udp://host:port``)."""
+    port: int = 19850
+    """UDP port (0: any free port, see :attr:`CrazyflieEmulator.address`); 19850-19859
+    are the ports cflib's UDP scan probes."""
+    task: str = "DroneHover"
+    """Simulated task (registry name): its target is the mission's goal."""
+    dr: str = "none"
+    """Domain-randomization preset of the simulated drone."""
+    seed: int = 0
+    start: str = "ground"
+    """Where episodes start (``ground``: on the pad, motors off, as a real takeoff)."""
+    tick: float = C.INNER_DT
+    """Seconds per firmware tick (one body-rate loop step and its physics)."""
+    thrust_full_scale: float = C.MAX_COLLECTIVE_THRUST
+    """N of collective thrust at thrust command 65535 (the simulated motors are linear)."""
+    battery_full: float = 4.15
+    """V of the battery at rest; it sags with throttle and drains with flight time."""
+
+    def validate(self) -> None:
+        if not 0 <= int(self.port) <= 65535:
+            raise ConfigError("port", f"must be 0..65535, got {self.port}")
+        steps = self.tick / C.PHYSICS_DT
+        if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
+            raise ConfigError("tick", f"must be a multiple of the physics step {C.PHYSICS_DT}, got {self.tick}")
+
+
+class CrazyflieEmulator(Emulator):
+    """One simulated Crazyflie behind a UDP socket. :meth:`serve` runs it in real time;
+    :meth:`handle` and :meth:`tick` are its steps (tests drive them with their own clock)."""
+
+    robot = "drone"
+
+    def __init__(self, config: CrazyflieEmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
+        self.config = cfg = config or CrazyflieEmulatorConfig()
+        cfg.validate()
+        self.faults = faults or StreamFaults()
+        self.env = SimEnv(REGISTRY.get(cfg.task), action_mode="ctbr", dr=cfg.dr, seed=cfg.seed, start=cfg.start)
+        if not isinstance(self.env.task, DroneTask):
+            raise ConfigError("task", f"{cfg.task} is not a drone task")
+        self.task: DroneTask = self.env.task
+        self.env.reset(seed=cfg.seed)
+        self.model, self.data = self.env.model, self.env.data
+        self._read = robot_deployment("drone").state_reader(self.task, self.model)
+        sensor = mujoco.mjtObj.mjOBJ_SENSOR
+        self._gyro = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "gyro")])
+        self._acc = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "accelerometer")])
+        self._substeps = round(cfg.tick / C.PHYSICS_DT)
+        self._ticks_per_control = max(1, round(C.CONTROL_DT / cfg.tick))
+        self.params = ParamSubsystem()
+        self.logs = LogSubsystem()
+        self.firmware = Firmware(self.params, ThrustMap(cfg.thrust_full_scale), cfg.tick)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((cfg.host, cfg.port))
+        self.sock.setblocking(False)
+        self.address: tuple[str, int] = self.sock.getsockname()
+        self.peer: tuple[str, int] | None = None
+        self.link_up = True
+        self.boot: float | None = None
+        self.ticks = self.overruns = self.control_steps = 0
+        self.motor_seconds = 0.0
+        self.accepted: dict[str, int] = {}
+        self.rejected: dict[str, int] = {}
+        self.sent = 0
+        self.episodes: list[bool] = []
+        self.crashes = 0
+        """Episodes the task ended as crashes (a hard landing, a flip, the geofence)."""
+        self._closed = False
+
+    @classmethod
+    def launch(cls, settings: EmulatorSettings) -> CrazyflieEmulator:
+        config = CrazyflieEmulatorConfig(host=settings.host, port=settings.port,
+                                         task=settings.task or robot_deployment("drone").task, seed=settings.seed)
+        return cls(config, settings.faults)
+
+    def connect_options(self) -> dict[str, Any]:
+        return {"uri": f"udp://{self.address[0]}:{self.address[1]}"}
+
+    # -- receiving ------------------------------------------------------------------------
+    def poll(self, timeout: float, now: float | None = None) -> None:
+        """Handle every datagram arriving within ``timeout`` seconds."""
+        end = time.monotonic() + max(timeout, 0.0)
+        while True:
+            left = end - time.monotonic()
+            ready, _, _ = select.select([self.sock], [], [], max(left, 0.0))
+            if ready:
+                while True:
+                    try:
+                        data, addr = self.sock.recvfrom(2048)
+                    except (BlockingIOError, ConnectionRefusedError):
+                        break
+                    self.handle(data, addr, time.monotonic() if now is None else now)
+            if left <= 0:
+                return
+
+    def handle(self, datagram: bytes, addr: tuple[str, int], now: float) -> None:
+        """Decode one datagram and act on it as the firmware would, or count why not."""
+        if not self.link_up:
+            return self._reject("link_down")
+        try:
+            pk = crtp.decode(datagram)
+        except crtp.CrtpError as exc:
+            return self._reject(exc.reason)
+        self.peer = addr
+        handler = self._handlers.get(pk.port)
+        if handler is None:
+            return self._reject("unknown_port")
+        reason = handler(self, pk, now)
+        if reason:
+            return self._reject(reason)
+        self.accepted[str(pk.port)] = self.accepted.get(str(pk.port), 0) + 1
+        return None
+
+    def _reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    def _reply(self, port: int, channel: int, data: bytes) -> None:
+        if self.peer is None or not self.link_up:
+            return
+        try:
+            self.sock.sendto(crtp.encode(port, channel, data), self.peer)
+            self.sent += 1
+        except OSError:  # the host went away: keep flying the last setpoint (the watchdog decides)
+            self._reject("send_failed")
+
+    def _link(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.LINK_ECHO:
+            self._reply(crtp.PORT_LINKCTRL, crtp.LINK_ECHO, pk.data)
+        elif pk.channel == crtp.LINK_SOURCE:
+            self._reply(crtp.PORT_LINKCTRL, crtp.LINK_SOURCE, crtp.LINK_SOURCE_MAGIC.ljust(30, b"\0")[:30])
+        elif pk.channel == crtp.NULL_CHANNEL:
+            self._reply(crtp.PORT_LINKCTRL, crtp.NULL_CHANNEL, b"")
+        return None
+
+    def _platform(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.PLATFORM_VERSION:
+            if not pk.data:
+                return "truncated"
+            if pk.data[0] == crtp.VERSION_GET_PROTOCOL:
+                self._reply(crtp.PORT_PLATFORM, crtp.PLATFORM_VERSION, bytes((0, PROTOCOL_VERSION)))
+        return None
+
+    def _log(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.TOC_CHANNEL:
+            answer = toc_reply(LOG_TOC, pk.data, log=True)
+        elif pk.channel == crtp.LOG_SETTINGS:
+            answer = self.logs.control(pk.data, now)
+        else:
+            return "unsupported"
+        if answer is None:
+            return "truncated"
+        self._reply(crtp.PORT_LOG, pk.channel, answer)
+        return None
+
+    def _param(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.TOC_CHANNEL:
+            answer = toc_reply(self.params.entries, pk.data, log=False)
+        elif pk.channel == crtp.PARAM_READ:
+            answer = self.params.read(pk.data)
+        elif pk.channel == crtp.PARAM_WRITE:
+            try:
+                answer, _ = self.params.write(pk.data)
+            except ValueError as exc:
+                return str(exc)
+            if answer is None:
+                return "read_only"
+        else:
+            return "unsupported"
+        if answer is None:
+            return "truncated"
+        self._reply(crtp.PORT_PARAM, pk.channel, answer)
+        return None
+
+    def _mem(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.MEM_INFO and pk.data[:1] == bytes((crtp.MEM_INFO_NBR,)):
+            self._reply(crtp.PORT_MEM, crtp.MEM_INFO, bytes((crtp.MEM_INFO_NBR, 0)))
+            return None
+        return "unsupported"
+
+    def _commander(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel != 0:
+            return "unsupported"
+        if len(pk.data) != crtp.RPYT_FORMAT.size:
+            return "truncated" if len(pk.data) < crtp.RPYT_FORMAT.size else "oversize"
+        roll, pitch, yaw, thrust = crtp.RPYT_FORMAT.unpack(pk.data)
+        if not all(math.isfinite(v) for v in (roll, pitch, yaw)):
+            return "non_finite"
+        self.firmware.rpyt(roll, pitch, yaw, thrust, now)
+        return None
+
+    def _generic(self, pk: crtp.Packet, now: float) -> str | None:
+        if not pk.data:
+            return "truncated"
+        if pk.channel == crtp.GENERIC_SETPOINT and pk.data[0] == crtp.GENERIC_TYPE_STOP:
+            self.firmware.stop_setpoint(now)
+            return None
+        if pk.channel == crtp.GENERIC_META and pk.data[0] == crtp.META_NOTIFY_SETPOINT_STOP:
+            # Relaxes the commander's priority only: the last setpoint and its age stay.
+            return None if len(pk.data) == 5 else "truncated"
+        return "unsupported"
+
+    def _localization(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel == crtp.LOCALIZATION_GENERIC and pk.data[:1] == bytes((crtp.LOCALIZATION_EMERGENCY_STOP,)):
+            self.firmware.emergency_stop("emergency stop (localization)")
+            return None
+        return "unsupported"
+
+    def _supervisor(self, pk: crtp.Packet, now: float) -> str | None:
+        if not pk.data:
+            return "truncated"
+        cmd = pk.data[0]
+        if pk.channel == crtp.SUPERVISOR_INFO and cmd == crtp.SUPERVISOR_GET_STATE:
+            self._reply(crtp.PORT_SUPERVISOR, crtp.SUPERVISOR_INFO,
+                        struct.pack("<BH", cmd | crtp.SUPERVISOR_REPLY, self.firmware.info_bits()))
+            return None
+        if pk.channel == crtp.SUPERVISOR_COMMAND and cmd == crtp.SUPERVISOR_EMERGENCY_STOP:
+            self.firmware.emergency_stop("emergency stop (supervisor)")
+            return None
+        return "unsupported"
+
+    _handlers: dict[int, Callable[[CrazyflieEmulator, crtp.Packet, float], str | None]] = {
+        crtp.PORT_LINKCTRL: _link, crtp.PORT_PLATFORM: _platform, crtp.PORT_LOG: _log,
+        crtp.PORT_PARAM: _param, crtp.PORT_MEM: _mem, crtp.PORT_COMMANDER: _commander,
+        crtp.PORT_COMMANDER_GENERIC: _generic, crtp.PORT_LOCALIZATION: _localization,
+        crtp.PORT_SUPERVISOR: _supervisor,
+    }
+
+    # -- one firmware tick ------------------------------------------------------------------
+    def tick(self, now: float) -> None:
+        """Supervisor, controller and physics for one tick, then the log blocks due."""
+        if self.boot is None:
+            self.boot = now
+        d = self.data
+        acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        self.firmware.supervise(now, float(acc[2]), float(np.linalg.norm(acc)))
+        d.ctrl[:] = self.firmware.rotor_commands(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3])
+        mujoco.mj_step(self.model, d, self._substeps)
+        self.ticks += 1
+        if d.ctrl.any():
+            self.motor_seconds += self.config.tick
+        if self.ticks % self._ticks_per_control == 0:
+            self._evaluate()
+        if self.logs.streaming and self.peer is not None and self.link_up:
+            for frame in self.faults.due(now, self._read(d, self.env.engine.phys)):
+                blocks = self.logs.due(now)
+                if not blocks:
+                    break
+                values = self.log_values(frame)
+                millis = int((now - self.boot) * 1000.0)
+                for block in blocks:
+                    self._reply(crtp.PORT_LOG, crtp.LOG_DATA, LogSubsystem.encode(block, values, millis))
+
+    def _evaluate(self) -> None:
+        """The task's episode bookkeeping (crash, success), once per control period."""
+        result = self.task.evaluate(self.env.engine.phys, np.zeros((1, 4)))
+        self.control_steps += 1
+        crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))
+        if crashed or self.control_steps * C.CONTROL_DT >= self.task.episode_seconds:
+            self.episodes.append(bool(result.success[0]) and not crashed)
+            self.control_steps = 0
+            self.task.time_in_tolerance[:] = 0.0
+            if crashed:  # back on the pad (a person picks the drone up); the firmware keeps its state
+                self.crashes += 1
+                self.env.reset()
+                self.firmware.rate_controller.reset()
+
+    def log_values(self, frame: Measurements) -> dict[str, float]:
+        """Every log variable's value for one (possibly faulty) state frame, in the firmware's units."""
+        d = self.data
+        values: dict[str, float] = {}
+        pos, vel = np.asarray(frame.base_pos), np.asarray(frame.base_lin_vel)
+        quat, rates = np.asarray(frame.base_quat), np.asarray(frame.base_ang_vel)
+        for i, axis in enumerate("xyz"):
+            values[f"stateEstimate.{axis}"] = float(pos[i])
+            values[f"stateEstimate.v{axis}"] = float(vel[i])
+            values[f"gyro.{axis}"] = math.degrees(float(rates[i]))
+        for i, name in enumerate(("qw", "qx", "qy", "qz")):
+            values[f"stateEstimate.{name}"] = float(quat[i])
+        body_acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        true_quat = d.qpos[3:7]
+        world = np.zeros(3)
+        mujoco.mju_rotVecQuat(world, body_acc, true_quat)
+        roll, pitch, yaw = (math.degrees(a) for a in attitude(true_quat))
+        for i, axis in enumerate("xyz"):
+            values[f"acc.{axis}"] = float(body_acc[i])
+            values[f"stateEstimate.a{axis}"] = float(world[i] - (1.0 if axis == "z" else 0.0))
+        values.update({"stateEstimate.roll": roll, "stateEstimate.pitch": -pitch, "stateEstimate.yaw": yaw,
+                       "stabilizer.roll": roll, "stabilizer.pitch": -pitch, "stabilizer.yaw": yaw,
+                       "stabilizer.thrust": float(self.firmware.applied_thrust),
+                       "pm.vbat": self.battery(), "pm.state": 0.0 if self.battery() > 3.2 else 3.0,
+                       "supervisor.info": float(self.firmware.info_bits())})
+        for i in range(4):
+            values[f"motor.m{i + 1}"] = float(d.ctrl[i]) * PWM_FULL
+        return values
+
+    def battery(self) -> float:
+        """V: sags under throttle, drains ~0.1 V per minute of motor time (a modelled figure)."""
+        return self.config.battery_full - 0.35 * float(np.mean(self.data.ctrl)) - self.motor_seconds / 600.0
+
+    # -- faults -------------------------------------------------------------------------------
+    def set_link(self, up: bool) -> None:
+        """Drop (``False``) or restore the radio link: nothing received, nothing sent."""
+        self.link_up = bool(up)
+
+    # -- real time ------------------------------------------------------------------------------
+    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        start = next_tick = time.monotonic()
+        dt = self.config.tick
+        while not self._closed and not (should_stop is not None and should_stop()):
+            now = time.monotonic()
+            if duration > 0 and now - start >= duration:
+                return
+            if now >= next_tick:
+                self.tick(now)
+                next_tick += dt
+                if time.monotonic() > next_tick + 5 * dt:  # fell behind: resynchronize, count it
+                    self.overruns += 1
+                    next_tick = time.monotonic() + dt
+            try:
+                self.poll(min(max(next_tick - time.monotonic(), 0.0), 0.05))
+            except (OSError, ValueError):
+                if self._closed:  # closed from another thread
+                    return
+                raise
+
+    def mission(self) -> Mission | None:
+        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(),
+                       episodes=len(self.episodes), successes=sum(self.episodes))
+
+    def summary(self) -> dict[str, Any]:
+        fw = self.firmware
+        return {"robot": "drone", "address": f"{self.address[0]}:{self.address[1]}", "task": self.config.task,
+                "ticks": self.ticks, "overruns": self.overruns, "simulated_s": round(self.ticks * self.config.tick, 3),
+                "state": fw.state, "lock_reason": fw.lock_reason, "thrust_locked": fw.thrust_locked,
+                "accepted": dict(self.accepted), "rejected": dict(self.rejected), "sent": self.sent,
+                "firmware": dict(fw.counters), "episodes": len(self.episodes), "successes": sum(self.episodes),
+                "crashes": self.crashes, "battery_v": round(self.battery(), 3)}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.sock.close()
+        self.env.close()

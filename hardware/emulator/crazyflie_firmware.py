@@ -1,0 +1,195 @@
+"""What the Crazyflie firmware does with setpoints, modelled on ``crtp_commander_rpyt.c``,
+``supervisor.c``/``supervisor_state_machine.c`` and ``controller_pid.c`` (2026).
+
+Commander (legacy RPYT setpoints, port 3):
+  * the thrust lock: every thrust is applied as 0 until a setpoint with thrust exactly 0
+    arrives (once per boot);
+  * a thrust command below 1000 gives no power; commands are clamped at 60000;
+  * per axis, ``flightmode.stabModeRoll/Pitch/Yaw`` (read when the setpoint is decoded)
+    choose RATE (0: deg/s) or ANGLE (1: deg); the wire pitch is compared with the
+    legacy inverted pitch and ``-gyro.y``, and the yaw-rate input is inverted.
+
+Supervisor:
+  * "flying" while any motor ran within the last 2 s (``IS_FLYING_HYSTERESIS``);
+  * commander watchdog, only while flying: no setpoint for 500 ms -> level out (roll and
+    pitch angle 0, yaw rate 0, the last thrust kept); for 2000 ms -> motors off and
+    Locked (reboot required);
+  * the emergency stop (supervisor command or the legacy localization packet), and the
+    ``stabilizer.stop`` parameter: motors off; the e-stop latches (Locked);
+  * tumble check: the accelerometer's z below 0.5 g (60 deg tilt) for 1 s, or below
+    -0.2 g for 0.1 s, outside free fall -> motors off (Crashed; not recoverable here).
+
+Controller: the attitude loop (P, 6 1/s as the firmware's default) feeds the simulated
+drone's own body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateController`,
+the ``ctbr`` path of the simulator), so rate-mode flight matches the simulator's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.hardware.crazyflie.thrust import PWM_CLAMP, PWM_MIN_POWER, ThrustMap, wire_to_attitude
+from sim2real.hardware.emulator.crazyflie_toc import ParamSubsystem
+from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.rate_control import BodyRateController
+
+WDT_LEVEL = 0.5
+"""s without setpoints after which a flying Crazyflie levels out (``COMMANDER_WDT_TIMEOUT_STABILIZE``)."""
+WDT_SHUTDOWN = 2.0
+"""s without setpoints after which a flying Crazyflie stops its motors and locks."""
+FLYING_HYSTERESIS = 2.0
+"""s after the motors last ran during which the supervisor still counts it as flying."""
+ATTITUDE_KP = 6.0
+"""1/s, angle error -> rate command of the firmware's attitude loop (roll, pitch, yaw)."""
+
+
+@dataclass(frozen=True)
+class Setpoint:
+    """One decoded RPYT setpoint (wire values)."""
+
+    roll: float
+    pitch: float
+    yaw: float
+    thrust: int
+    """The thrust the firmware applies (0 while locked or below 1000, clamped)."""
+    rate: tuple[bool, bool, bool]
+    """RATE mode per axis (roll, pitch, yaw) when it was decoded."""
+    time: float
+
+
+class Firmware:
+    """Commander, supervisor and controller of one Crazyflie over one simulated drone."""
+
+    def __init__(self, params: ParamSubsystem, thrust_map: ThrustMap, inner_dt: float) -> None:
+        self.params = params
+        self.thrust_map = thrust_map
+        self.rate_controller = BodyRateController(1, inner_dt)
+        self.thrust_locked = True
+        self.setpoint: Setpoint | None = None
+        self.state = "ready"
+        """ready, flying, level_out, locked (e-stop or watchdog), crashed (tumbled)."""
+        self.lock_reason = ""
+        self.motors_last_on = -math.inf
+        self.tumble_since: float | None = None
+        self.applied_thrust = 0
+        self.history: deque[Setpoint] = deque(maxlen=4096)
+        """The latest setpoints as decoded (what the tests read back)."""
+        self.counters = {"setpoints": 0, "locked_thrust": 0, "level_outs": 0, "watchdog_cutoffs": 0,
+                         "emergency_stops": 0, "tumbles": 0}
+
+    # -- from the link ------------------------------------------------------------------
+    def rpyt(self, roll: float, pitch: float, yaw: float, thrust: int, now: float) -> None:
+        """A legacy setpoint (already checked for size and finiteness)."""
+        if thrust == 0:
+            self.thrust_locked = False
+        if self.thrust_locked and thrust != 0:
+            self.counters["locked_thrust"] += 1
+        applied = 0 if self.thrust_locked or thrust < PWM_MIN_POWER else min(thrust, PWM_CLAMP)
+        rate = tuple(self.params.get(f"flightmode.stabMode{a}") == 0 for a in ("Roll", "Pitch", "Yaw"))
+        self.setpoint = Setpoint(roll, pitch, yaw, applied, (rate[0], rate[1], rate[2]), now)
+        self.history.append(self.setpoint)
+        self.counters["setpoints"] += 1
+
+    def stop_setpoint(self, now: float) -> None:
+        """The generic commander's STOP setpoint: motors off (a fresh setpoint)."""
+        self.setpoint = Setpoint(0.0, 0.0, 0.0, 0, (False, False, True), now)
+        self.history.append(self.setpoint)
+        self.counters["setpoints"] += 1
+
+    def emergency_stop(self, reason: str = "emergency stop") -> None:
+        """Motors off now, latched until reboot."""
+        self.counters["emergency_stops"] += 1
+        self._lock(reason)
+
+    def _lock(self, reason: str) -> None:
+        if self.state != "locked":
+            self.state, self.lock_reason = "locked", reason
+        self.rate_controller.reset()
+
+    # -- every control tick ---------------------------------------------------------------
+    @property
+    def flying(self) -> bool:
+        return self.state in ("flying", "level_out")
+
+    def supervise(self, now: float, acc_z_g: float, acc_norm_g: float) -> None:
+        """Update the supervisor's state (watchdog, tumble) at ``now``."""
+        if self.state in ("locked", "crashed"):
+            return
+        age = math.inf if self.setpoint is None else now - self.setpoint.time
+        flying = now - self.motors_last_on < FLYING_HYSTERESIS
+        if flying and age > WDT_SHUTDOWN:
+            self.counters["watchdog_cutoffs"] += 1
+            return self._lock("commander watchdog: no setpoint for 2 s")
+        if self._tumbled(now, acc_z_g, acc_norm_g) and self.params.get("supervisor.tmblChckEn"):
+            self.counters["tumbles"] += 1
+            self.state, self.lock_reason = "crashed", "tumbled"
+            return None
+        if flying and age > WDT_LEVEL:
+            if self.state != "level_out":
+                self.counters["level_outs"] += 1
+            self.state = "level_out"
+        else:
+            self.state = "flying" if flying else "ready"
+        return None
+
+    def _tumbled(self, now: float, acc_z: float, acc_norm: float) -> bool:
+        if acc_norm < 0.1 or acc_z >= 0.5:  # free fall is a valid flight mode
+            self.tumble_since = None
+            return False
+        if self.tumble_since is None:
+            self.tumble_since = now
+        held = now - self.tumble_since
+        return (acc_z < -0.2 and held > 0.1) or held > 1.0
+
+    def rotor_commands(self, now: float, quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
+        """The four rotor commands in [0, 1] for this inner period."""
+        sp = self.setpoint
+        off = (self.state in ("locked", "crashed") or sp is None or sp.thrust == 0
+               or self.params.get("stabilizer.stop") != 0)
+        if off or sp is None:
+            self.applied_thrust = 0
+            self.rate_controller.reset()
+            return np.zeros(4)
+        self.applied_thrust = sp.thrust
+        self.motors_last_on = now
+        roll, pitch, yaw = attitude(quat)
+        if self.state == "level_out":  # angle 0, yaw rate 0, the last thrust kept
+            rates = np.array([ATTITUDE_KP * -roll, ATTITUDE_KP * -pitch, 0.0])
+        else:
+            want_roll, want_pitch = wire_to_attitude(sp.roll, sp.pitch)
+            rates = np.array([
+                math.radians(sp.roll) if sp.rate[0] else ATTITUDE_KP * (want_roll - roll),
+                -math.radians(sp.pitch) if sp.rate[1] else ATTITUDE_KP * (want_pitch - pitch),
+                -math.radians(sp.yaw) if sp.rate[2] else ATTITUDE_KP * _wrap(math.radians(sp.yaw) - yaw),
+            ])
+        thrust = np.array([self.thrust_map.to_newtons(sp.thrust)])
+        rotors = self.rate_controller(thrust, rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
+        return rotors / C.MAX_THRUST
+
+    def info_bits(self) -> int:
+        """``supervisor.info``: can be armed, armed, auto-armed, can fly, flying, tumbled,
+        locked, crashed (bits 0-7)."""
+        bits = 0b0111 if self.state not in ("locked", "crashed") else 0
+        bits |= 0b1000 if self.state in ("ready", "flying", "level_out") else 0
+        bits |= (1 << 4) if self.flying else 0
+        bits |= (1 << 5) if self.state == "crashed" else 0
+        bits |= (1 << 6) if self.state == "locked" else 0
+        bits |= (1 << 7) if self.state == "crashed" else 0
+        return bits
+
+
+def attitude(quat: np.ndarray) -> tuple[float, float, float]:
+    """Roll, pitch, yaw (rad; ZYX, right-handed FLU) of a (w, x, y, z) quaternion."""
+    w, x, y, z = (float(v) for v in quat)
+    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
+    yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return roll, pitch, yaw
+
+
+def _wrap(angle: float) -> float:
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi

@@ -1,0 +1,246 @@
+"""The Crazyflie backend end to end: cflib's UDP link to the emulated firmware over the
+simulated drone, in real time on loopback. Each fault ends in the backend's safe state
+(the controlled descent) within 3 control periods, and each test says what the real
+robot would do in the same fault."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
+from sim2real.hardware.backend import BACKENDS, HardwareError, Phase, backend_class
+from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.backend import CrazyflieBackend
+from sim2real.hardware.crazyflie.thrust import ThrustMap
+from sim2real.hardware.emulator.crazyflie import CrazyflieEmulator, CrazyflieEmulatorConfig
+from sim2real.sim.core.deployment import Measurements
+from sim2real.sim.drone import constants as C
+
+CONTROL_DT = C.CONTROL_DT
+HOVER_PWM = ThrustMap().to_pwm(C.HOVER_THRUST)
+
+
+class Served:
+    """An emulator serving in real time on its own thread."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.emulator = CrazyflieEmulator(CrazyflieEmulatorConfig(port=port))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.emulator.serve, kwargs={"should_stop": self._stop.is_set},
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def uri(self) -> str:
+        return f"udp://127.0.0.1:{self.emulator.address[1]}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self.emulator.close()
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    s = Served()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def backend(served: Served) -> Iterator[CrazyflieBackend]:
+    b = CrazyflieBackend("ctbr", {"uri": served.uri})
+    yield b
+    if b.phase is not Phase.ESTOPPED:
+        b.estop("test teardown")  # never leave a simulated drone flying between tests
+    b.close()
+
+
+def hover_command(m: Measurements, z_target: float) -> np.ndarray:
+    """A small position-hold policy: thrust on height error, rates that level the drone."""
+    assert m.base_pos is not None and m.base_lin_vel is not None and m.base_quat is not None
+    w, x, y, z = m.base_quat
+    roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - z * x))))
+    thrust = C.HOVER_THRUST * (1.0 + 1.5 * (z_target - m.base_pos[2]) - 0.8 * m.base_lin_vel[2])
+    return np.array([min(max(thrust, 0.0), 0.45), -6.0 * roll, -6.0 * pitch, 0.0])
+
+
+def fly(b: CrazyflieBackend, seconds: float, z_target: float = 0.5) -> float:
+    """Command at the control rate for ``seconds``; returns the time of the last command."""
+    start = last = time.monotonic()
+    k = 0
+    while time.monotonic() - start < seconds:
+        m = b.state()
+        assert m is not None
+        b.command(hover_command(m, z_target))
+        last = time.monotonic()
+        k += 1
+        time.sleep(max(start + k * CONTROL_DT - time.monotonic(), 0.0))
+    return last
+
+
+def fly_until_safe(b: CrazyflieBackend, timeout: float, z_target: float = 0.5) -> float:
+    """Keep commanding at the control rate (the policy still runs on its last state) until
+    the backend leaves ENABLED by itself; returns when it did."""
+    start = time.monotonic()
+    while b.phase is Phase.ENABLED:
+        assert time.monotonic() - start < timeout, "the backend stayed enabled"
+        m = b.state()
+        assert m is not None
+        b.command(hover_command(m, z_target))
+        time.sleep(CONTROL_DT / 4)  # faster than the policy: no command goes stale meanwhile
+    return time.monotonic()
+
+
+def wait_for(condition, timeout: float) -> float:
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, "timed out"
+        time.sleep(0.002)
+    return time.monotonic() - start
+
+
+def test_registered_and_refuses_a_silent_port() -> None:
+    assert backend_class("crazyflie") is CrazyflieBackend and "crazyflie" in BACKENDS
+    import socket
+
+    quiet = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    quiet.bind(("127.0.0.1", 0))  # bound, never answers: cflib's open_link alone would wait forever
+    try:
+        b = CrazyflieBackend("ctbr", {"uri": f"udp://127.0.0.1:{quiet.getsockname()[1]}"})
+        start = time.monotonic()
+        with pytest.raises(HardwareError, match="no answer"):
+            b.connect(0.3)
+        assert time.monotonic() - start < 1.5 and b.phase is Phase.DISCONNECTED
+    finally:
+        quiet.close()
+
+
+def test_flight_stale_commands_descent_landing_and_estop(served: Served, backend: CrazyflieBackend) -> None:
+    """The policy stops (killed, hung): the backend starts its descent within 3 control
+    periods, lands and idles past the firmware's is-flying hysteresis, and the watchdog
+    never trips. A real Crazyflie whose host dies instead levels at 0.5 s, cuts its
+    motors at 2 s and falls (test_crazyflie_emulator's watchdog test)."""
+    e = served.emulator
+    start = time.monotonic()
+    backend.connect(3.0)
+    connect_s = time.monotonic() - start
+    assert backend.phase is Phase.CONNECTED and connect_s < 2.0
+    m = backend.state()
+    assert m is not None and set(m.stamps) == {"odom", "imu"}
+    assert m.base_pos is not None and m.base_pos[2] == pytest.approx(float(e.data.qpos[2]), abs=0.01)
+    with pytest.raises(HardwareError):
+        CrazyflieBackend("ctbr", {"uri": served.uri}).enable()  # never connected
+    backend.enable()
+    assert backend.phase is Phase.ENABLED
+    wait_for(lambda: not e.firmware.thrust_locked, 0.1)  # the zero-thrust setpoint arrived
+    assert e.params.get("flightmode.stabModeRoll") == 0 and e.params.get("flightmode.stabModePitch") == 0
+    last_command = fly(backend, 2.0)
+    assert e.data.qpos[2] > 0.35, "hover commands did not lift the drone"
+    sent = len(e.firmware.history)
+    wait_for(lambda: len(e.firmware.history) > sent, 0.5)
+    first = e.firmware.history[sent]
+    reaction = first.time - last_command
+    assert reaction <= 3 * CONTROL_DT + 0.02, f"descent began {reaction:.3f} s after the last command"
+    assert 0 < first.thrust < HOVER_PWM and "stale command" in backend.health().reason
+    assert backend.phase is Phase.CONNECTED
+    backend.command(np.array([0.5, 0.0, 0.0, 0.0]))  # not enabled any more: ignored
+    assert backend.counters()["commands_ignored"] == 1
+    with pytest.raises(HardwareError, match="landing"):
+        backend.enable()
+    wait_for(lambda: backend.health().detail["descent"] is None, 10.0)
+    assert e.data.qpos[2] < C.REST_HEIGHT + 0.02 and not e.data.ctrl.any()
+    assert all(s.time - p.time < 0.1 for p, s in zip(list(e.firmware.history)[sent - 1:],
+                                                       list(e.firmware.history)[sent:], strict=False))
+    time.sleep(2.3)  # setpoints stopped: a landed Crazyflie's watchdog must stay quiet
+    fw = e.firmware.counters
+    assert fw["level_outs"] == 0 and fw["watchdog_cutoffs"] == 0 and e.firmware.state == "ready"
+    assert e.crashes == 0 and e.rejected == {}  # landed softly; every packet well formed
+    # Again, then the e-stop: motors off at once, latched.
+    backend.enable()
+    fly(backend, 0.6, z_target=0.3)
+    assert e.data.ctrl.any()
+    backend.estop("operator")
+    assert wait_for(lambda: e.firmware.state == "locked" and not e.data.ctrl.any(), 0.1) < CONTROL_DT
+    assert backend.phase is Phase.ESTOPPED
+    backend.command(np.array([0.5, 0.0, 0.0, 0.0]))
+    assert e.firmware.state == "locked"
+
+
+def test_link_dropped_mid_flight(served: Served) -> None:
+    """The radio link drops both ways. The backend notices the silent log stream within
+    3 control periods and starts its descent, reports the lost link after ``link_timeout``
+    and keeps sending the descent (which reaches the drone when the link returns). Were
+    the link never to return, the firmware would level out at 0.5 s and cut its motors at
+    2 s: a fall."""
+    e = served.emulator
+    backend = CrazyflieBackend("ctbr", {"uri": served.uri, "link_timeout": 0.3})  # back before the watchdog's 0.5 s
+    backend.connect(3.0)
+    backend.enable()
+    fly(backend, 1.2)
+    e.set_link(False)
+    dropped = time.monotonic()
+    noticed = fly_until_safe(backend, 0.5) - dropped
+    assert noticed <= 3 * CONTROL_DT + 0.03 and "state stale" in backend.health().reason
+    assert backend.health().detail["descent"] is not None
+    wait_for(lambda: backend.phase is Phase.DISCONNECTED, 1.0)
+    assert time.monotonic() - dropped >= backend.cfg.link_timeout - 0.03 and "link lost" in backend.health().reason
+    e.set_link(True)
+    sent = len(e.firmware.history)
+    wait_for(lambda: len(e.firmware.history) > sent + 3, 0.5)
+    assert all(0 < s.thrust < HOVER_PWM for s in list(e.firmware.history)[sent:])  # descending, under hover
+    assert e.rejected.get("link_down", 0) > 0 and e.firmware.counters["level_outs"] == 0
+    backend.estop("test done")
+    backend.close()
+
+
+def test_truncated_state_frames_are_counted_and_dropped(served: Served, backend: CrazyflieBackend) -> None:
+    e = served.emulator
+    backend.connect(3.0)
+    frames = backend.counters()["odom_frames"]
+    assert e.peer is not None
+    for block_id in (1, 2):  # cflib numbers the odom and imu blocks 1 and 2
+        e.sock.sendto(crtp.encode(crtp.PORT_LOG, crtp.LOG_DATA, bytes((block_id, 0, 0, 0, 1, 2))), e.peer)
+    wait_for(lambda: backend.counters()["log_truncated"] >= 2, 1.0)
+    wait_for(lambda: backend.counters()["odom_frames"] > frames + 5, 1.0)  # the stream goes on
+    assert backend.health().state_age < 0.05 and backend.phase is Phase.CONNECTED
+
+
+def test_emulator_restarted_is_a_lost_link() -> None:
+    """The firmware reboots under a flying host (brown-out, reset button): the new firmware
+    has no log blocks and its thrust lock is set again. The backend sees the silent stream
+    and reports the lost link; the descent it keeps sending cannot start the rebooted
+    drone's motors (thrust lock); a reconnect works."""
+    first = Served()
+    port = first.emulator.address[1]
+    b = CrazyflieBackend("ctbr", {"uri": first.uri})
+    second: Served | None = None
+    try:
+        b.connect(3.0)
+        b.enable()
+        fly(b, 1.0)
+        first.stop()
+        restarted = time.monotonic()
+        second = Served(port)
+        assert fly_until_safe(b, 0.5) - restarted <= 3 * CONTROL_DT + 0.03  # the descent began
+        assert "state stale" in b.health().reason
+        wait_for(lambda: b.phase is Phase.DISCONNECTED, 1.0)
+        assert "link lost" in b.health().reason and b.counters()["link_lost"] == 1
+        time.sleep(0.2)
+        fw = second.emulator.firmware
+        assert fw.counters["locked_thrust"] > 0 and not second.emulator.data.ctrl.any()
+        b.estop("test")  # end the descent; the rebooted drone never flew
+        b.connect(3.0)
+        assert b.phase is Phase.CONNECTED and b.health().detail["link"] == "up"
+    finally:
+        b.close()
+        first.stop()
+        if second is not None:
+            second.stop()

@@ -1,0 +1,116 @@
+"""CRTP framing, the thrust map, the setpoint sign conventions, the descent controller and
+the backend's option checks: no sockets, no simulator."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import pytest
+from cflib.crazyflie.commander import Commander
+from cflib.crtp.crtpstack import CRTPPacket
+
+from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.backend import CrazyflieBackend
+from sim2real.hardware.crazyflie.descent import Descent, DescentConfig
+from sim2real.hardware.crazyflie.thrust import PWM_CLAMP, ThrustMap, ctbr_to_setpoint, wire_to_body_rates
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.drone import constants as C
+
+
+class PacketSink:
+    """Stands in for the link under cflib's own Commander: keeps what it would send."""
+
+    def __init__(self) -> None:
+        self.packets: list[CRTPPacket] = []
+
+    def send_packet(self, pk: CRTPPacket) -> None:
+        self.packets.append(pk)
+
+
+def test_header_matches_cflib_and_decode_inverts_encode() -> None:
+    for port, channel in ((crtp.PORT_COMMANDER, 0), (crtp.PORT_LOG, crtp.LOG_DATA), (crtp.PORT_LINKCTRL, 3)):
+        pk = CRTPPacket()
+        pk.set_header(port, channel)
+        assert crtp.header(port, channel) == pk.header
+        assert crtp.decode(crtp.encode(port, channel, b"ab")) == crtp.Packet(port, channel, b"ab")
+    assert crtp.decode(b"\xff") == crtp.Packet(crtp.PORT_LINKCTRL, crtp.NULL_CHANNEL, b"")
+
+
+@pytest.mark.parametrize(("datagram", "reason"), [(b"", "empty"), (bytes(32), "oversize")])
+def test_decode_refuses_what_is_no_crtp_packet(datagram: bytes, reason: str) -> None:
+    with pytest.raises(crtp.CrtpError) as err:
+        crtp.decode(datagram)
+    assert err.value.reason == reason
+    with pytest.raises(crtp.CrtpError):
+        crtp.encode(crtp.PORT_LOG, 0, bytes(31))
+
+
+def test_thrust_map_is_the_simulated_motors_and_the_firmware_limits() -> None:
+    m = ThrustMap()
+    hover = m.to_pwm(C.HOVER_THRUST)
+    assert 28000 < hover < 30000  # 0.265 N of 0.6 N full scale
+    assert m.to_newtons(hover) == pytest.approx(C.HOVER_THRUST, rel=1e-4)
+    assert m.to_pwm(10.0) == PWM_CLAMP and m.to_newtons(65535) == m.to_newtons(PWM_CLAMP)
+    assert m.to_pwm(-1.0) == 0 and m.to_pwm(math.nan) == 0 and m.to_pwm(math.inf) == 0
+    assert m.to_newtons(999) == 0.0 and m.to_newtons(1000) > 0.0
+
+
+def test_body_rates_survive_cflib_and_the_firmware_sign_flips() -> None:
+    """Body rates -> send_setpoint arguments -> cflib's packet -> what the firmware tracks."""
+    sink = PacketSink()
+    commander = Commander(sink)
+    for rates in ([0.7, 0.0, 0.0], [0.0, -1.1, 0.0], [0.0, 0.0, 0.4], [0.3, 0.5, -0.9]):
+        roll, pitch, yawrate, thrust = ctbr_to_setpoint(np.r_[C.HOVER_THRUST, rates], ThrustMap())
+        commander.send_setpoint(roll, pitch, yawrate, thrust)
+        pk = sink.packets[-1]
+        assert pk.port == crtp.PORT_COMMANDER and len(pk.data) == crtp.RPYT_FORMAT.size
+        w_roll, w_pitch, w_yaw, w_thrust = struct.unpack("<fffH", pk.data)
+        assert w_pitch == pytest.approx(-pitch, abs=1e-4)  # cflib negates pitch on the wire
+        assert wire_to_body_rates(w_roll, w_pitch, w_yaw) == pytest.approx(rates, abs=1e-5)
+        assert w_thrust == thrust
+
+
+def test_descent_descends_below_hover_then_idles_past_the_flying_hysteresis() -> None:
+    cfg = DescentConfig()
+    d = Descent(cfg, start=0.0, z=1.0, reason="test")
+    hovering = d.thrust(0.0, 1.0, 0.0)
+    assert 0.6 * cfg.hover_thrust <= hovering < cfg.hover_thrust
+    assert d.thrust(0.1, 0.9, -0.6) > hovering  # sinking too fast: more thrust
+    assert d.thrust(0.2, 0.8, 0.5) == pytest.approx(0.6 * cfg.hover_thrust)  # climbing: bounded
+    assert d.thrust(1.0, 0.04, -0.3) == 0.0 and d.stage == "idle"
+    assert d.thrust(1.0 + cfg.landed_idle - 0.01, None, None) == 0.0 and not d.done
+    d.thrust(1.0 + cfg.landed_idle, None, None)
+    assert d.done and cfg.landed_idle > 2.0
+
+
+def test_descent_without_an_estimate_is_open_loop_and_bounded() -> None:
+    cfg = DescentConfig()
+    d = Descent(cfg, start=0.0, z=0.5, reason="no state")
+    assert d.thrust(0.1, None, None) == pytest.approx(cfg.open_loop * cfg.hover_thrust)
+    expected = (0.5 - cfg.land_height) / cfg.descent_rate + 1.0
+    assert d.thrust(expected - 0.05, None, None) > 0.0
+    assert d.thrust(expected + 0.05, None, None) == 0.0 and d.stage == "idle"
+    late = Descent(cfg, start=0.0, z=None, reason="never had a state")
+    late.thrust(cfg.timeout + 0.1, 3.0, 0.0)
+    assert late.stage == "idle"
+
+
+def test_backend_options_are_checked() -> None:
+    with pytest.raises(ConfigError):
+        CrazyflieBackend("ctbr", {"url": "udp://127.0.0.1:1"})
+    with pytest.raises(ConfigError):
+        CrazyflieBackend("ctbr", {"stale_after": 0.0})
+    with pytest.raises(ConfigError):
+        CrazyflieBackend("joint_pos")
+    with pytest.raises(ValueError):
+        CrazyflieBackend("ctbr", {"descent_descent_rate": -1.0})
+    backend = CrazyflieBackend("ctbr", {"uri": "udp://127.0.0.1:1", "descent_landed_idle": 2.5})
+    assert backend.descent_config.landed_idle == 2.5 and backend.cfg.stale_after == pytest.approx(0.06)
+    with pytest.raises(ValueError):
+        backend.command(np.array([0.3, 0.0, np.nan, 0.0]))
+    with pytest.raises(ValueError):
+        backend.command(np.zeros(3))
+    backend.command(np.zeros(4))  # not enabled: ignored, nothing to send it to
+    assert backend.counters()["commands_rejected"] == 2 and backend.counters()["commands_ignored"] == 1
