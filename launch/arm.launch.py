@@ -5,10 +5,12 @@
     ros2 launch sim2real arm.launch.py record:=true         # MCAP rosbag2 of the run
 
 Nodes (parameters from share/sim2real/config/arm.yaml, ros__parameters form):
-sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: the ROS 2 driver of
-an arm speaking the sim2real UDP protocol, robot_address/robot_port in arm.yaml; try it
-against `sim2real hardware emulate --robot arm`), policy, safety_filter, recorder
-(record:=true).
+sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
+Franka-class arm through ros2_control's topics, /joint_states and the forward position
+controller; try it against `sim2real hardware emulate --robot arm`), policy, safety_filter, recorder (record:=true),
+console (console:=true). The hardware bridge keeps the robot in its safe state until its
+pre-flight check passes and it is enabled (`auto_enable` or its ~/enable service;
+docs/hardware.md).
 Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
 activates itself (autostart). The graph itself (arguments, nodes, conditions) is
 sim2real.ros_nodes.launch_description, shared by every robot's launch file.

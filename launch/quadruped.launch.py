@@ -5,8 +5,12 @@
     ros2 launch sim2real quadruped.launch.py record:=true         # MCAP rosbag2 of the run
 
 Nodes (parameters from share/sim2real/config/quadruped.yaml, ros__parameters form):
-sim_bridge (backend:=sim only; with backend:=real the robot's driver publishes the state
-topics and subscribes to command), policy, safety_filter, recorder (record:=true).
+sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
+Unitree Go2 through its low-level DDS topics rt/lowstate and rt/lowcmd; try it against
+`sim2real hardware emulate --robot quadruped`), policy, safety_filter, recorder (record:=true),
+console (console:=true). The hardware bridge keeps the robot in its safe state until its
+pre-flight check passes and it is enabled (`auto_enable` or its ~/enable service;
+docs/hardware.md).
 Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
 activates itself (autostart). The graph itself (arguments, nodes, conditions) is
 sim2real.ros_nodes.launch_description, shared by every robot's launch file.

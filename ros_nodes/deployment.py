@@ -8,11 +8,12 @@ from their ``diagnostics`` key-values when each node runs in its own process.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,11 @@ class DeployOptions:
     console: bool = False
     """Serve the correction console (and render the robot's live cameras in simulation)."""
     console_port: int = 8765
+    emulate: bool = False
+    """With ``backend="real"``: start the robot's protocol emulator (its own process) and
+    connect the hardware bridge to it, enabled once the pre-flight check passes."""
+    emulator_faults: tuple[str, ...] = ()
+    """``--fault`` items for the emulator (``swap_joints=1,3``, ...)."""
 
 
 def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -124,6 +130,8 @@ def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
     """Run the graph for ``opts.duration`` seconds; returns the summary."""
     if opts.backend not in ("sim", "real"):
         raise ValueError(f"backend must be sim or real, got {opts.backend!r}")
+    if opts.emulate:
+        return _run_emulated(opts, progress)
     params, nodes = graph_parameters(opts)
     start = time.perf_counter()
     if opts.processes:
@@ -131,6 +139,28 @@ def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
     else:
         stats = _run_in_process(params, nodes, opts, progress)
     return summarize(opts, params, stats, time.perf_counter() - start)
+
+
+def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
+    """The real backend against the robot's emulator: the emulator's episodes are the
+    run's task success (a real robot's are counted by its operator)."""
+    from sim2real.ros_nodes.emulation import EmulatorProcess
+
+    if opts.backend != "real":
+        raise ConfigError("--emulate", "emulates a real robot: use it with --backend real")
+    if progress is not None:
+        progress("starting the emulator")
+    with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, faults=opts.emulator_faults) as emulator:
+        bridge = {"backend_options": json.dumps(emulator.connect_options), "auto_enable": True,
+                  **opts.overrides.get("hardware_bridge", {})}
+        inner = replace(opts, emulate=False, overrides={**opts.overrides, "hardware_bridge": bridge})
+        summary = run_deployment(inner, progress)
+    episodes = int(emulator.summary.get("episodes", 0))
+    successes = int(emulator.summary.get("successes", 0))
+    summary["task_success"].update(episodes=episodes, successes=successes,
+                                   success_rate=round(successes / episodes, 3) if episodes else None)
+    summary["emulator"] = emulator.summary
+    return summary
 
 
 def _wait(duration: float, progress: Any) -> None:
@@ -250,6 +280,9 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
 
 
 def _hardware_figures(bridge: dict) -> dict[str, Any]:
-    """Packet statistics, robot status counts and host latency of the hardware bridge."""
-    keep = ("packets_", "status_", "state_to_send_", "commands_")
-    return {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}
+    """The hardware bridge's commands, the backend's link counters, its phase and the
+    pre-flight verdict."""
+    keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age")
+    out: dict[str, Any] = {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}
+    out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight") if k in bridge})
+    return out

@@ -1,19 +1,25 @@
-"""``hardware_bridge``: the ROS 2 driver of a real arm speaking the sim2real arm protocol
-(``hardware/arm_protocol.py``, UDP), or of its emulator (``sim2real hardware emulate``).
+"""``hardware_bridge``: the ROS 2 driver of a real robot, through the robot's own backend
+(:mod:`sim2real.hardware.backend`: ros2_control for the arm, Unitree's low-level DDS for
+the Go2, CRTP through cflib for the Crazyflie).
 
-It exposes exactly what ``sim_bridge`` exposes for the arm, with the same QoS:
-``joint_states``, ``ee_pose``, ``ee_pose_desired`` (sensor data, published the moment a
-state packet arrives, stamped with the arrival time), the ``command`` subscription
-(std_msgs/Float64MultiArray, physical units, checked for size, labels and finite
-values before anything is sent, and accepted from the safety filter only: see
-:mod:`sim2real.ros_nodes.command_gate`), ``goal`` and
-``episodes`` when the robot side sends MISSION packets (the emulator does; with a real
-robot an operator publishes ``goal``), and ``diagnostics`` with the packet statistics
-of both directions and the robot's status word.
+It exposes exactly what ``sim_bridge`` exposes for the same robot, with the same QoS:
+the robot's state streams (:mod:`.state_output`, published the moment the backend
+decodes a state), the ``command`` subscription (std_msgs/Float64MultiArray in the
+robot's command space, checked for size, labels and finite values, and accepted from
+the safety filter only: :mod:`.command_gate`), and ``diagnostics`` with the backend's
+health (phase, frames per reason, the pre-flight table).
 
-A receive thread owns the socket's input; the executor thread only sends. The robot
-itself holds when commands stop (``command_timeout`` on its side), so a dead host, a
-dead bridge or a lost network all end in a holding arm.
+Life cycle. Configure connects (the robot stays in its safe state: the arm holds, the
+Go2 damps, the Crazyflie's thrust stays locked). Activate starts the pre-flight check
+(:mod:`sim2real.hardware.preflight`) on the live streams; the robot is enabled only
+after it passes, by ``auto_enable`` or by the ``~/enable`` service (std_srvs/Trigger),
+a person's explicit go. ``~/estop`` latches the robot's own emergency stop.
+
+The bridge is the deadman the vendors' interfaces lack: ros2_control's forward
+controllers and the Go2's firmware apply the last command forever, so with no fresh
+filtered command for ``command_timeout_periods`` control periods the robot is put in
+its safe state (the backends also check on their own loops, so a dead bridge ends the
+same way).
 """
 
 from __future__ import annotations
@@ -23,160 +29,122 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
-from geometry_msgs.msg import PoseStamped
 from rclpy.event_handler import SubscriptionEventCallbacks
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 
-from sim2real.hardware.arm_client import ArmLink, Received
-from sim2real.hardware.arm_protocol import Mission, State, Status, mode_from_name
+from sim2real.hardware.backend import HardwareError, Phase, RobotBackend, backend_class
+from sim2real.hardware.preflight import Preflight, format_table
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
-from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.base import ManagedNode, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
-from sim2real.ros_nodes.latency import LatencyStats
-from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
+from sim2real.ros_nodes.qos import command_qos
 from sim2real.ros_nodes.settings import HardwareBridgeSettings
+from sim2real.ros_nodes.state_output import MissingMeasurement, StatePublishers
 from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
-
-STATUS_BITS = {str(bit.name).lower(): bit for bit in Status}
 
 
 class HardwareBridge(ManagedNode):
-    """ROS 2 <-> arm protocol. Counters: see :meth:`summary`."""
+    """ROS 2 <-> one real robot's backend. Counters: see :meth:`summary`."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("hardware_bridge", HardwareBridgeSettings, **kwargs)
-        self.link: ArmLink | None = None
-        self.commands_received = self.commands_rejected = self.commands_sent = self.send_failures = 0
-        self.commands_without_state = 0
-        self.commands_refused = 0
-        self.deadline_misses = 0
-        self.status_counts = dict.fromkeys(STATUS_BITS, 0)
-        self.robot_status = Status(0)
-        self.episodes = self.successes = 0
-        self.latencies = LatencyStats()
-        """Seconds from a state packet's arrival to the command computed from it leaving."""
-        self.state_sequence = 0
-        self._state_arrival = 0.0
-        self._last_goal: tuple | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._status_timer: Any = None
+        self.backend: RobotBackend | None = None
+        self.preflight: Preflight | None = None
+        self.commands_received = self.commands_rejected = self.commands_refused = 0
+        self.commands_sent = self.commands_while_disabled = self.deadline_misses = 0
+        self.deadman_trips = self.states_published = self.publish_errors = 0
+        self._last_command = 0.0
+        self._enabling: threading.Thread | None = None
+        self._timers: list[Any] = []
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
         p = self.params()
-        if p["robot"] != "arm":
-            raise ConfigError("robot", f"the hardware bridge speaks the arm protocol only, not {p['robot']!r}")
-        self.info = robot_deployment("arm")
-        self.space = command_space("arm", p["action_mode"])
-        self.link = ArmLink((p["robot_address"], int(p["robot_port"])), mode_from_name(p["action_mode"]),
-                            local=(p["local_address"], int(p["local_port"])))
-        sensor = sensor_qos()
-        self.pub_joints = self.create_publisher(JointState, "joint_states", sensor)
-        self.pub_ee = self.create_publisher(PoseStamped, "ee_pose", sensor)
-        self.pub_ee_d = self.create_publisher(PoseStamped, "ee_pose_desired", sensor)
-        self.pub_goal = self.create_publisher(PoseStamped, "goal", mission_qos()) if p["publish_mission"] else None
-        self.pub_episode = self.create_publisher(String, "episodes", status_qos())
+        self.info = robot_deployment(p["robot"])
+        # The filter's commands are in the driver's mode (reference modes arrive with the
+        # reference added), whatever mode the policy was trained in.
+        mode = self.info.driver_mode(p["action_mode"] or self.info.action_mode, {})[0]
+        self.space = command_space(p["robot"], mode)
+        try:
+            options = json.loads(p["backend_options"] or "{}")
+        except json.JSONDecodeError as exc:
+            raise ConfigError("backend_options", f"not a JSON object: {exc}") from None
+        if not isinstance(options, dict):
+            raise ConfigError("backend_options", "must be a JSON object")
+        cls = backend_class(p["backend"] or self.info.real_backend)
+        if cls.robot != p["robot"]:
+            raise ConfigError("backend", f"{cls.__name__} drives the {cls.robot}, not the {p['robot']}")
+        self.state_out = StatePublishers(self, self.info)
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
                                  command_qos(p["command_deadline"]), event_callbacks=events)
         self.gate = CommandGate(self, "command", p["command_publisher"])
-        self.state_timeout = float(p["state_timeout"])
-        self.get_logger().info(f"arm at {self.link.robot[0]}:{self.link.robot[1]} from "
-                               f"{self.link.local_address[0]}:{self.link.local_address[1]} "
-                               f"({self.space.action_mode}; command elements: {list(self.space.names)})")
+        self.create_service(Trigger, "~/enable", self._on_enable)
+        self.create_service(Trigger, "~/estop", self._on_estop)
+        self.timeout = float(p["command_timeout_periods"]) * self.space.control_dt
+        self.backend = backend = cls(mode, options)
+        backend.on_state(self._on_state)
+        try:
+            backend.connect(float(p["connect_timeout"]))
+        except HardwareError as exc:
+            backend.close()
+            self.backend = None
+            raise ConfigError("backend", f"{cls.protocol}: {exc}") from None
+        self.get_logger().info(f"{p['robot']} through {cls.protocol} ({mode}; command elements: "
+                               f"{list(self.space.names)}); safe until the pre-flight check passes and it is enabled")
 
     def unload(self) -> None:
-        if self.link is not None:
-            self.link.close()
-            self.link = None
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._receive_loop, name="hardware_bridge_rx", daemon=True)
-        self._thread.start()
-        self._status_timer = self.create_control_timer(1.0, self.report)
+        p = self.params()
+        self.preflight = Preflight(self.info, self.configured_backend(), float(p["preflight_seconds"]))
+        self._timers = [self.create_control_timer(self.space.control_dt, self._tick),
+                        self.create_control_timer(1.0, self.report)]
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
-        if self._status_timer is not None:
-            self.destroy_timer(self._status_timer)
-            self._status_timer = None
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._timers = []
+        if self.backend is not None and self.backend.phase is Phase.ENABLED:
+            self.backend.safe("the bridge was deactivated")
 
     def destroy_node(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
         self.unload()
         super().destroy_node()
 
+    def configured_backend(self) -> RobotBackend:
+        if self.backend is None:
+            raise RuntimeError("hardware_bridge: not configured")
+        return self.backend
+
     # -- robot -> ROS ----------------------------------------------------------------
-    def _receive_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._receive()
-            except Exception as exc:  # keep the driver alive; no state meanwhile: the watchdogs act
-                if not self.context.ok():  # shutting down (Ctrl-C, SIGTERM): nothing left to publish to
-                    return
-                self.log_throttled("rx_error", f"receive loop error: {exc!r}", level="error")
-                self._stop.wait(0.1)
-
-    def _receive(self) -> None:
-        link = self.link
-        if link is None:  # unloaded while the loop starts: the loop ends with _stop
-            self._stop.wait(0.1)
+    def _on_state(self, m: Measurements) -> None:
+        """From the backend's thread: publish at once (rclpy publishers are thread-safe)."""
+        if self.preflight is not None:
+            self.preflight.add(m)
+        try:
+            self.state_out.publish(m, self.get_clock().now().to_msg(), m.specific_force)
+        except MissingMeasurement as exc:
+            self.publish_errors += 1
+            self.log_throttled("missing", f"state not published: {exc}", level="error")
             return
-        last_state = time.monotonic()
-        link.hello()
-        while not self._stop.is_set():
-            packet = link.receive(timeout=min(self.state_timeout, 0.1))
-            if packet is None or not isinstance(packet.payload, State):
-                if packet is not None and isinstance(packet.payload, Mission):
-                    self._on_mission(packet.payload)
-                if time.monotonic() - last_state > self.state_timeout:
-                    # No state: (re)announce ourselves; the policy and the safety filter see the
-                    # state stream stop and act on their own watchdogs meanwhile.
-                    self.log_throttled("no_state", f"no state from the robot for {self.state_timeout:.2f} s; "
-                                                   "sending HELLO", level="warning")
-                    link.hello()
-                    last_state = time.monotonic()
-                continue
-            last_state = packet.received_at
-            self._on_state(packet, packet.payload)
-
-    def _on_state(self, packet: Received, s: State) -> None:
-        """``s``: the packet's payload."""
-        self.state_sequence, self._state_arrival = packet.header.sequence, packet.received_at
-        self.robot_status = s.status
-        for name, bit in STATUS_BITS.items():
-            self.status_counts[name] += int(bool(s.status & bit))
-        if s.status & Status.ESTOP:
-            self.log_throttled("estop", "the robot reports its e-stop engaged: holding", level="error")
-        stamp = self.get_clock().now().to_msg()
-        self.pub_joints.publish(M.joint_state(self.info.joints, s.joint_pos, s.joint_vel, s.joint_effort, stamp))
-        self.pub_ee.publish(M.pose_stamped(s.ee_pos, s.ee_quat, stamp))
-        self.pub_ee_d.publish(M.pose_stamped(s.ee_pos_desired, s.ee_quat_desired, stamp))
-
-    def _on_mission(self, m: Mission) -> None:
-        if m.episodes > self.episodes:
-            self.pub_episode.publish(String(data=json.dumps({"episodes": m.episodes, "successes": m.successes})))
-        self.episodes, self.successes = m.episodes, m.successes
-        key = tuple(m.goal)
-        if self.pub_goal is not None and key != self._last_goal:
-            self._last_goal = key
-            self.pub_goal.publish(M.pose_stamped(m.goal, np.array([1.0, 0, 0, 0]), self.get_clock().now().to_msg()))
+        except Exception as exc:  # shutting down under the backend's thread
+            if self.context.ok():
+                self.log_throttled("publish", f"state not published: {exc!r}", level="error")
+            return
+        self.states_published += 1
 
     # -- ROS -> robot ----------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
         refused = self.gate.check()
-        if refused:  # the robot holds on its own command timeout
+        if refused:  # deadman: nothing fresh from the filter -> safe state on the next tick
             self.commands_refused += 1
             self.log_throttled("foreign", refused, level="error")
             return
@@ -186,46 +154,115 @@ class HardwareBridge(ManagedNode):
             self.log_throttled(key, reason, level="error")
             return
         self.commands_received += 1
-        if not self.active or self.link is None:
-            return
-        if not self._state_arrival or time.monotonic() - self._state_arrival > self.state_timeout:
-            # A command answers a state; with none (or an old one) the robot would refuse it as stale.
-            self.commands_without_state += 1
-            self.log_throttled("no_state_command", "command not sent: no recent state from the robot")
+        backend = self.backend
+        if not self.active or backend is None or backend.phase is not Phase.ENABLED:
+            self.commands_while_disabled += 1
             return
         try:
-            self.link.send_command(values, self.state_sequence)
-        except OSError as exc:  # network down: the robot times out and holds on its own
-            self.send_failures += 1
-            self.log_throttled("send_failed", f"command not sent: {exc}", level="error")
+            backend.command(values)
+        except (ValueError, HardwareError) as exc:
+            self.commands_rejected += 1
+            self.log_throttled("command", f"command not sent: {exc}", level="error")
             return
+        self._last_command = time.monotonic()
         self.commands_sent += 1
-        if self._state_arrival:
-            self.latencies.append(time.monotonic() - self._state_arrival)
+
+    def _tick(self) -> None:
+        backend = self.backend
+        if backend is None:
+            return
+        self._after_preflight()
+        if backend.phase is not Phase.ENABLED or self._enabling is not None:
+            return
+        if time.monotonic() - self._last_command > self.timeout:
+            self.deadman_trips += 1
+            backend.safe(f"no fresh filtered command for {self.timeout * 1000:.0f} ms")
+            self.get_logger().error(f"no fresh filtered command for {self.timeout * 1000:.0f} ms: "
+                                    "robot in its safe state; enable again when the graph is healthy")
+
+    def _after_preflight(self) -> None:
+        """Once the pre-flight check has read enough: its table in the log, and the robot
+        enabled if it passed and ``auto_enable`` is set."""
+        p = self.preflight
+        if p is None or p.reported or not p.finished():
+            return
+        p.reported = True
+        verdict = p.verdict()
+        log = self.get_logger().error if verdict else self.get_logger().info
+        log("pre-flight check:\n" + format_table(p.items()))
+        if not verdict and self.params(["auto_enable"])["auto_enable"]:
+            reason = self.enable()
+            if reason:
+                self.get_logger().error(f"auto_enable: {reason}")
 
     def _on_deadline(self, event: Any) -> None:
         self.deadline_misses += 1
 
+    # -- enable and e-stop ---------------------------------------------------------------
+    def enable(self) -> str:
+        """Start enabling the robot; ``""`` once started, else why not."""
+        backend, preflight = self.backend, self.preflight
+        if backend is None or preflight is None or not self.active:
+            return "the bridge is not active"
+        if self._enabling is not None:
+            return "already enabling"
+        if backend.phase is Phase.ENABLED:
+            return "already enabled"
+        if backend.phase is Phase.ESTOPPED:
+            return f"e-stopped ({backend.health().reason}): clear the cause and restart the bridge"
+        verdict = preflight.verdict()
+        if verdict:
+            return verdict
+        self._enabling = threading.Thread(target=self._enable, args=(backend,), daemon=True)
+        self._enabling.start()
+        return ""
+
+    def _enable(self, backend: RobotBackend) -> None:
+        try:
+            backend.enable()
+            self._last_command = time.monotonic()  # the policy's first command has one timeout to arrive
+            self.get_logger().info("robot enabled: filtered commands reach it")
+        except HardwareError as exc:
+            self.get_logger().error(f"enable refused: {exc}")
+        finally:
+            self._enabling = None
+
+    def _on_enable(self, request: Any, response: Any) -> Any:
+        reason = self.enable()
+        response.success, response.message = not reason, reason or "enabling"
+        return response
+
+    def _on_estop(self, request: Any, response: Any) -> Any:
+        backend = self.backend
+        if backend is None:
+            response.success, response.message = False, "not connected"
+            return response
+        backend.estop("e-stop requested on ~/estop")
+        response.success, response.message = True, "e-stop latched"
+        return response
+
     # -- reporting ---------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        link = self.link.stats.flat() if self.link is not None else {}
-        return {"episodes": self.episodes, "successes": self.successes,
-                "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
-                "commands_sent": self.commands_sent, "send_failures": self.send_failures,
-                "commands_without_state": self.commands_without_state,
-                "commands_refused": self.commands_refused,
-                "command_deadline_misses": self.deadline_misses,
-                "step_overruns": self.status_counts["overrun"], "robot_status": int(self.robot_status),
-                **{f"status_{k}": v for k, v in self.status_counts.items()},
-                **{f"packets_{k}": v for k, v in link.items()},
-                **{f"state_to_send_{k}": v for k, v in percentiles_ms(self.latencies).items()}}
+        health = self.backend.health() if self.backend is not None else None
+        out: dict[str, Any] = {
+            "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
+            "commands_refused": self.commands_refused, "commands_sent": self.commands_sent,
+            "commands_while_disabled": self.commands_while_disabled, "command_deadline_misses": self.deadline_misses,
+            "deadman_trips": self.deadman_trips, "states_published": self.states_published,
+            "publish_errors": self.publish_errors,
+        }
+        if health is not None:
+            out.update(phase=health.phase.value, reason=health.reason, state_age_ms=round(health.state_age * 1e3, 1),
+                       **{f"link_{k}": v for k, v in health.counters.items()})
+        if self.preflight is not None:
+            out["preflight"] = self.preflight.status()
+        return out
 
     def report(self) -> None:
         s = self.summary()
-        bad = self.robot_status & (Status.ESTOP | Status.ERROR)
-        level = 2 if bad else (1 if s["packets_rejected"] or self.robot_status & Status.HOLDING else 0)
-        names = [n for n, bit in STATUS_BITS.items() if self.robot_status & bit] or ["ok"]
-        self.publish_status(level, f"robot {'+'.join(names)}; {s['packets_rejected']} packets rejected", s)
+        phase = s.get("phase", "disconnected")
+        level = 2 if phase in ("estopped", "disconnected") else (1 if phase != "enabled" else 0)
+        self.publish_status(level, f"robot {phase}{': ' + s['reason'] if s.get('reason') else ''}", s)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -35,9 +35,6 @@ class DriverSettings(NodeSettings):
 
     command_deadline: NonNegative = 0.0
     """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
-    publish_mission: bool = True
-    """Publish the mission target on ``goal`` (and ``cmd_vel`` where the task has one; with
-    false the sim bridge subscribes ``cmd_vel`` instead)."""
     command_publisher: str = "safety_filter"
     """The only node allowed to publish ``command``; commands from others are refused."""
 
@@ -77,26 +74,33 @@ class SimBridgeSettings(DriverSettings):
     subscribes is not rendered."""
     jpeg_quality: JpegQuality = 80
     """JPEG quality of the ``compressed`` images (1-100)."""
+    publish_mission: bool = True
+    """Publish the mission target on ``goal`` (and ``cmd_vel`` where the task has one; with
+    false the sim bridge subscribes ``cmd_vel`` instead)."""
 
 
 @dataclass
 class HardwareBridgeSettings(DriverSettings):
     robot: Robot = "arm"
-    """Robot class on the other end of the link."""
-    action_mode: str = "ee_delta"
-    """Action mode the robot is commanded in."""
-    robot_address: str = "127.0.0.1"
-    """IP address of the robot (or its emulator)."""
-    robot_port: Annotated[int, Bounds(ge=1, le=65535)] = 17001
-    """UDP port of the robot."""
-    local_address: str = "127.0.0.1"
-    """Local IP address the link binds."""
-    local_port: Port = 0
-    """Local UDP port (0: any free one)."""
-    command_deadline: NonNegative = 0.2
-    """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
-    state_timeout: Positive = 0.2
-    """s without a state packet before the link is reported lost."""
+    """Robot class driven."""
+    action_mode: str = ""
+    """Command space the filtered commands are in (empty: the robot's driver mode)."""
+    backend: str = ""
+    """Registered backend speaking the robot's protocol (empty: the robot's own,
+    ``ros2_control``, ``unitree_go2`` or ``crazyflie``; docs/hardware.md)."""
+    backend_options: str = "{}"
+    """The backend's connection options as a JSON object (its URI, network interface,
+    DDS domain, controller names: docs/hardware.md per robot)."""
+    connect_timeout: Positive = 5.0
+    """s to wait for the robot's first state before configure fails."""
+    command_timeout_periods: Annotated[float, Bounds(ge=1.0, le=50.0)] = 3.0
+    """Control periods without a fresh filtered command after which the bridge puts the
+    robot in its safe state (the vendors' interfaces keep the last command forever)."""
+    auto_enable: bool = False
+    """Enable the robot as soon as the pre-flight check passes (false: wait for the
+    ``~/enable`` service, a person's explicit go)."""
+    preflight_seconds: Annotated[float, Bounds(ge=0.2, le=60.0)] = 2.0
+    """s of live state the pre-flight check reads before it may pass."""
 
 
 @dataclass

@@ -30,7 +30,11 @@ def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path
     assert drone["interventions"]["rejected_commands"] == 0
     assert 0 < drone["latency_ms"]["state_to_command"]["p50_ms"] < 50
     report = (tmp_path / "report.md").read_text()
-    assert "| drone |" in report and "drone_commands.png" in report
+    assert "| drone | sim |" in report and "drone_commands.png" in report
+    # The same graph with backend: real against the Crazyflie's protocol emulator.
+    real = summary["emulated"]["drone"]["hardware"]
+    assert real["preflight"] == "PASS" and real["commands_sent"] > 50 and real["commands_rejected"] == 0, real
+    assert "| drone | real: crazyflie emulator |" in report
     assert list((tmp_path / "bags" / "drone").glob("*.mcap"))
     import imageio.v3 as iio
 
@@ -38,7 +42,7 @@ def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path
     assert frames.shape[0] >= 30 and frames.std() > 1  # ~10 frames/s of replayed, non-blank video
     # Running the demo again into the same folder replaces its recording (rosbag2 refuses
     # an existing output folder, which once made a second `make demo` fail).
-    again = run_demo("--robot", "drone", "--seconds", "3", "--out", str(tmp_path))
+    again = run_demo("--robot", "drone", "--seconds", "3", "--no-emulators", "--out", str(tmp_path))
     assert again["robots"]["drone"]["interventions"]["filter_steps"] > 50
 
 

@@ -27,6 +27,7 @@ class ArmDeployment(RobotDeployment[ArmTask]):
     observable = frozenset({"joint_pos", "joint_vel", "ee_pos", "ee_rot6d", "gripper_width", "setpoint_offset",
                             "target_rel_ee", "last_action"})
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
+    rest_poses: ClassVar = {"home": tuple(C.HOME_QPOS)}
     live_cameras = ("front", "wrist")
     # A person drives the hand: Cartesian velocities well below the controller's
     # 1 m/s per unit action, rotation rates (roll and pitch to re-level a tilted tool),

@@ -136,6 +136,9 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     """Task options the driver overrides."""
     operator: ClassVar[OperatorSpace]
     """How a person (the correction console, a gamepad) commands this robot."""
+    rest_poses: ClassVar[Mapping[str, tuple[float, ...]]] = {}
+    """Joint positions (of the first :attr:`safety_joints` joints) the robot may rest in
+    before it is enabled; the pre-flight check finds swapped joints against them."""
     real_backend: ClassVar[str]
     """The backend (:mod:`sim2real.hardware.backend`) that speaks the real robot's own
     protocol; ``backend:=real`` drives it."""
@@ -148,6 +151,19 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     @property
     def safety_joints(self) -> int:
         return len(self.joints) if self.guarded_joints < 0 else self.guarded_joints
+
+    def joint_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper limits of :attr:`joints` in the robot's model (+-inf where a
+        joint has none)."""
+        from sim2real.sim.core.registry import REGISTRY  # the registry imports every robot
+
+        model = REGISTRY.get(self.task)(num_envs=1, action_mode=self.action_mode).build_model()
+        low, high = np.full(len(self.joints), -np.inf), np.full(len(self.joints), np.inf)
+        for i, name in enumerate(self.joints):
+            j = model.joint(name)
+            if model.jnt_limited[j.id]:
+                low[i], high[i] = model.jnt_range[j.id]
+        return low, high
 
     def state_topics(self) -> list[str]:
         """The state streams the robot's driver publishes that an observation needs."""

@@ -33,6 +33,8 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
                             "joint_vel", "last_action", "gait_clock", "history"})
     block_inputs: ClassVar = {"command": "cmd_vel"}
     # A person steers the base; the policy keeps walking (its joint targets pass the filter).
+    # Standing (sport mode's stance, the emulator's start) or lying down in damping.
+    rest_poses: ClassVar = {"standing": tuple(C.DEFAULT_POSE), "lying": (0.0, 1.36, -2.65) * 4}
     live_cameras = ("tracking", "head")
     operator = OperatorSpace(
         channel="cmd_vel",

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", type=int, default=4, help="episodes per task (--classical)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-video", action="store_true", help="skip the MP4s")
+    parser.add_argument("--no-emulators", action="store_true",
+                        help="skip the backend:=real runs against each robot's protocol emulator")
     add_json_flag(parser)
 
 
@@ -45,31 +47,37 @@ def _run_ros(args: argparse.Namespace) -> int:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     from rich.table import Table
 
-    from sim2real.demo.ros_demo import ROBOTS, run_robot, write_report
+    from sim2real.demo.ros_demo import ROBOTS, run_emulated, run_robot, write_report
 
     runs, start = [], time.perf_counter()
     with console.status("deploying") as status:
         for i, robot in enumerate(args.robot or ROBOTS):
             status.update(f"{robot}: sim bridge -> policy -> safety filter over DDS ({args.seconds:.0f} s)")
             runs.append(run_robot(robot, i, args.seconds, args.out, args.seed, video=not args.no_video))
+        for i, robot in enumerate([] if args.no_emulators else args.robot or ROBOTS):
+            status.update(f"{robot}: backend:=real against its protocol emulator ({args.seconds:.0f} s)")
+            runs.append(run_emulated(robot, i, args.seconds, args.seed))
     seconds = time.perf_counter() - start
     report = write_report(args.out, runs, seconds)
     summary = {
         "demo": "ros2",
         "seconds": round(seconds, 1),
         "report": str(report),
-        "robots": {r.robot: r.summary for r in runs},
+        "robots": {r.robot: r.summary for r in runs if r.backend == "sim"},
+        "emulated": {r.robot: r.summary for r in runs if r.backend != "sim"},
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     if args.json:
         emit_json(summary)
         return 0
     table = Table(title="sim2real demo: shipped policies through the ROS 2 graph (DDS on loopback)")
-    for col in ("robot", "policy", "success", "filter interventions", "p50 ms", "p99 ms", "deadline misses"):
+    for col in ("robot", "backend", "policy", "success", "filter interventions", "p50 ms", "p99 ms",
+                "deadline misses"):
         table.add_column(col)
     for r in (run.row() for run in runs):
         table.add_row(
             r["robot"],
+            r["backend"],
             str(r["policy"]),
             r["success"],
             r["interventions"],

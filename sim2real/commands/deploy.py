@@ -6,6 +6,10 @@ process per node (--processes). DDS stays on loopback (ROS_AUTOMATIC_DISCOVERY_R
 defaults to LOCALHOST). Prints task success, safety-filter interventions, latency
 percentiles and deadline misses; --json prints them as one JSON object.
 
+`sim2real deploy --backend real` drives the robot through its own protocol (docs/hardware.md);
+add --emulate to start its simulator-backed emulator too. `sim2real deploy check --robot R`
+runs the pre-flight check (`sim2real deploy check --help`).
+
 `sim2real deploy --node NAME -- --ros-args ...` runs a single node (what the launch files start).
 """
 
@@ -40,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--console", action="store_true",
                         help="serve the correction console (prints a URL with a one-time token)")
     parser.add_argument("--console-port", type=int, default=8765, help="0: any free port")
+    parser.add_argument("--emulate", action="store_true",
+                        help="with --backend real: start the robot's protocol emulator and drive it")
+    parser.add_argument("--fault", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --emulate: a data mismatch for the emulator to inject (the pre-flight check "
+                             "then keeps the robot disabled)")
     add_set_flag(parser, "safety_filter.max_tilt=0.5")
     parser.add_argument("ros_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     add_json_flag(parser)
@@ -54,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         module = importlib.import_module(NODE_MODULES[args.node])
         ros_args = args.ros_args[1:] if args.ros_args[:1] == ["--"] else args.ros_args
         return int(module.main([sys.argv[0], *ros_args]))
+    if args.ros_args[:1] == ["check"]:
+        from sim2real.commands.deploy_check import run_check
+
+        return run_check(args.ros_args[1:])
     if not args.robot:
         console.print("sim2real deploy: --robot is required")
         return 2
@@ -68,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, duration=duration,
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
                          domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
-                         console=args.console, console_port=args.console_port)
+                         console=args.console, console_port=args.console_port, emulate=args.emulate,
+                         emulator_faults=tuple(args.fault))
     with console.status(f"deploying {args.robot}") as status:
         summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
     if args.json:

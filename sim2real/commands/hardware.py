@@ -1,67 +1,151 @@
 """Real-robot tools: run the protocol-level emulator of a robot (the robot side of the wire).
 
-`sim2real hardware emulate --robot arm --port 17001` runs a simulated arm behind the
-sim2real arm protocol (UDP, docs/deployment.md "Real robots") in real time: it streams
-state packets to the host in control (one at a time) and applies its command packets, holding the
-arm when they stop. Point the hardware bridge at it with
-`sim2real deploy --robot arm --backend real` (config/arm.yaml: hardware_bridge.robot_port).
-Runs until --duration elapses or Ctrl-C / SIGTERM; --json then prints its counters
-(ticks, holds, episodes, packets accepted and rejected per reason) as one JSON object.
+`sim2real hardware emulate --robot quadruped` runs a simulated Go2 behind Unitree's
+low-level DDS topics (the arm: ros2_control's topics; the drone: a Crazyflie's CRTP over
+cflib's UDP link), in real time, on loopback. Its first line on stderr is
+`connect: {JSON}`, the backend options that reach it (`hardware_bridge.backend_options`);
+`sim2real deploy --backend real --emulate` starts one and connects for you.
+
+It also plays the operator: the simulated task's goal or velocity command and its
+episodes are published on ROS 2 (`goal`, `cmd_vel`, `episodes`), as a person would for a
+real robot (--no-mission: not). --fault injects a mismatch into the state it sends
+(the pre-flight check's cases): swap_joints=I,J, joint_units=deg, imu_flipped=true,
+quat_order=xyzw, rate_hz=HZ, latency=SECONDS.
+
+Runs until --duration elapses or Ctrl-C / SIGTERM; --json then prints its counters.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import signal
 import sys
+import threading
+from typing import Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json
+from sim2real.errors import ConfigError
+
+ROBOTS = ("arm", "quadruped", "drone")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    emulate = sub.add_parser("emulate", help="run a robot emulator behind its wire protocol")
-    emulate.add_argument("--robot", choices=["arm"], default="arm", help="robot class (the arm protocol only, so far)")
-    emulate.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
-    emulate.add_argument("--port", type=int, default=17001, help="UDP port (0: any free port; printed on stderr)")
-    emulate.add_argument("--task", default="ArmReach", help="simulated task (its targets are sent as the mission)")
-    emulate.add_argument("--action-mode", default="ee_delta", choices=["ee_delta", "ee_impedance", "joint_torque"],
-                         help="command space the emulated controller accepts")
-    emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated targets")
-    emulate.add_argument("--command-timeout", type=float, default=0.15,
-                         help="seconds without a valid command before the robot holds")
+    emulate = sub.add_parser("emulate", help="run a robot emulator behind its vendor's protocol")
+    emulate.add_argument("--robot", choices=ROBOTS, default="arm", help="robot class")
+    emulate.add_argument("--backend", default="", help="protocol (default: the robot's: ros2_control, "
+                                                       "unitree_go2, crazyflie)")
+    emulate.add_argument("--task", default="", help="simulated task (default: the robot's deployment task)")
+    emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated task")
+    emulate.add_argument("--port", type=int, default=0, help="UDP port where the protocol has one (0: any free)")
+    emulate.add_argument("--domain-id", type=int, default=None,
+                         help="DDS domain (default: $ROS_DOMAIN_ID, else 0)")
+    emulate.add_argument("--fault", action="append", default=[], metavar="KEY=VALUE",
+                         help="inject a data mismatch (repeatable): swap_joints=I,J joint_units=deg "
+                              "imu_flipped=true quat_order=xyzw rate_hz=HZ latency=S")
+    emulate.add_argument("--no-mission", action="store_true", help="do not publish the mission on ROS 2")
     emulate.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until interrupted)")
     add_json_flag(emulate)
 
 
-def run(args: argparse.Namespace) -> int:
-    from sim2real.hardware.emulator.arm import ArmEmulator, ArmEmulatorConfig
+def parse_faults(items: list[str]) -> Any:
+    """``["swap_joints=1,3", ...]`` -> :class:`StreamFaults` (one-line ConfigError otherwise)."""
+    from sim2real.hardware.emulator.faults import StreamFaults
 
-    config = ArmEmulatorConfig(host=args.host, port=args.port, task=args.task, action_mode=args.action_mode,
-                               seed=args.seed, command_timeout=args.command_timeout)
-    emulator = ArmEmulator(config)
-    stop = {"now": False}
+    kwargs: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            if key == "swap_joints":
+                i, j = (int(v) for v in value.split(","))
+                kwargs[key] = (i, j)
+            elif key in ("joint_units", "quat_order"):
+                choices = {"joint_units": ("rad", "deg"), "quat_order": ("wxyz", "xyzw")}[key]
+                if value not in choices:
+                    raise ValueError(f"one of {', '.join(choices)}")
+                kwargs[key] = value
+            elif key == "imu_flipped":
+                if value.lower() not in ("true", "false"):
+                    raise ValueError("true or false")
+                kwargs[key] = value.lower() == "true"
+            elif key in ("rate_hz", "latency"):
+                kwargs[key] = float(value)
+            else:
+                raise ValueError("a known fault: swap_joints, joint_units, imu_flipped, quat_order, rate_hz, latency")
+            if not sep:
+                raise ValueError("KEY=VALUE")
+        except ValueError as exc:
+            raise ConfigError(f"--fault {item}", f"expected {exc}") from None
+    return StreamFaults(**kwargs)
+
+
+def start_emulator(args: argparse.Namespace) -> Any:
+    from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
+    from sim2real.sim import robot_deployment
+
+    backend = args.backend or robot_deployment(args.robot).real_backend
+    cls = emulator_class(backend)
+    if cls.robot != args.robot:
+        raise ConfigError("--backend", f"{backend} emulates the {cls.robot}, not the {args.robot}")
+    domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
+    settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
+                                faults=parse_faults(args.fault))
+    return cls.launch(settings), domain
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    emulator, domain = start_emulator(args)
+    stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:
-        stop["now"] = True
+        stop.set()
 
     previous = signal.signal(signal.SIGTERM, request_stop)
-    host, port = emulator.address
-    # Machine-readable first line on stderr, so a caller that asked for port 0 learns the port.
-    sys.stderr.write(f"listening on {host}:{port}\n")
+    # Machine-readable first line on stderr: how a backend reaches this emulator.
+    sys.stderr.write(f"connect: {json.dumps(emulator.connect_options())}\n")
     sys.stderr.flush()
+    serving = threading.Thread(target=emulator.serve, kwargs={"duration": args.duration, "should_stop": stop.is_set},
+                               name="emulator", daemon=True)
+    serving.start()
     try:
-        emulator.serve(duration=args.duration, should_stop=lambda: stop["now"])
+        _publish_missions(emulator, domain, serving, stop) if not args.no_mission else _wait(serving, stop)
     except KeyboardInterrupt:
         pass
     finally:
+        stop.set()
+        serving.join(timeout=5)
         signal.signal(signal.SIGTERM, previous)
         summary = emulator.summary()
         emulator.close()
     if args.json:
         emit_json(summary)
     else:
-        packets = summary.pop("packets")
-        console.print(f"arm emulator at {summary.pop('address')}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
-        console.print("packets: " + ", ".join(f"{k} {v}" for k, v in packets.items()))
+        console.print(f"{args.robot} emulator: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
     return 0
+
+
+def _wait(serving: threading.Thread, stop: threading.Event) -> None:
+    while serving.is_alive() and not stop.wait(0.1):
+        pass
+
+
+def _publish_missions(emulator: Any, domain: int, serving: threading.Thread, stop: threading.Event) -> None:
+    import rclpy
+    from rclpy.context import Context
+
+    from sim2real.ros_nodes.mission import MissionPublisher
+
+    context = Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = MissionPublisher(context=context)
+    try:
+        while serving.is_alive() and not stop.wait(0.1):
+            mission = emulator.mission()
+            if mission is not None:
+                node.publish(mission)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)

@@ -52,7 +52,7 @@ def test_the_renderer_still_keeps_its_gpu_context_where_height_fields_are_upload
 
 
 @pytest.mark.parametrize(
-    "first_import", ["sim2real.errors", "sim2real.hardware.emulator.arm", "sim2real.ros_nodes.sim_robot"]
+    "first_import", ["sim2real.errors", "sim2real.hardware.preflight", "sim2real.ros_nodes.sim_robot"]
 )
 def test_the_gl_backend_is_chosen_before_mujoco_whatever_module_comes_first(first_import: str) -> None:
     """MuJoCo reads MUJOCO_GL once, at import: modules of other layers import mujoco

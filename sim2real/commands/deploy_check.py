@@ -1,0 +1,154 @@
+"""`sim2real deploy check --robot R`: the pre-flight check, before a robot is enabled.
+
+Connects to the robot through its backend (no ROS graph; the robot stays in its safe
+state), reads its state streams for --seconds, and compares them with the simulated
+robot and the policy: joint names, order and units, gravity in the IMU, quaternion
+order, stream rate and jitter, link latency, and whether the observation the policy
+would get lies inside its training distribution (per-block z-scores against the
+normalization statistics it was exported with). Prints a PASS/WARN/FAIL table (--json:
+one object) and exits 1 on any FAIL.
+
+    sim2real deploy check --robot quadruped --options '{"network_interface": "enp3s0"}'
+    sim2real deploy check --robot quadruped --emulate --fault swap_joints=1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.errors import ConfigError
+
+Z_FAIL = 6.0
+"""|z| of an observation element beyond which the policy never saw anything like it."""
+Z_WARN = 4.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sim2real deploy check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robot", choices=["arm", "quadruped", "drone"], required=True, help="robot class")
+    parser.add_argument("--backend", default="", help="the robot's protocol (default: its own)")
+    parser.add_argument("--options", default="{}", help="backend options as JSON (default: loopback)")
+    parser.add_argument("--policy", default="", help="exported policy whose training distribution to check "
+                                                      "(default: the shipped baseline; 'none': skip)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="seconds of live state to read")
+    parser.add_argument("--connect-timeout", type=float, default=10.0, help="seconds for the first state")
+    parser.add_argument("--emulate", action="store_true", help="start the robot's emulator and check it")
+    parser.add_argument("--fault", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --emulate: a mismatch to inject (see `sim2real hardware emulate --help`)")
+    add_json_flag(parser)
+    return parser
+
+
+def run_check(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    try:
+        options = json.loads(args.options)
+    except json.JSONDecodeError as exc:
+        raise ConfigError("--options", f"not JSON: {exc}") from None
+    if not isinstance(options, dict):
+        raise ConfigError("--options", "must be a JSON object")
+    if args.emulate:
+        from sim2real.ros_nodes.emulation import EmulatorProcess
+
+        domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
+        with EmulatorProcess(args.robot, domain, backend=args.backend, faults=args.fault, mission=False) as emu:
+            items = check(args, {**emu.connect_options, **options})
+    elif args.fault:
+        raise ConfigError("--fault", "faults are injected into an emulator: add --emulate")
+    else:
+        items = check(args, options)
+    from sim2real.hardware.preflight import format_table, verdict
+
+    failed = verdict(items)
+    if args.json:
+        emit_json({"robot": args.robot, "passed": not failed, "items": [i.__dict__ for i in items]})
+    else:
+        stdout.print(format_table(items), markup=False, highlight=False, soft_wrap=True)
+        stdout.print(failed or "pre-flight check passed", markup=False, highlight=False, soft_wrap=True)
+    return 1 if failed else 0
+
+
+def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
+    from sim2real.hardware.backend import HardwareError, backend_class
+    from sim2real.hardware.preflight import Preflight
+    from sim2real.sim import robot_deployment
+
+    info = robot_deployment(args.robot)
+    backend = backend_class(args.backend or info.real_backend)(info.driver_mode(info.action_mode, {})[0], options)
+    preflight = Preflight(info, backend, args.seconds)
+    backend.on_state(preflight.add)
+    try:
+        with console.status(f"connecting to the {args.robot} ({backend.protocol})"):
+            try:
+                backend.connect(args.connect_timeout)
+            except HardwareError as exc:
+                raise ConfigError("connect", str(exc)) from None
+            end = time.monotonic() + args.seconds + args.connect_timeout
+            while not preflight.finished() and time.monotonic() < end:
+                time.sleep(0.05)
+        items = list(preflight.items())
+    finally:
+        backend.close()
+    latest = [m for _, m in preflight.samples()]
+    policy = _policy_path(args.robot, args.policy)
+    if policy and latest:
+        items.append(observation_item(args.robot, policy, latest))
+    return items
+
+
+def _policy_path(robot: str, policy: str) -> str:
+    if policy == "none":
+        return ""
+    if policy:
+        return policy
+    from sim2real.ros_nodes.deployment import default_policy
+
+    found = default_policy(robot)
+    return "" if found == "classical" else found
+
+
+def observation_item(robot: str, policy_path: str, samples: list[Any]) -> Any:
+    """The observation the policy would get holding still (goal where the robot is, no
+    velocity command), normalized with its training statistics: the largest |z| per block."""
+    from sim2real.hardware.preflight import Item
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.ros_nodes.robots import ObservationBuilder, make_task
+
+    policy = OnnxPolicy(policy_path)
+    meta = policy.metadata
+    norm = meta["observation"]["normalization"]
+    if not norm.get("enabled"):
+        return Item("observation (policy)", "INFO", "the policy has no normalization statistics", "-")
+    task = meta["task"].split("/")[-1].removesuffix("-v0")
+    builder = ObservationBuilder(robot, make_task(task, meta["action_mode"], meta.get("task_options") or {}),
+                                 int(meta["action"]["size"]))
+    mean, std = np.asarray(norm["mean"]), np.sqrt(np.asarray(norm["var"]) + float(norm["epsilon"]))
+    worst: dict[str, float] = {}
+    for m in samples[-50:]:
+        m.goal = m.goal if m.goal is not None else (m.ee_pos if m.ee_pos is not None else m.base_pos)
+        m.cmd_vel = m.cmd_vel if m.cmd_vel is not None else np.zeros(3)
+        if builder.missing(m):
+            return Item("observation (policy)", "FAIL", f"missing {builder.missing(m)}", "every block")
+        z = np.abs((builder.build(m, np.zeros(int(meta["action"]["size"]))) - mean) / std)
+        start = 0
+        for name, size in builder.layout:
+            worst[name] = max(worst.get(name, 0.0), float(z[start:start + size].max()))
+            start += size
+    top = sorted(worst.items(), key=lambda kv: -kv[1])[:3]
+    measured = ", ".join(f"{k} {v:.1f}" for k, v in top)
+    expected = f"max |z| < {Z_WARN:.0f}"
+    if top and top[0][1] > Z_FAIL:
+        return Item("observation (policy)", "FAIL", measured, expected,
+                    f"{top[0][0]} lies far outside what the policy saw in training")
+    if top and top[0][1] > Z_WARN:
+        return Item("observation (policy)", "WARN", measured, expected, "at the edge of the training distribution")
+    return Item("observation (policy)", "PASS", measured, expected)
