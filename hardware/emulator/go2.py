@@ -1,0 +1,279 @@
+"""The robot side of Unitree's Go2 low-level DDS protocol, backed by the simulator.
+
+It behaves as the Go2's firmware does, as far as a host can see on the wire:
+
+* ``rt/lowstate`` every 2 ms: motor positions, velocities and torques (FR, FL, RR, RL x
+  hip, thigh, calf), the IMU (quaternion w, x, y, z; body rates; specific force), the
+  foot forces (newtons here; an uncalibrated count on a real Go2), a millisecond tick
+  and the CRC. Every frame passes :meth:`StreamFaults.due` first.
+* ``rt/lowcmd``: per motor ``tau = kp (q_des - q) + kd (dq_des - dq) + tau_ff`` (mode
+  0x01; any other mode: no torque), within the motors' torque limits. Frames with a
+  bad CRC, a wrong head (0xFE 0xEF) or level flag (0xFF), non-finite values or the
+  wrong size are dropped and counted per reason. The last valid command applies
+  forever: the firmware has no lowcmd timeout.
+* Sport mode after boot: the robot's own controller holds the standing pose and
+  low-level commands are ignored (counted ``sport_mode``; a real Go2 would fight them)
+  until the motion switcher (:mod:`sim2real.hardware.go2.motion_switcher`) releases it.
+  Released, the motors are limp until the first valid command.
+
+The servo law runs inside MuJoCo at every physics step (2 ms, the state period): each
+position actuator's gain and bias are set from the command (gain 1, bias -kp q - kd dq,
+control kp q_des + kd dq_des + tau_ff), so no Python runs between steps. A fallen robot
+stays fallen: a real one is not teleported back on its feet.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.emulator.gait_record import GaitRecord
+from sim2real.hardware.go2.codec import Codec, FrameError
+from sim2real.hardware.go2.dds import (
+    DdsConfig,
+    RawReader,
+    RawWriter,
+    close_participant,
+    default_domain,
+    participant,
+)
+from sim2real.hardware.go2.motion_switcher import MotionSwitcherService
+from sim2real.hardware.go2.protocol import check_command, lowstate_frame
+from sim2real.hardware.go2.types import LowCmd_, LowState_
+from sim2real.sim import robot_deployment
+from sim2real.sim.core.deployment import Measurements
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.registry import REGISTRY
+from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.base import QuadrupedTask
+
+STATE_PERIOD = 0.002
+"""The Go2 streams lowstate at 500 Hz; physics steps at the same period."""
+SPORT_KP, SPORT_KD = 60.0, 5.0
+"""Gains of the emulated sport-mode stance controller."""
+
+
+@dataclass
+class Go2EmulatorConfig:
+    """The simulated Go2 and its network."""
+
+    task: str = "QuadrupedVelocity"
+    """Simulated task (registry name): its model and world."""
+    cmd_vel: tuple[float, float, float] = (0.5, 0.0, 0.0)
+    """The operator's velocity command (vx, vy, yaw rate) :meth:`Go2Emulator.mission` gives."""
+    seed: int = 0
+    """Seed of the task's set-up."""
+    sport_mode: bool = True
+    """Boot in sport mode (standing, low-level commands ignored until released)."""
+    dds: DdsConfig = field(default_factory=lambda: DdsConfig(domain_id=default_domain()))
+    """Network (loopback by default)."""
+    corrupt_state_after: float = math.inf
+    """Simulated seconds after which every lowstate frame leaves with a wrong CRC (a link
+    that corrupts frames, for the fault tests)."""
+
+    def validate(self) -> None:
+        if len(self.cmd_vel) != 3 or not all(math.isfinite(v) for v in self.cmd_vel):
+            raise ConfigError("cmd_vel", f"must be 3 finite numbers, got {self.cmd_vel!r}")
+        self.dds.validate()
+
+
+class Go2Emulator(Emulator):
+    """One simulated Go2 on DDS; :meth:`serve` runs it in real time, :meth:`tick` is one
+    2 ms period (tests call it with their own clock)."""
+
+    robot = "quadruped"
+
+    def __init__(self, config: Go2EmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
+        self.config = cfg = config or Go2EmulatorConfig()
+        cfg.validate()
+        self.faults = faults or StreamFaults()
+        task = REGISTRY.get(cfg.task)(num_envs=1)
+        if not isinstance(task, QuadrupedTask):
+            raise ConfigError("task", f"{cfg.task} is not a quadruped task")
+        self.task = task
+        self.model = model = task.build_model()
+        model.opt.timestep = STATE_PERIOD
+        model.actuator_ctrllimited[:] = 0  # the command is a torque law, not a position within range
+        model.actuator_gainprm[:, 0] = 1.0
+        self.data = mujoco.MjData(model)
+        mujoco.mj_resetDataKeyframe(model, self.data, model.key("home").id)
+        self._read = robot_deployment("quadruped").joint_reader(model)
+        self._sensor = task.sensor_slices
+        self._touch = np.array([self._sensor[f"{leg}_touch"].start for leg in C.LEGS])
+        self.cmd_codec, self.state_codec = Codec.of(LowCmd_), Codec.of(LowState_)
+        self.dp = participant(cfg.dds)
+        self.lowcmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, depth=16)
+        self.lowstate = RawWriter.create(self.dp, "rt/lowstate", LowState_)
+        self.switcher = MotionSwitcherService(self.dp, "normal" if cfg.sport_mode else "")
+        self.command: np.ndarray | None = None
+        """The last valid LowCmd_ (applied forever)."""
+        self.rejected: Counter[str] = Counter()
+        self.accepted = self.sent = self.ticks = self.overruns = 0
+        self.jitter: deque[float] = deque(maxlen=50_000)
+        """Seconds each tick started after its schedule."""
+        self._applied: tuple[bytes, str] | None = None
+        self._extras: dict[float, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._closed = False
+        self._powered = False
+        self.gait = GaitRecord()
+        """Velocity tracking and falls while the host commands the motors (the mission's success)."""
+        self.rate_hz = 0.0
+        """lowstate frames per second over the last :meth:`serve`."""
+        self._apply()
+
+    @classmethod
+    def launch(cls, settings: EmulatorSettings) -> Go2Emulator:
+        config = Go2EmulatorConfig(task=settings.task or robot_deployment("quadruped").task, seed=settings.seed,
+                                   dds=DdsConfig(domain_id=settings.domain_id if settings.robot_domain_id is None
+                                                 else settings.robot_domain_id))
+        return cls(config, settings.faults)
+
+    def connect_options(self) -> dict[str, Any]:
+        dds = self.config.dds
+        return {"domain_id": dds.domain_id, "interface": dds.interface, "peers": list(dds.peers),
+                "multicast": dds.multicast}
+
+    # -- commands ------------------------------------------------------------------
+    def handle(self, frame: bytes) -> bool:
+        """Validate one lowcmd frame and keep it as the command; False (counted) when dropped."""
+        try:
+            msg = self.cmd_codec.decode(frame)
+            check_command(self.cmd_codec, msg)
+        except FrameError as exc:
+            self.rejected[exc.reason] += 1
+            return False
+        if self.switcher.mode:
+            self.rejected["sport_mode"] += 1
+            return False
+        self.command = msg
+        self.accepted += 1
+        return True
+
+    def poll(self) -> None:
+        """Everything that arrived: commands (the newest valid one wins), service calls."""
+        for frame in self.lowcmd.take(64):
+            self.handle(frame)
+        self.switcher.poll()
+
+    def _apply(self) -> None:
+        """Set the actuators from the sport controller or the last command."""
+        key = (b"" if self.command is None else self.command.tobytes(), self.switcher.mode)
+        if key == self._applied:
+            return
+        self._applied = key
+        n = C.NUM_JOINTS
+        if self.switcher.mode:  # the sport controller holds the stance
+            q, dq, kp, kd, tau = C.DEFAULT_POSE, np.zeros(n), np.full(n, SPORT_KP), np.full(n, SPORT_KD), np.zeros(n)
+        elif self.command is None:  # released, nothing commanded yet: limp
+            q = dq = kp = kd = tau = np.zeros(n)
+        else:
+            m = self.command["motor_cmd"][:n]
+            on = m["mode"] == 1
+            q, dq, tau = (m[k].astype(np.float64) for k in ("q", "dq", "tau"))
+            kp, kd = np.where(on, m["kp"], 0.0), np.where(on, m["kd"], 0.0)
+            tau = np.where(on, tau, 0.0)
+        self._powered = bool(np.any(kp > 0)) and not self.switcher.mode
+        self.model.actuator_biasprm[:, 1] = -kp
+        self.model.actuator_biasprm[:, 2] = -kd
+        self.data.ctrl[:] = kp * q + kd * dq + tau
+
+    # -- one period ------------------------------------------------------------------
+    def measure(self, now: float) -> Measurements:
+        m = Measurements(cmd_vel=np.array(self.config.cmd_vel), stamps={"lowstate": now})
+        self._read(self.data, m)
+        return m
+
+    def tick(self, now: float) -> None:
+        """Apply the newest command, step 2 ms of physics, send the state frames due."""
+        self.poll()
+        self._apply()
+        mujoco.mj_step(self.model, self.data)
+        self.ticks += 1
+        d = self.data
+        self.gait.sample(d.time, d.qpos, d.qvel, np.asarray(self.config.cmd_vel), self._powered)
+        accel = d.sensordata[self._sensor["imu_acc"]].copy()
+        feet = d.sensordata[self._touch].copy()
+        m = self.measure(now)
+        self._extras[now] = (accel, feet, int(round(d.time * 1000)) & 0xFFFFFFFF)
+        for frame in self.faults.due(now, m):
+            extra = self._extras.pop(frame.stamps["lowstate"], None)
+            if extra is None:
+                continue
+            accel, feet, tick = extra
+            if self.faults.imu_flipped:
+                accel = accel * np.array([1.0, -1.0, -1.0])
+            encoded = lowstate_frame(self.state_codec, frame, accel, feet, tick)
+            if d.time >= self.config.corrupt_state_after:
+                encoded = encoded[:-1] + bytes([encoded[-1] ^ 0x01])  # the CRC's last byte
+            self.lowstate.write(encoded)
+            self.sent += 1
+        if len(self._extras) > 4096:  # frames a slow-rate fault skipped are never sent
+            for stamp in sorted(self._extras)[:-2048]:
+                del self._extras[stamp]
+
+    # -- real time -------------------------------------------------------------------
+    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        start, ticks_before = time.monotonic(), self.ticks
+        try:
+            self._serve(start, duration, should_stop)
+        finally:
+            elapsed = time.monotonic() - start
+            self.rate_hz = (self.ticks - ticks_before) / elapsed if elapsed > 0 else 0.0
+
+    def _serve(self, start: float, duration: float, should_stop: Callable[[], bool] | None) -> None:
+        next_tick = start
+        while not self._closed and not (should_stop is not None and should_stop()):
+            now = time.monotonic()
+            if duration > 0 and now - start >= duration:
+                return
+            if now < next_tick:
+                time.sleep(next_tick - now)
+                continue
+            self.jitter.append(now - next_tick)
+            self.tick(now)
+            next_tick += STATE_PERIOD
+            if time.monotonic() > next_tick + STATE_PERIOD:  # more than a period behind: resynchronize
+                self.overruns += 1
+                next_tick = time.monotonic()
+
+    def mission(self) -> Mission | None:
+        return Mission(cmd_vel=np.array(self.config.cmd_vel))
+
+    def truth(self) -> Measurements:
+        """The simulated robot's true state (for tests: what the host must estimate)."""
+        return self.measure(time.monotonic())
+
+    def summary(self) -> dict[str, Any]:
+        jitter = np.asarray(self.jitter) * 1e3
+        return {
+            "robot": "quadruped", "protocol": "unitree_go2 lowcmd/lowstate (DDS)",
+            "domain_id": self.config.dds.domain_id, "interface": self.config.dds.interface, "ticks": self.ticks,
+            "simulated_s": round(self.data.time, 3),
+            "rate_hz": round(self.rate_hz, 1), "overruns": self.overruns, "state_frames_sent": self.sent,
+            "commands_accepted": self.accepted,
+            "commands_rejected": dict(self.rejected), "sport_mode": self.switcher.mode,
+            "motion_switcher_calls": dict(self.switcher.calls),
+            "tick_jitter_ms": {"p50": float(np.percentile(jitter, 50)) if len(jitter) else math.nan,
+                               "p99": float(np.percentile(jitter, 99)) if len(jitter) else math.nan,
+                               "n": len(jitter)},
+            "base_height": round(float(self.data.qpos[2]), 4),
+            "cmd_vel": list(self.config.cmd_vel), **self.gait.summary(),
+            "last_command": None if self.command is None else {
+                k: sorted({round(float(v), 3) for v in self.command["motor_cmd"][k][: C.NUM_JOINTS]})
+                for k in ("kp", "kd", "tau")},
+        }
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        close_participant(self.dp)
