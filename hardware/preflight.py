@@ -104,10 +104,6 @@ class Preflight:
             return f"the pre-flight check is still reading the robot's state ({self.seconds:.1f} s)"
         return verdict(self.items())
 
-    def status(self) -> str:
-        if not self.finished():
-            return "reading"
-        return "FAIL" if verdict(self.items()) else "PASS"
 
 
 def judge(info: RobotDeployment[Any], samples: list[tuple[float, Measurements]], nominal_rate: float,
@@ -166,7 +162,9 @@ def _joints(info: RobotDeployment[Any], q: np.ndarray) -> list[Item]:
         return [Item("joints", "FAIL", f"{q.shape[1]} joints", f"{len(names)}: {', '.join(names)}")]
     low, high = info.joint_ranges()
     n = info.safety_joints
-    mean = q[:, :n].mean(axis=0)
+    # Where the robot has settled: the last quarter of the window (a Go2 released into
+    # damping is still folding its legs at the start).
+    mean = q[-max(1, len(q) // 4):, :n].mean(axis=0)
     margin = 0.05 * (high[:n] - low[:n])
     out_of_range = [(names[i], float(mean[i])) for i in range(n)
                     if not low[i] - margin[i] <= mean[i] <= high[i] + margin[i]]
@@ -197,7 +195,8 @@ def _rest_pose(names: tuple[str, ...], mean: np.ndarray, poses: Mapping[str, tup
                 if b != a and not (np.abs(swapped - target) > REST_TOLERANCE).any():
                     return Item("joint order (rest pose)", "FAIL", f"{names[a]} and {names[b]} exchanged",
                                 f"the {pose_name} pose", f"joints {names[a]} and {names[b]} appear swapped")
-    return Item("joint order (rest pose)", "WARN", "in no known rest pose", expected,
+    return Item("joint order (rest pose)", "WARN", "in no known rest pose: " + " ".join(f"{v:+.2f}" for v in mean),
+                expected,
                 "put the robot in a rest pose to check the joint order")
 
 

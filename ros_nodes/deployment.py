@@ -133,12 +133,21 @@ def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
     if opts.emulate:
         return _run_emulated(opts, progress)
     params, nodes = graph_parameters(opts)
+    if "hardware_bridge" in nodes and not opts.processes and _needs_own_process(params["hardware_bridge"]):
+        opts = replace(opts, processes=True)
     start = time.perf_counter()
     if opts.processes:
         stats = _run_processes(params, nodes, opts, progress)
     else:
         stats = _run_in_process(params, nodes, opts, progress)
     return summarize(opts, params, stats, time.perf_counter() - start)
+
+
+def _needs_own_process(bridge: dict[str, Any]) -> bool:
+    from sim2real.hardware.backend import backend_class
+
+    name = bridge.get("backend") or robot_deployment(bridge.get("robot", "arm")).real_backend
+    return backend_class(name).needs_own_process
 
 
 def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
@@ -159,6 +168,10 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     successes = int(emulator.summary.get("successes", 0))
     summary["task_success"].update(episodes=episodes, successes=successes,
                                    success_rate=round(successes / episodes, 3) if episodes else None)
+    # A walking robot has no episodes: its success is tracking the commanded velocity.
+    summary["task_success"].update({k: emulator.summary[k] for k in ("cmd_vel", "walking_s", "mean_vx",
+                                                                     "velocity_error_rms", "falls")
+                                    if k in emulator.summary})
     summary["emulator"] = emulator.summary
     return summary
 
@@ -282,7 +295,7 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
 def _hardware_figures(bridge: dict) -> dict[str, Any]:
     """The hardware bridge's commands, the backend's link counters, its phase and the
     pre-flight verdict."""
-    keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age")
+    keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age", "preflight_runs")
     out: dict[str, Any] = {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}
-    out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight") if k in bridge})
+    out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight", "preflight_failed") if k in bridge})
     return out

@@ -54,6 +54,9 @@ class HardwareBridge(ManagedNode):
         super().__init__("hardware_bridge", HardwareBridgeSettings, **kwargs)
         self.backend: RobotBackend | None = None
         self.preflight: Preflight | None = None
+        self.preflight_verdict = ""
+        """The latest finished pre-flight check's failures (empty: it passed)."""
+        self.preflight_runs = 0
         self.commands_received = self.commands_rejected = self.commands_refused = 0
         self.commands_sent = self.commands_while_disabled = self.deadline_misses = 0
         self.deadman_trips = self.states_published = self.publish_errors = 0
@@ -86,6 +89,8 @@ class HardwareBridge(ManagedNode):
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/estop", self._on_estop)
         self.timeout = float(p["command_timeout_periods"]) * self.space.control_dt
+        self.publish_period = 1.0 / p["state_publish_rate"] if p["state_publish_rate"] > 0 else 0.0
+        self._last_publish = -1.0
         self.backend = backend = cls(mode, options)
         backend.on_state(self._on_state)
         try:
@@ -105,6 +110,7 @@ class HardwareBridge(ManagedNode):
     def start(self) -> None:
         p = self.params()
         self.preflight = Preflight(self.info, self.configured_backend(), float(p["preflight_seconds"]))
+        self.preflight_verdict, self.preflight_runs = "", 0
         self._timers = [self.create_control_timer(self.space.control_dt, self._tick),
                         self.create_control_timer(1.0, self.report)]
 
@@ -129,6 +135,10 @@ class HardwareBridge(ManagedNode):
         """From the backend's thread: publish at once (rclpy publishers are thread-safe)."""
         if self.preflight is not None:
             self.preflight.add(m)
+        now = time.monotonic()
+        if now - self._last_publish < self.publish_period:
+            return
+        self._last_publish = now
         try:
             self.state_out.publish(m, self.get_clock().now().to_msg(), m.specific_force)
         except MissingMeasurement as exc:
@@ -181,16 +191,24 @@ class HardwareBridge(ManagedNode):
                                     "robot in its safe state; enable again when the graph is healthy")
 
     def _after_preflight(self) -> None:
-        """Once the pre-flight check has read enough: its table in the log, and the robot
-        enabled if it passed and ``auto_enable`` is set."""
+        """Once the pre-flight check has read enough: its table in the log (when its verdict
+        changed), and the robot enabled if it passed and ``auto_enable`` is set. A failed
+        check starts again on fresh data: a mismatch fails every time, a stream that
+        stalled while the machine was busy starting the graph passes once it holds for a
+        whole window."""
         p = self.preflight
         if p is None or p.reported or not p.finished():
             return
         p.reported = True
         verdict = p.verdict()
-        log = self.get_logger().error if verdict else self.get_logger().info
-        log("pre-flight check:\n" + format_table(p.items()))
-        if not verdict and self.params(["auto_enable"])["auto_enable"]:
+        if verdict != self.preflight_verdict or self.preflight_runs == 0:
+            log = self.get_logger().error if verdict else self.get_logger().info
+            log("pre-flight check:\n" + format_table(p.items()))
+        self.preflight_verdict, self.preflight_runs = verdict, self.preflight_runs + 1
+        if verdict:
+            self.preflight = Preflight(self.info, self.configured_backend(), p.seconds)
+            return
+        if self.params(["auto_enable"])["auto_enable"]:
             reason = self.enable()
             if reason:
                 self.get_logger().error(f"auto_enable: {reason}")
@@ -210,9 +228,8 @@ class HardwareBridge(ManagedNode):
             return "already enabled"
         if backend.phase is Phase.ESTOPPED:
             return f"e-stopped ({backend.health().reason}): clear the cause and restart the bridge"
-        verdict = preflight.verdict()
-        if verdict:
-            return verdict
+        if self.preflight_verdict or self.preflight_runs == 0:
+            return self.preflight_verdict or preflight.verdict()
         self._enabling = threading.Thread(target=self._enable, args=(backend,), daemon=True)
         self._enabling.start()
         return ""
@@ -254,8 +271,10 @@ class HardwareBridge(ManagedNode):
         if health is not None:
             out.update(phase=health.phase.value, reason=health.reason, state_age_ms=round(health.state_age * 1e3, 1),
                        **{f"link_{k}": v for k, v in health.counters.items()})
-        if self.preflight is not None:
-            out["preflight"] = self.preflight.status()
+        out["preflight"] = ("reading" if self.preflight_runs == 0 else "FAIL" if self.preflight_verdict else "PASS")
+        out["preflight_runs"] = self.preflight_runs
+        if self.preflight_verdict:
+            out["preflight_failed"] = self.preflight_verdict
         return out
 
     def report(self) -> None:

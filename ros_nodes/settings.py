@@ -101,6 +101,9 @@ class HardwareBridgeSettings(DriverSettings):
     ``~/enable`` service, a person's explicit go)."""
     preflight_seconds: Annotated[float, Bounds(ge=0.2, le=60.0)] = 2.0
     """s of live state the pre-flight check reads before it may pass."""
+    state_publish_rate: NonNegative = 0.0
+    """Hz at most the robot's state is republished on ROS (0: every state the robot sends;
+    a Go2's 500 Hz is more than a Python graph needs at a 50 Hz policy)."""
 
 
 @dataclass

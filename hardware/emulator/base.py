@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.registry import load_registered
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,11 @@ class EmulatorSettings:
     port: int = 0
     """UDP port (0: any free one; :meth:`Emulator.connect_options` says which)."""
     domain_id: int = 0
-    """DDS domain (ROS 2 and Unitree's DDS emulators)."""
+    """DDS domain of the ROS 2 graph (emulators whose protocol is ROS 2 topics)."""
+    robot_domain_id: int | None = None
+    """DDS domain of a robot whose own protocol is plain DDS (the Go2). A real Go2 has its
+    own network; on loopback its own domain keeps the ROS graph's participants (another
+    DDS implementation, other types) out of its discovery. None: ``domain_id``."""
     faults: StreamFaults = field(default_factory=StreamFaults)
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
 
@@ -101,14 +106,4 @@ def emulator_class(backend: str) -> type[Emulator]:
     Raises:
         ConfigError: no emulator for that backend.
     """
-    import importlib
-
-    from sim2real.sim.core.errors import ConfigError
-
-    if backend not in EMULATORS:
-        raise ConfigError("backend", f"no emulator for backend {backend!r}; known: {', '.join(sorted(EMULATORS))}")
-    module, _, name = EMULATORS[backend].partition(":")
-    found = getattr(importlib.import_module(module), name)
-    if not (isinstance(found, type) and issubclass(found, Emulator)):
-        raise TypeError(f"{EMULATORS[backend]} is not an Emulator")
-    return found
+    return load_registered(EMULATORS, backend, Emulator, "emulated backend")

@@ -304,7 +304,11 @@ class CrazyflieEmulator(Emulator):
                     self._reply(crtp.PORT_LOG, crtp.LOG_DATA, LogSubsystem.encode(block, values, millis))
 
     def _evaluate(self) -> None:
-        """The task's episode bookkeeping (crash, success), once per control period."""
+        """The task's episode bookkeeping (crash, success), once per control period, from
+        the first powered setpoint on (the stopwatch starts when the host starts flying,
+        not while it is still connecting and checking)."""
+        if not self.episodes and self.control_steps == 0 and self.firmware.motors_last_on == -math.inf:
+            return
         result = self.task.evaluate(self.env.engine.phys, np.zeros((1, 4)))
         self.control_steps += 1
         crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))

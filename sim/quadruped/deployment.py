@@ -33,8 +33,11 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
                             "joint_vel", "last_action", "gait_clock", "history"})
     block_inputs: ClassVar = {"command": "cmd_vel"}
     # A person steers the base; the policy keeps walking (its joint targets pass the filter).
-    # Standing (sport mode's stance, the emulator's start) or lying down in damping.
-    rest_poses: ClassVar = {"standing": tuple(C.DEFAULT_POSE), "lying": (0.0, 1.36, -2.65) * 4}
+    # Standing (sport mode's stance, the emulator's start), lying (Unitree's stand-down
+    # pose) or settling in damping (calves at their stop, hips splayed outwards, thighs
+    # sliding: measured on the simulated Go2 in the seconds after sport mode is released).
+    rest_poses: ClassVar = {"standing": tuple(C.DEFAULT_POSE), "lying": (0.0, 1.36, -2.65) * 4,
+                            "damping": (-0.25, 0.6, -2.72, 0.25, 0.6, -2.72) * 2}
     live_cameras = ("tracking", "head")
     operator = OperatorSpace(
         channel="cmd_vel",

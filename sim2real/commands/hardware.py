@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     emulate.add_argument("--port", type=int, default=0, help="UDP port where the protocol has one (0: any free)")
     emulate.add_argument("--domain-id", type=int, default=None,
                          help="DDS domain (default: $ROS_DOMAIN_ID, else 0)")
+    emulate.add_argument("--robot-domain-id", type=int, default=None,
+                         help="DDS domain of a robot speaking plain DDS (the Go2; default: --domain-id + 1)")
     emulate.add_argument("--fault", action="append", default=[], metavar="KEY=VALUE",
                          help="inject a data mismatch (repeatable): swap_joints=I,J joint_units=deg "
                               "imu_flipped=true quat_order=xyzw rate_hz=HZ latency=S")
@@ -90,8 +92,11 @@ def start_emulator(args: argparse.Namespace) -> Any:
     if cls.robot != args.robot:
         raise ConfigError("--backend", f"{backend} emulates the {cls.robot}, not the {args.robot}")
     domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
+    # A robot speaking plain DDS gets a domain apart from the ROS graph's, as a real Go2 has
+    # a network of its own.
+    robot_domain = args.robot_domain_id if args.robot_domain_id is not None else (domain + 1) % 233
     settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
-                                faults=parse_faults(args.fault))
+                                robot_domain_id=robot_domain, faults=parse_faults(args.fault))
     return cls.launch(settings), domain
 
 

@@ -213,6 +213,7 @@ def test_truncated_state_frames_are_counted_and_dropped(served: Served, backend:
     assert backend.health().state_age < 0.05 and backend.phase is Phase.CONNECTED
 
 
+@pytest.mark.slow  # a real-time fault run; the default suite keeps the backend's main fault test
 def test_emulator_restarted_is_a_lost_link() -> None:
     """The firmware reboots under a flying host (brown-out, reset button): the new firmware
     has no log blocks and its thrust lock is set again. The backend sees the silent stream

@@ -24,31 +24,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from sim2real.hardware.backend import HardwareError, Phase
-from sim2real.hardware.ros2_control.backend import Ros2ControlArm
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_ros2_control_loopback import Rig, start_emulator, unique_domain, wait_for
+from ros2_control_rig import Rig, start_emulator, wait_for
 
 PERIOD = 0.05
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    domain = unique_domain()
-    emulator, thread = start_emulator(domain)
-    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
-    try:
-        backend.connect(5.0)
-        yield Rig(domain, emulator, backend, thread)
-    finally:
-        backend.close()
-        emulator.close()
 
 
 def ee_speed_after(rig: Rig, start: float, seconds: float = 0.2) -> float:

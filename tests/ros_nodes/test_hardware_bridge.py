@@ -102,7 +102,7 @@ def test_the_robot_is_safe_until_checked_and_enabled_and_the_deadman_holds_it() 
             pub.publish(M.command_array(FORWARD))
             wait_for(lambda: False, 0.05)
         assert bridge.commands_while_disabled >= 1 and commands_reaching(emulator) == 0
-        assert wait_for(lambda: bridge.preflight.finished(), 5.0)
+        assert wait_for(lambda: bridge.preflight_runs > 0 and not bridge.preflight_verdict, 10.0), bridge.summary()
         assert bridge.enable() == "", bridge.summary()
         assert wait_for(lambda: bridge.backend.phase is Phase.ENABLED, 5.0)
 
@@ -133,7 +133,7 @@ def test_a_failed_preflight_keeps_the_robot_disabled() -> None:
         bridge.trigger_configure()
         bridge.trigger_activate()
         h.spin()
-        assert wait_for(lambda: bridge.preflight is not None and bridge.preflight.reported, 5.0)
+        assert wait_for(lambda: bridge.preflight_runs >= 2, 5.0)  # it checks again, and fails again
         reason = bridge.enable()
         assert "swapped" in reason and "joint2" in reason and "joint4" in reason, reason
         assert bridge.backend.phase is Phase.CONNECTED and bridge.summary()["preflight"] == "FAIL"
@@ -141,9 +141,12 @@ def test_a_failed_preflight_keeps_the_robot_disabled() -> None:
 
 def test_deploy_check_exits_nonzero_naming_the_mismatch() -> None:
     base = [sys.executable, "-m", "sim2real.cli", "deploy", "check", "--robot", "arm", "--emulate", "--seconds", "1"]
-    bad = subprocess.run([*base, "--fault", "joint_units=deg"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([*base, "--fault", "joint_units=deg", "--fault", "latency=0.04"], capture_output=True,
+                         text=True, timeout=120)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "degrees instead of radians" in bad.stdout
+    latency = next(line for line in bad.stdout.splitlines() if line.startswith("link latency"))
+    assert "FAIL" in latency and 35 < float(latency.split()[3]) < 80, latency  # 40 ms held back on the link
     good = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stdout + good.stderr
     report = json.loads(good.stdout)

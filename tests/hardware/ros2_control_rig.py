@@ -1,0 +1,69 @@
+"""The ros2_control arm's test rig: the emulator serving on a thread, a backend connected
+to it, each in a DDS domain of its own (shared by the loopback and fault tests; the
+``rig`` fixture is in conftest.py)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
+from sim2real.hardware.ros2_control.backend import Ros2ControlArm
+
+_domains = itertools.count()
+
+
+def unique_domain() -> int:
+    return 1 + (os.getpid() * 31 + next(_domains) * 7 + 3) % 232
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+@dataclass
+class Rig:
+    domain: int
+    emulator: Ros2ControlArmEmulator
+    backend: Ros2ControlArm
+    thread: threading.Thread
+
+    def drive(self, values: np.ndarray, seconds: float) -> None:
+        """Send ``values`` every control period for ``seconds``, as the bridge would."""
+        end = time.monotonic() + seconds
+        next_at = time.monotonic()
+        while time.monotonic() < end:
+            self.backend.command(values)
+            next_at += 0.05
+            time.sleep(max(next_at - time.monotonic(), 0.0))
+
+
+def start_emulator(domain: int, faults: StreamFaults | None = None) -> tuple[Ros2ControlArmEmulator, threading.Thread]:
+    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain), faults)
+    thread = threading.Thread(target=emulator.serve, daemon=True)
+    thread.start()
+    return emulator, thread
+
+
+def connected_rig() -> Iterator[Rig]:
+    domain = unique_domain()
+    emulator, thread = start_emulator(domain)
+    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
+    try:
+        backend.connect(5.0)
+        yield Rig(domain, emulator, backend, thread)
+    finally:
+        backend.close()
+        emulator.close()
