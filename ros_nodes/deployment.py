@@ -132,15 +132,21 @@ def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
         raise ValueError(f"backend must be sim or real, got {opts.backend!r}")
     if opts.emulate:
         return _run_emulated(opts, progress)
+    return _run_graph(opts, progress)[0]
+
+
+def _run_graph(opts: DeployOptions, progress: Any) -> tuple[dict[str, Any], float]:
+    """The summary, and when the measured window ended (``time.monotonic()``)."""
     params, nodes = graph_parameters(opts)
     if "hardware_bridge" in nodes and not opts.processes and _needs_own_process(params["hardware_bridge"]):
         opts = replace(opts, processes=True)
     start = time.perf_counter()
+    window: list[float] = []
     if opts.processes:
-        stats = _run_processes(params, nodes, opts, progress)
+        stats = _run_processes(params, nodes, opts, progress, window)
     else:
-        stats = _run_in_process(params, nodes, opts, progress)
-    return summarize(opts, params, stats, time.perf_counter() - start)
+        stats = _run_in_process(params, nodes, opts, progress, window)
+    return summarize(opts, params, stats, time.perf_counter() - start), window[0] if window else time.monotonic()
 
 
 def _needs_own_process(bridge: dict[str, Any]) -> bool:
@@ -163,9 +169,12 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
         bridge = {"backend_options": json.dumps(emulator.connect_options), "auto_enable": True,
                   **opts.overrides.get("hardware_bridge", {})}
         inner = replace(opts, emulate=False, overrides={**opts.overrides, "hardware_bridge": bridge})
-        summary = run_deployment(inner, progress)
-    episodes = int(emulator.summary.get("episodes", 0))
-    successes = int(emulator.summary.get("successes", 0))
+        summary, window_end = _run_graph(inner, progress)
+    # Episodes that ended after the window (the robot put in its safe state while the
+    # graph shuts down) are not the policy's.
+    ends = emulator.summary.get("episode_ends", [])
+    results = [r for r, t in zip(emulator.summary.get("episode_results", []), ends, strict=False) if t <= window_end]
+    episodes, successes = len(results), sum(results)
     summary["task_success"].update(episodes=episodes, successes=successes,
                                    success_rate=round(successes / episodes, 3) if episodes else None)
     # A walking robot has no episodes: its success is tracking the commanded velocity.
@@ -188,11 +197,13 @@ def _left(seconds: float) -> str:
     return "running until Ctrl-C" if math.isinf(seconds) else f"running: {seconds:.0f} s left"
 
 
-def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progress: Any) -> dict[str, dict]:
+def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progress: Any,
+                    window: list[float]) -> dict[str, dict]:
     graph = InProcessGraph(params, nodes, opts.domain_id)
     try:
         graph.start()
         _wait(opts.duration, progress)
+        window.append(time.monotonic())
         if graph.error is not None:
             raise RuntimeError(f"the executor stopped: {graph.error!r}")
         return {name: node.summary() for name, node in graph.nodes.items() if hasattr(node, "summary")}
@@ -200,7 +211,8 @@ def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progres
         graph.shutdown()
 
 
-def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress: Any) -> dict[str, dict]:
+def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress: Any,
+                   window: list[float]) -> dict[str, dict]:
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
@@ -226,6 +238,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
             graph.raise_if_dead()
             if progress is not None:
                 progress(_left(stop - time.monotonic()))
+        window.append(time.monotonic())
         for _ in range(15):  # the 1 Hz reports after the window
             executor.spin_once(timeout_sec=0.1)
         return monitor.latest()

@@ -59,6 +59,14 @@ class EmulatorSettings:
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
 
 
+def episode_summary(results: list[bool], ends: list[float]) -> dict[str, Any]:
+    """An emulator's episodes for its summary: counts, each outcome and when it ended
+    (``time.monotonic()``, a clock every process on the machine shares, so a caller can
+    keep only the episodes that ended while its graph ran)."""
+    return {"episodes": len(results), "successes": sum(results), "episode_results": list(results),
+            "episode_ends": [round(t, 3) for t in ends]}
+
+
 class Emulator(abc.ABC):
     """One simulated robot behind its vendor's protocol (loopback by default)."""
 

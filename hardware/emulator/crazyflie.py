@@ -34,7 +34,7 @@ import numpy as np
 
 from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.thrust import PWM_FULL, ThrustMap
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, episode_summary
 from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
 from sim2real.hardware.emulator.crazyflie_toc import LOG_TOC, LogSubsystem, ParamSubsystem, toc_reply
 from sim2real.hardware.emulator.faults import StreamFaults
@@ -116,6 +116,7 @@ class CrazyflieEmulator(Emulator):
         self.rejected: dict[str, int] = {}
         self.sent = 0
         self.episodes: list[bool] = []
+        self.episode_ends: list[float] = []
         self.crashes = 0
         """Episodes the task ended as crashes (a hard landing, a flip, the geofence)."""
         self._closed = False
@@ -314,6 +315,7 @@ class CrazyflieEmulator(Emulator):
         crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))
         if crashed or self.control_steps * C.CONTROL_DT >= self.task.episode_seconds:
             self.episodes.append(bool(result.success[0]) and not crashed)
+            self.episode_ends.append(time.monotonic())
             self.control_steps = 0
             self.task.time_in_tolerance[:] = 0.0
             if crashed:  # back on the pad (a person picks the drone up); the firmware keeps its state
@@ -390,7 +392,7 @@ class CrazyflieEmulator(Emulator):
                 "ticks": self.ticks, "overruns": self.overruns, "simulated_s": round(self.ticks * self.config.tick, 3),
                 "state": fw.state, "lock_reason": fw.lock_reason, "thrust_locked": fw.thrust_locked,
                 "accepted": dict(self.accepted), "rejected": dict(self.rejected), "sent": self.sent,
-                "firmware": dict(fw.counters), "episodes": len(self.episodes), "successes": sum(self.episodes),
+                "firmware": dict(fw.counters), **episode_summary(self.episodes, self.episode_ends),
                 "crashes": self.crashes, "battery_v": round(self.battery(), 3)}
 
     def close(self) -> None:

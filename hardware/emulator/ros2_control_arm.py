@@ -35,7 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, episode_summary
 from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
@@ -105,6 +105,7 @@ class Ros2ControlArmEmulator(Emulator):
                                          "gripper_accepted": 0}
         self.rejected: dict[str, int] = {}
         self.episodes: list[bool] = []
+        self.episode_ends: list[float] = []
         self._control_steps = 0
         self._substeps = 0
         self._tracking: list[float] = []
@@ -198,13 +199,18 @@ class Ros2ControlArmEmulator(Emulator):
 
     def _episode_step(self) -> None:
         """The simulated task's verdict once per control period: success or timeout ends
-        the episode and a new target is drawn (the arm stays where it is)."""
+        the episode and a new target is drawn (the arm stays where it is). The first
+        episode starts with the first command: the stopwatch does not run while the host
+        is still connecting and checking."""
+        if not self.episodes and self.counters["commands_accepted"] == 0:
+            return
         self._control_steps += 1
         phys = self.env.engine.phys
         result = self.task.evaluate(phys, np.zeros((1, self.task.action_size)))
         if not (bool(result.terminated[0]) or self._control_steps >= self.env.engine.episode_steps):
             return
         self.episodes.append(bool(result.success[0]))
+        self.episode_ends.append(time.monotonic())
         self._control_steps = 0
         scratch = mujoco.MjData(self.model)
         self.task.reset_task(0, self.model, scratch, self.env.engine.rng)
@@ -283,8 +289,9 @@ class Ros2ControlArmEmulator(Emulator):
     def summary(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self._started, 1e-9)
         return {"robot": "arm", "backend": "ros2_control", "task": self.config.task, "arm_id": self.config.arm_id,
-                **self.counters, "rejected": dict(self.rejected), "episodes": len(self.episodes),
-                "successes": sum(self.episodes), "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
+                **self.counters, "rejected": dict(self.rejected),
+                **episode_summary(self.episodes, self.episode_ends),
+                "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
                 "simulated_s": round(self._substeps * ARM.PHYSICS_DT, 3),
                 "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()}}
 
