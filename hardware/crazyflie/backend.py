@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,9 @@ from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.descent import Descent, DescentConfig
 from sim2real.hardware.crazyflie.logs import StateAssembler, log_configs
 from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
+from sim2real.hardware.options import load_options
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import Positive, PositiveInt
 from sim2real.sim.drone import constants as C
 
 RATE, ANGLE = 0, 1
@@ -52,43 +54,31 @@ _drivers_lock = threading.Lock()
 class CrazyflieOptions:
     uri: str = "udp://127.0.0.1:19850"
     """cflib link URI (``udp://host:port`` for the emulator, ``radio://0/80/2M/E7E7E7E7E7`` for a real one)."""
-    state_period_ms: int = 10
+    state_period_ms: PositiveInt = 10
     """Period of the odom and imu log blocks (multiples of 10 ms)."""
-    battery_period_ms: int = 100
+    battery_period_ms: PositiveInt = 100
     """Period of the battery/supervisor log block."""
-    control_dt: float = C.CONTROL_DT
+    control_dt: Positive = C.CONTROL_DT
     """s, the deployment's control period."""
-    stale_after: float = 3 * C.CONTROL_DT
+    stale_after: Positive = 3 * C.CONTROL_DT
     """s without a command while enabled after which the backend starts its descent."""
-    state_timeout: float = 3 * C.CONTROL_DT
+    state_timeout: Positive = 3 * C.CONTROL_DT
     """s without any log packet after which an enabled backend starts its descent (the
     policy has no state to act on)."""
-    link_timeout: float = 0.5
+    link_timeout: Positive = 0.5
     """s without any log packet after which the link counts as lost (phase DISCONNECTED).
     Longer than ``state_timeout``: a landed drone is not disconnected by one late packet
     (a shared host's scheduler or garbage collector can delay cflib's threads ~70 ms)."""
-    thrust_full_scale: float = C.MAX_COLLECTIVE_THRUST
+    thrust_full_scale: Positive = C.MAX_COLLECTIVE_THRUST
     """N of collective thrust at thrust command 65535 (identify it for a real CF2.1)."""
-    hover_thrust: float = C.HOVER_THRUST
+    hover_thrust: Positive = C.HOVER_THRUST
     """N that holds the drone's weight (the descent's reference)."""
-    enable_timeout: float = 1.0
+    enable_timeout: Positive = 1.0
     """s to wait for the firmware to confirm rate mode and report it can fly."""
 
-    @classmethod
-    def from_dict(cls, options: dict[str, Any]) -> CrazyflieOptions:
-        known = {f.name for f in fields(cls)} | {f"descent_{f.name}" for f in fields(DescentConfig)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(unknown[0], f"unknown Crazyflie backend option; known: {sorted(known)}")
-        out = cls(**{k: v for k, v in options.items() if not k.startswith("descent_")})
-        for name in ("control_dt", "stale_after", "state_timeout", "link_timeout", "thrust_full_scale",
-                     "hover_thrust", "enable_timeout"):
-            value = getattr(out, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ConfigError(name, f"must be a positive number, got {value!r}")
-        if not str(out.uri).startswith(("udp://", "radio://", "usb://", "tcp://")):
-            raise ConfigError("uri", f"not a cflib URI: {out.uri!r}")
-        return out
+    def validate(self) -> None:
+        if not str(self.uri).startswith(("udp://", "radio://", "usb://", "tcp://")):
+            raise ConfigError("uri", f"not a cflib URI: {self.uri!r}")
 
 
 def _close_in_background(cf: Any) -> None:
@@ -106,10 +96,9 @@ class CrazyflieBackend(RobotBackend):
         super().__init__(action_mode, options)
         if action_mode not in ("ctbr", "ctbr_residual"):
             raise ConfigError("action_mode", f"the Crazyflie backend takes ctbr commands, got {action_mode!r}")
-        self.cfg = CrazyflieOptions.from_dict(self.options)
-        descent = {k.removeprefix("descent_"): v for k, v in self.options.items() if k.startswith("descent_")}
-        self.descent_config = DescentConfig(**{"hover_thrust": self.cfg.hover_thrust, **descent})
-        self.descent_config.validate()
+        options = {"descent_hover_thrust": self.options.get("hover_thrust", C.HOVER_THRUST), **self.options}
+        self.cfg, self.descent_config = load_options(options, [(CrazyflieOptions, ""), (DescentConfig, "descent_")],
+                                                     "Crazyflie")
         self.thrust_map = ThrustMap(self.cfg.thrust_full_scale)
         self._io = threading.RLock()
         """Orders phase changes and sends: no command goes out after safe() or estop()."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from sim2real.hardware.go2.motion_switcher import MotionSwitcherClient
 from sim2real.hardware.go2.protocol import LowState, fill_command, parse_state
 from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode
 from sim2real.hardware.go2.types import LowCmd_, LowState_
+from sim2real.hardware.options import load_options
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
@@ -47,9 +49,11 @@ READ_GUARD = 0.0003
 """No state frame is processed (~0.15 ms each) in the last 0.3 ms before a write is due."""
 
 
-def _config(cls: Any, options: dict[str, Any]) -> Any:
-    names = set(cls.__dataclass_fields__)
-    return cls(**{k: float(v) for k, v in options.items() if k in names})
+@dataclass
+class Go2Session:
+    release_sport_mode: bool = True
+    """Release sport mode through the motion switcher at connect (false: the robot is
+    already in low-level mode)."""
 
 
 class Go2Backend(RobotBackend):
@@ -70,17 +74,9 @@ class Go2Backend(RobotBackend):
         super().__init__(action_mode, options)
         if action_mode != "joint_pos":
             raise ConfigError("action_mode", f"the Go2 backend takes joint_pos targets, not {action_mode!r}")
-        opts = self.options
-        known = {"interface", "peers", "multicast", "domain_id", "release_sport_mode",
-                 *GaitConfig.__dataclass_fields__, *EstimatorConfig.__dataclass_fields__}
-        unknown = sorted(set(opts) - known)
-        if unknown:
-            raise ConfigError("backend_options", f"unknown Go2 options {unknown}; known: {sorted(known)}")
-        self.dds = DdsConfig.from_options(opts)
-        self.gait = _config(GaitConfig, opts)
-        self.gait.validate()
-        self.estimator_config = _config(EstimatorConfig, opts)
-        self.release_sport_mode = bool(opts.get("release_sport_mode", True))
+        self.dds, self.gait, self.estimator_config, session = load_options(
+            self.options, [(DdsConfig, ""), (GaitConfig, ""), (EstimatorConfig, ""), (Go2Session, "")], "Go2")
+        self.release_sport_mode = session.release_sport_mode
         self.cmd_codec, self.state_codec = Codec.of(LowCmd_), Codec.of(LowState_)
         self._counts: Counter[str] = Counter()
         self._jitter: deque[float] = deque(maxlen=5000)

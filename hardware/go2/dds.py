@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from cyclonedds._clayer import ddspy_take, ddspy_write
 from cyclonedds.core import DDSException, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
@@ -66,17 +65,6 @@ class DdsConfig:
         for peer in self.peers:
             if any(c in peer for c in "<>\"'& "):
                 raise ConfigError("peers", f"not an address: {peer!r}")
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any], default_domain: int = 0) -> DdsConfig:
-        """The network settings among a backend's or emulator's options."""
-        peers = options.get("peers", ("127.0.0.1",))
-        config = cls(domain_id=int(options.get("domain_id", default_domain)),
-                     interface=str(options.get("interface", LOOPBACK)),
-                     peers=tuple(str(p) for p in ([peers] if isinstance(peers, str) else peers)),
-                     multicast=bool(options.get("multicast", False)))
-        config.validate()
-        return config
 
     def xml(self) -> str:
         peers = "".join(f'<Peer address="{p}"/>' for p in self.peers)

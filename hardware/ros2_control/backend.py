@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
+from sim2real.hardware.options import load_options
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.joint_states import Refused, reorder
 from sim2real.hardware.ros2_control.kinematics import ArmKinematics
@@ -60,7 +61,7 @@ class Ros2ControlArm(RobotBackend):
         super().__init__(action_mode, options)
         if action_mode != "ee_delta":
             raise ConfigError("action_mode", f"the ros2_control arm backend drives ee_delta, not {action_mode!r}")
-        self.opt = Ros2ControlArmOptions.from_dict(self.options)
+        (self.opt,) = load_options(self.options, [(Ros2ControlArmOptions, "")], "ros2_control arm")
         self.names = (*T.arm_joint_names(self.opt.arm_id), *T.finger_joint_names(self.opt.arm_id))
         self._fk = ArmKinematics()  # the executor thread's
         self._ik = ArmKinematics()  # command()'s
