@@ -46,7 +46,8 @@ class RobotRun:
             "backend": self.backend,
             "policy": Path(str(s["policy"])).parent.name if str(s["policy"]).endswith(".onnx") else s["policy"],
             "task": s["task"],
-            "success": f"{t['successes']}/{t['episodes']}",
+            "success": (f"walked {t['walking_s']:.0f} s at {t['mean_vx']:.2f} m/s (asked {t['cmd_vel'][0]:.2f}), "
+                        f"{t['falls']} falls" if t.get("walking_s") else f"{t['successes']}/{t['episodes']}"),
             "interventions": f"{i['steps_with_intervention']}/{i['filter_steps']}",
             "safe_action_steps": i["safe_action_steps"],
             "p50_ms": lat["p50_ms"],
