@@ -62,6 +62,7 @@ class HardwareBridge(ManagedNode):
         self.deadman_trips = self.states_published = self.publish_errors = 0
         self._last_command = 0.0
         self._enabling: threading.Thread | None = None
+        self._judging = threading.Lock()
         self._timers: list[Any] = []
 
     # -- lifecycle -------------------------------------------------------------------
@@ -196,10 +197,11 @@ class HardwareBridge(ManagedNode):
         check starts again on fresh data: a mismatch fails every time, a stream that
         stalled while the machine was busy starting the graph passes once it holds for a
         whole window."""
-        p = self.preflight
-        if p is None or p.reported or not p.finished():
-            return
-        p.reported = True
+        with self._judging:  # the executor's tick and a caller of enable() may both get here
+            p = self.preflight
+            if p is None or p.reported or not p.finished():
+                return
+            p.reported = True
         verdict = p.verdict()
         if verdict != self.preflight_verdict or self.preflight_runs == 0:
             log = self.get_logger().error if verdict else self.get_logger().info
@@ -228,8 +230,11 @@ class HardwareBridge(ManagedNode):
             return "already enabled"
         if backend.phase is Phase.ESTOPPED:
             return f"e-stopped ({backend.health().reason}): clear the cause and restart the bridge"
-        if self.preflight_verdict or self.preflight_runs == 0:
-            return self.preflight_verdict or preflight.verdict()
+        self._after_preflight()  # a check that has just finished is judged now, not on the next tick
+        if self.preflight_runs == 0:
+            return preflight.verdict() or "the pre-flight check is being judged"
+        if self.preflight_verdict:
+            return self.preflight_verdict
         self._enabling = threading.Thread(target=self._enable, args=(backend,), daemon=True)
         self._enabling.start()
         return ""

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.robot:
         console.print("sim2real deploy: --robot is required")
         return 2
-    if args.backend == "sim":
+    if args.backend == "sim" or args.emulate:  # a simulated or emulated robot lives on this machine
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     from sim2real.ros_nodes.deployment import DeployOptions, run_deployment
 

@@ -102,7 +102,9 @@ def test_the_robot_is_safe_until_checked_and_enabled_and_the_deadman_holds_it() 
             pub.publish(M.command_array(FORWARD))
             wait_for(lambda: False, 0.05)
         assert bridge.commands_while_disabled >= 1 and commands_reaching(emulator) == 0
-        assert wait_for(lambda: bridge.preflight_runs > 0 and not bridge.preflight_verdict, 10.0), bridge.summary()
+        # Enabled as soon as the check has read its window: enable() judges a finished check
+        # itself rather than waiting for the node's next tick.
+        assert wait_for(lambda: bridge.preflight.finished(), 10.0), bridge.summary()
         assert bridge.enable() == "", bridge.summary()
         assert wait_for(lambda: bridge.backend.phase is Phase.ENABLED, 5.0)
 
