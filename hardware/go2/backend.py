@@ -279,6 +279,7 @@ class Go2Backend(RobotBackend):
                                                        state.foot_force)
             m = Measurements(joint_pos=state.q, joint_vel=state.dq, joint_effort=state.tau, base_pos=position,
                              base_quat=state.quat, base_lin_vel=velocity, base_ang_vel=state.gyro,
+                             specific_force=state.accel,  # the IMU's accelerometer, m/s^2, body frame
                              stamps={"joint_states": arrival, "odom": arrival, "imu": arrival})
             with self._lock:
                 self._last_state, self._state_time, self._latest = state, arrival, m

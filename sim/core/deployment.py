@@ -14,6 +14,7 @@ by the sim bridge from MuJoCo and by tests directly.
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -155,15 +156,8 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     def joint_ranges(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper limits of :attr:`joints` in the robot's model (+-inf where a
         joint has none)."""
-        from sim2real.sim.core.registry import REGISTRY  # the registry imports every robot
-
-        model = REGISTRY.get(self.task)(num_envs=1, action_mode=self.action_mode).build_model()
-        low, high = np.full(len(self.joints), -np.inf), np.full(len(self.joints), np.inf)
-        for i, name in enumerate(self.joints):
-            j = model.joint(name)
-            if model.jnt_limited[j.id]:
-                low[i], high[i] = model.jnt_range[j.id]
-        return low, high
+        low, high = _joint_ranges(type(self))
+        return low.copy(), high.copy()  # the cached arrays stay as read
 
     def state_topics(self) -> list[str]:
         """The state streams the robot's driver publishes that an observation needs."""
@@ -241,3 +235,17 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
         """A function writing measurements into a one-environment physics batch of
         ``model`` (and the task's own state it observes, such as a commanded velocity)."""
+
+
+@functools.cache
+def _joint_ranges(cls: type[RobotDeployment[Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`RobotDeployment.joint_ranges`, read once per robot (it builds the model)."""
+    from sim2real.sim.core.registry import REGISTRY  # the registry imports every robot
+
+    model = REGISTRY.get(cls.task)(num_envs=1, action_mode=cls.action_mode).build_model()
+    low, high = np.full(len(cls.joints), -np.inf), np.full(len(cls.joints), np.inf)
+    for i, name in enumerate(cls.joints):
+        j = model.joint(name)
+        if model.jnt_limited[j.id]:
+            low[i], high[i] = model.jnt_range[j.id]
+    return low, high

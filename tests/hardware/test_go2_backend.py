@@ -252,6 +252,8 @@ def test_connect_stand_command_stale_estop() -> None:
         assert m is not None and m.joint_pos is not None
         assert np.allclose(m.joint_pos[0::3], target[0::3], atol=0.05), m.joint_pos[0::3]
         assert abs(_height(backend) - C.STANDING_HEIGHT) < 0.05
+        # the IMU's accelerometer reaches the measurements (standing: gravity's reaction, up)
+        assert m.specific_force is not None and 8.5 < m.specific_force[2] < 11.0, m.specific_force
         with pytest.raises(ValueError):
             backend.command(np.full(12, np.nan))
         with pytest.raises(ValueError):
