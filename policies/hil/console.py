@@ -4,7 +4,7 @@ interventions (flagged, into both buffers), their labels the classifier's data.
 One object plays three parts for :class:`~.actor.Actor`: its intervention device
 (:meth:`poll`), its monitor (pause while the e-stop is latched or the operator's dead
 man holds, reset on request, real-time pace) and the camera source (renders of the
-simulated arm, made in the actor's thread, which owns the GL context).
+arm's cameras, drawn or taken in the actor's thread, which owns the GL context).
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from typing import Any
 import numpy as np
 
 from sim2real.policies.hil.demos import next_episode_index, write_episode
-from sim2real.policies.hil.env import HilEnv
+from sim2real.policies.hil.env import ArmHilEnv
 from sim2real.policies.safety.guards import EStop
 from sim2real.policies.safety.spaces import command_space
 from sim2real.policies.teleop.operator import HOLD, POLICY, OperatorSettings
 from sim2real.policies.teleop.target import ConsoleTarget
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.core.layout import layout_slices
-from sim2real.sim.core.rendering import OffscreenRenderer
 
 SCENE_BLOCKS = ("target_rel_ee", "hole_rel_peg_tip", "cube_rel_ee", "goal_rel_cube")
 """Observation blocks the page shows as the scene: where the goal is relative to the tool."""
@@ -31,8 +30,8 @@ SCENE_BLOCKS = ("target_rel_ee", "hole_rel_peg_tip", "cube_rel_ee", "goal_rel_cu
 
 class HilConsoleTarget(ConsoleTarget):
     """Args:
-        env: The actor's environment (a simulated arm).
-        cameras: MuJoCo cameras shown on the page.
+        env: The actor's environment (the simulated arm, or a real arm's graph).
+        cameras: Cameras shown on the page.
         size: ``(width, height)`` of the shown frames.
         fps: Frames per second per camera (rendered after the steps, at most this often).
         labels_dir: Where labelled episodes go (the classifier's dataset), or ``None``.
@@ -41,7 +40,7 @@ class HilConsoleTarget(ConsoleTarget):
         real_time: Step at the task's control rate (a person cannot follow faster).
     """
 
-    def __init__(self, env: HilEnv, cameras: tuple[str, ...] = ("front", "wrist"), size: tuple[int, int] = (320, 240),
+    def __init__(self, env: ArmHilEnv, cameras: tuple[str, ...] = ("front", "wrist"), size: tuple[int, int] = (320, 240),
                  fps: float = 20.0, labels_dir: Path | None = None, success_tail: int = 5, real_time: bool = True,
                  settings: OperatorSettings | None = None) -> None:
         super().__init__("arm", "hil", settings)
@@ -55,11 +54,9 @@ class HilConsoleTarget(ConsoleTarget):
         obs_slices = layout_slices(env.obs_layout)
         self._scene_blocks = {n: obs_slices[n] for n in SCENE_BLOCKS if n in obs_slices}
         self.estop_guard = EStop()
-        self.read_state = self.deployment.state_reader(env.sim.task, env.sim.model)
         self._policy_action = np.zeros(env.action_dim)
         self._reset_requested = False
         self._width = ARM.GRIP_WIDTH_MAX
-        self._renderer: OffscreenRenderer | None = None
         self._last_render = 0.0
         self._last_info: dict[str, Any] = {}
         self._record: dict[str, list[Any]] = {}
@@ -70,7 +67,8 @@ class HilConsoleTarget(ConsoleTarget):
 
     # -- the monitor (ActorMonitor) --------------------------------------------------------
     def control_period(self) -> float:
-        return float(self.env.sim.task.control_dt) if self.real_time else 0.0
+        # A real arm's environment takes its control period itself.
+        return self.env.control_dt if self.real_time and not self.env.paces_itself else 0.0
 
     def paused(self) -> bool:
         with self.lock:
@@ -139,7 +137,7 @@ class HilConsoleTarget(ConsoleTarget):
         action[self._pos] = command[:3] / self._scale_lin
         action[self._rot] = command[3:6] / self._scale_ang
         if self._grip is not None:
-            self._width = float(np.clip(self._width + command[6] * self.env.sim.task.control_dt, 0.0,
+            self._width = float(np.clip(self._width + command[6] * self.env.control_dt, 0.0,
                                         ARM.GRIP_WIDTH_MAX))
             action[self._grip] = (self._width - self._grip_offset) / self._scale_grip
         return action
@@ -204,7 +202,7 @@ class HilConsoleTarget(ConsoleTarget):
 
     # -- internals ------------------------------------------------------------------------------
     def _read_robot(self) -> None:
-        m = self.read_state(self.env.sim.data, self.env.sim.engine.phys)
+        m = self.env.measurements()
         state = {"joint_pos": _round(m.joint_pos), "ee_pos": _round(m.ee_pos), "ee_quat": _round(m.ee_quat),
                  "gripper_width": round(self._width, 4), "goal": _round(m.goal)}
         # What a person sees in the scene: where the goal is relative to the tool.
@@ -219,10 +217,8 @@ class HilConsoleTarget(ConsoleTarget):
         if not force and now - self._last_render < 0.9 / self.fps:  # slack: steps arrive with jitter
             return
         self._last_render = now
-        if self._renderer is None:
-            self._renderer = OffscreenRenderer(self.env.sim.model, *self.size, live=True)
-        for cam in self.cameras:
-            self.frames.put(cam, self._renderer.render(self.env.sim.model, self.env.sim.data, cam))
+        for cam, frame in self.env.views(self.cameras, self.size).items():
+            self.frames.put(cam, frame)
 
     def _write_label(self, label: str) -> None:
         rec, folder = self._record, self.labels_dir
@@ -238,11 +234,6 @@ class HilConsoleTarget(ConsoleTarget):
                  "steps": steps, "device": "console", "label": label}
         write_episode(path, rec["obs"], {**rec, "truncated": truncated, "success": success}, attrs)
         self.log(f"label {label} written to {path}")
-
-    def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
 
 
 def _round(values: np.ndarray | None) -> list[float] | None:

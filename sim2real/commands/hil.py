@@ -233,8 +233,6 @@ def _actor(args: argparse.Namespace) -> int:
         actor.close()
         if server is not None:
             server.stop()
-        if target is not None:
-            target.close()
         env.close()
     (emit_json if args.json else lambda o: stdout.print(json.dumps(o)))(summary)
     return 0

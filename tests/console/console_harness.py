@@ -81,7 +81,6 @@ def stop_hil_stack(stack: HilStack) -> None:
     stack.server.stop()
     stack.actor.close()
     stack.learner.server.close()
-    stack.target.close()
     stack.env.close()
 
 
