@@ -290,6 +290,12 @@ class SafetyChain:
             if interval is not None:
                 lo = np.maximum(lo, np.minimum(interval[0], hi))
                 hi = np.minimum(hi, np.maximum(interval[1], lo))
+        # The hard boxes hold whatever the earlier limits' intervals said: an interval
+        # built on a bad measurement (a joint reading 0 beyond its range) may lie outside
+        # them, and earlier limits would otherwise win.
+        for limit in self.limits:
+            if isinstance(limit, BoxLimit):
+                out = np.clip(out, limit.lower, limit.upper)
         if not causes:
             self.mode = "nominal"
         if only_safe and self.mode == "nominal":

@@ -12,6 +12,7 @@ The chain still passes the safe action through its limit filters.
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +41,9 @@ class Fallback(abc.ABC):
 
 
 class ArmHold(Fallback):
-    """Hold position with damping; the gripper keeps its last commanded width."""
+    """Hold position with damping; the gripper keeps its last commanded width, or before
+    any command its measured one (the two fingers' joints): a hold never opens a hand that
+    holds a tool."""
 
     def __init__(self, space: CommandSpace, damping: np.ndarray | None = None) -> None:
         super().__init__(space)
@@ -48,7 +51,12 @@ class ArmHold(Fallback):
 
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
         out = np.zeros(self.space.size)
-        out[-1] = last_output[-1] if last_output is not None and np.isfinite(last_output[-1]) else self.space.hold[-1]
+        if last_output is not None and np.isfinite(last_output[-1]):
+            out[-1] = last_output[-1]
+        else:
+            q = state.value("joint_pos")
+            fingers = float(np.sum(q[7:9])) if q is not None and len(q) == 9 else math.nan
+            out[-1] = fingers if math.isfinite(fingers) else self.space.hold[-1]
         if self.space.action_mode == "ee_impedance":
             # Hold with the softest spring: compliant, and it cannot store much energy.
             out[6:12] = self.space.lower[6:12]

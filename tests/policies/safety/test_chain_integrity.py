@@ -250,3 +250,18 @@ def test_no_input_sequence_makes_a_chain_raise_or_leave_its_hard_limits(robot, m
 
 FIELDS = {"joint_pos", "joint_vel", "joint_effort", "ee_pos", "ee_quat", "ee_pos_desired", "ee_quat_desired",
           "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "base_lin_acc", "state_stamp"}
+
+
+def test_a_bad_joint_reading_cannot_push_the_output_out_of_the_hard_box() -> None:
+    """Found by the property above: joint_states reading 0 rad on every joint (beyond the
+    calves' range) built the effort limit's interval around 0, and earlier limits won over
+    the joint box, so the stand-down's first command put the calves at -0.628 rad, past
+    their -0.838 rad stop."""
+    space = command_space("quadruped", "joint_pos")
+    chain = make_chain(space)
+    box = next(f for f in chain.limits if isinstance(f, BoxLimit))
+    state = nominal_state("quadruped", 100.0)
+    state.joint_pos = np.zeros(12)
+    out = chain.step(state)
+    assert out.mode == "safe" and "joint_state_guard" in out.reason
+    assert np.all(out.command >= box.lower) and np.all(out.command <= box.upper), out.command

@@ -222,3 +222,15 @@ def test_watchdog_ticks_between_commands_do_not_tighten_the_rate_limit() -> None
     chain.accept(target + 2.0, t + dt)
     out = chain.step(nominal_state("quadruped", t + dt))
     assert 0.0 < np.abs(out.command - target).max() <= 40.0 * dt + 1e-12
+
+
+def test_an_arm_hold_before_any_command_keeps_the_gripper_closed_on_its_tool() -> None:
+    """The hold's gripper element was the command space's middle (4 cm) when no command
+    had been sent yet: the filter's first safe action opened a hand holding a peg."""
+    space = command_space("arm", "ee_delta")
+    chain = make_chain(space)
+    s = nominal_state("arm", 0.0)
+    s.joint_pos = np.r_[s.joint_pos[:7], 0.012, 0.012]  # the fingers squeeze a 2.4 cm peg
+    out = chain.step(s)  # nothing accepted yet: the watchdog's hold
+    assert out.mode == "safe" and out.command is not None
+    assert out.command[-1] == pytest.approx(0.024)
