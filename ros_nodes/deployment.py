@@ -30,6 +30,8 @@ from sim2real.sim import robot_deployment
 from sim2real.sim.core.errors import ConfigError
 
 BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
+EXTERNAL = "external"
+"""``policy: external``: no policy node; another program publishes ``raw_command``."""
 
 
 def default_policy(robot: str) -> str:
@@ -43,7 +45,11 @@ class DeployOptions:
     robot: str
     backend: str = "sim"
     policy: str = ""
-    """ONNX file/folder, ``classical``, or empty: :func:`default_policy`."""
+    """ONNX file/folder, ``classical``, ``external`` (no policy node: another program
+    publishes ``raw_command``, e.g. the HIL-SERL actor), or empty: :func:`default_policy`."""
+    task: str = ""
+    """Simulated task of the sim bridge or the emulator (empty: the policy's, else the
+    robot's deployment task)."""
     duration: float = 20.0
     processes: bool = False
     """One OS process per node instead of all nodes on one executor in this process."""
@@ -61,6 +67,8 @@ class DeployOptions:
     connect the hardware bridge to it, enabled once the pre-flight check passes."""
     emulator_faults: tuple[str, ...] = ()
     """``--fault`` items for the emulator (``swap_joints=1,3``, ...)."""
+    emulated: bool = False
+    """Set by the run itself: the robot is an emulator started for this run."""
 
 
 def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -73,7 +81,9 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     has_driver = "hardware_bridge" in sections(path)
     policy = opts.policy or default_policy(opts.robot)
     extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}
-    if policy != "classical":
+    if opts.task:
+        extra["sim_bridge"]["task"] = opts.task
+    if policy not in ("classical", EXTERNAL):
         # The policy's metadata decides the task; the bridge must simulate the same one.
         # Loading it here (files, hash, sizes) makes a bad policy one clear error before
         # any node starts, instead of a node that cannot configure.
@@ -85,12 +95,15 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         if meta.get("robot") != opts.robot:
             raise ConfigError("policy", f"{policy} was trained for {meta.get('robot')!r}, not {opts.robot!r}")
         task = meta["task"].split("/")[-1].removesuffix("-v0")
+        if opts.task and opts.task != task:
+            raise ConfigError("--task", f"{policy} was trained on {task}, not {opts.task}")
         extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
                                    task_options=json.dumps(meta.get("task_options") or {}))
         extra["safety_filter"] = {"action_mode": meta["action_mode"]}
         if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
-    nodes = ["safety_filter", "policy"] + (["sim_bridge"] if opts.backend == "sim" else [])
+    nodes = ["safety_filter"] + (["policy"] if policy != EXTERNAL else []) \
+        + (["sim_bridge"] if opts.backend == "sim" else [])
     if opts.backend == "real" and has_driver:
         # The robot speaks the sim2real wire protocol (hardware/): its driver is ours.
         # Robots without a `hardware_bridge` section bring their own ROS 2 driver.
@@ -101,9 +114,9 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     if opts.console:
         nodes.append("console")
         _console_parameters(opts, params, extra)
-    if opts.backend == "sim" and not params.get("safety_filter", {}).get("latch_file"):
-        # A simulated robot is new every run: its latches live for this run only. Real
-        # robots keep theirs in $ROS_HOME across runs, restarts and crashes.
+    if (opts.backend == "sim" or opts.emulated) and not params.get("safety_filter", {}).get("latch_file"):
+        # A simulated or emulated robot is new every run: its latches live for this run
+        # only. Real robots keep theirs in $ROS_HOME across runs, restarts and crashes.
         latch = Path(tempfile.gettempdir()) / f"sim2real-latch-{os.getpid()}-{opts.domain_id}-{opts.robot}.json"
         latch.unlink(missing_ok=True)
         extra.setdefault("safety_filter", {})["latch_file"] = str(latch)
@@ -165,10 +178,19 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
         raise ConfigError("--emulate", "emulates a real robot: use it with --backend real")
     if progress is not None:
         progress("starting the emulator")
-    with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, faults=opts.emulator_faults) as emulator:
+    from sim2real.hardware.emulator.base import emulator_class
+
+    deployment = robot_deployment(opts.robot)
+    backend = opts.overrides.get("hardware_bridge", {}).get("backend") or deployment.real_backend
+    cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras else ()
+    with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, task=opts.task, faults=opts.emulator_faults,
+                         cameras=cameras) as emulator:
         bridge = {"backend_options": json.dumps(emulator.connect_options), "auto_enable": True,
                   **opts.overrides.get("hardware_bridge", {})}
-        inner = replace(opts, emulate=False, overrides={**opts.overrides, "hardware_bridge": bridge})
+        overrides = {**opts.overrides, "hardware_bridge": bridge}
+        if opts.console and cameras:  # the emulated cell's cameras, drawn while the page shows them
+            overrides["console"] = {"cameras": ",".join(cameras), **opts.overrides.get("console", {})}
+        inner = replace(opts, emulate=False, emulated=True, overrides=overrides)
         summary, window_end = _run_graph(inner, progress)
     # Episodes that ended after the window (the robot put in its safe state while the
     # graph shuts down) are not the policy's.

@@ -26,12 +26,13 @@ class EmulatorProcess:
     """``with EmulatorProcess("quadruped", domain_id=7) as emu: emu.connect_options``."""
 
     def __init__(self, robot: str, domain_id: int, backend: str = "", seed: int = 0, task: str = "",
-                 faults: Sequence[str] = (), mission: bool = True) -> None:
+                 faults: Sequence[str] = (), mission: bool = True, cameras: Sequence[str] = ()) -> None:
         cmd = [sys.executable, "-m", "sim2real.cli", "hardware", "emulate", "--robot", robot, "--json",
                "--domain-id", str(domain_id), "--seed", str(seed)]
         cmd += ["--backend", backend] if backend else []
         cmd += ["--task", task] if task else []
         cmd += [] if mission else ["--no-mission"]
+        cmd += ["--cameras", ",".join(cameras)] if cameras else []
         for fault in faults:
             cmd += ["--fault", fault]
         self.cmd = cmd

@@ -61,6 +61,8 @@ class HardwareBridge(ManagedNode):
         self.commands_sent = self.commands_while_disabled = self.deadline_misses = 0
         self.deadman_trips = self.states_published = self.publish_errors = 0
         self._last_command = 0.0
+        self._last_phase: Phase | None = None
+        """The backend's phase at the previous tick (a change the bridge did not make is logged)."""
         self._enabling: threading.Thread | None = None
         self._judging = threading.Lock()
         self._timers: list[Any] = []
@@ -183,11 +185,19 @@ class HardwareBridge(ManagedNode):
         if backend is None:
             return
         self._after_preflight()
-        if backend.phase is not Phase.ENABLED or self._enabling is not None:
+        phase = backend.phase
+        if self._last_phase is Phase.ENABLED and phase is not Phase.ENABLED:
+            # The backend's own watchdog (stale state, a lost link) put the robot in its
+            # safe state: the operator must know, as they must enable it again.
+            self.get_logger().error(f"robot {phase.value}: {backend.health().reason or 'no reason given'}; "
+                                    "enable again (~/enable) once the cause is cleared")
+        self._last_phase = phase
+        if phase is not Phase.ENABLED or self._enabling is not None:
             return
         if time.monotonic() - self._last_command > self.timeout:
             self.deadman_trips += 1
             backend.safe(f"no fresh filtered command for {self.timeout * 1000:.0f} ms")
+            self._last_phase = backend.phase
             self.get_logger().error(f"no fresh filtered command for {self.timeout * 1000:.0f} ms: "
                                     "robot in its safe state; enable again when the graph is healthy")
 

@@ -31,6 +31,8 @@ class LaunchNode:
     name: str
     when: tuple[str, str] | None = None
     """``(launch argument, value)`` that starts the node (``None``: always)."""
+    unless: tuple[str, str] | None = None
+    """``(launch argument, value)`` that keeps the node from starting."""
     overrides: dict[str, str] = field(default_factory=dict)
     """Node parameter -> launch argument whose value it takes."""
 
@@ -56,7 +58,9 @@ def arguments(robot: str) -> list[LaunchArgument]:
             else "the robot's driver provides the topics")
     return [
         LaunchArgument("backend", "sim", f"sim: start the MuJoCo sim bridge; real: {real}", ("sim", "real")),
-        LaunchArgument("policy", "classical", "exported policy (policy.onnx, its .json or folder) or 'classical'"),
+        LaunchArgument("policy", "classical", "exported policy (policy.onnx, its .json or folder), 'classical', or "
+                                              "'external': no policy node, another program publishes raw_command "
+                                              "(sim2real hil actor --env ros)"),
         LaunchArgument("record", "false", "record an MCAP rosbag2", ("true", "false")),
         LaunchArgument("console", "false", "serve the correction console (its URL and token are printed)",
                        ("true", "false")),
@@ -69,7 +73,8 @@ def nodes(robot: str) -> list[LaunchNode]:
     out = [LaunchNode("sim_bridge", ("backend", "sim"))]
     if has_hardware_bridge(robot):
         out.append(LaunchNode("hardware_bridge", ("backend", "real")))
-    return [*out, LaunchNode("safety_filter"), LaunchNode("policy", overrides={"policy": "policy"}),
+    return [*out, LaunchNode("safety_filter"),
+            LaunchNode("policy", unless=("policy", "external"), overrides={"policy": "policy"}),
             LaunchNode("recorder", ("record", "true")), LaunchNode("console", ("console", "true"))]
 
 
@@ -84,7 +89,7 @@ def discovery_range(discovery: str, backend: str) -> str:
 def generate(robot: str) -> Any:
     """The ``LaunchDescription`` of ``robot``'s graph (needs ``launch`` and ``launch_ros``)."""
     from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable, Shutdown
-    from launch.conditions import LaunchConfigurationEquals
+    from launch.conditions import LaunchConfigurationEquals, LaunchConfigurationNotEquals
     from launch.launch_description import LaunchDescription
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
@@ -105,7 +110,8 @@ def generate(robot: str) -> Any:
             package="sim2real", executable="sim2real", name=n.name, arguments=["deploy", "--node", n.name, "--"],
             parameters=[config, *({k: LaunchConfiguration(v)} for k, v in n.overrides.items())],
             output="screen", emulate_tty=True,
-            condition=LaunchConfigurationEquals(*n.when) if n.when else None,
+            condition=(LaunchConfigurationEquals(*n.when) if n.when else
+                       LaunchConfigurationNotEquals(*n.unless) if n.unless else None),
             # Any node ending ends the launch: a node that cannot load its policy exits
             # non-zero with one error line, and the rest must not run on without it.
             on_exit=Shutdown(reason=f"{n.name} exited"),

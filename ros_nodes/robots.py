@@ -13,6 +13,7 @@ deployed observation cannot drift from the simulated one.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Collection
 from typing import Any
 
 import mujoco
@@ -52,17 +53,26 @@ def deploy_model(task: Task) -> mujoco.MjModel:
 class ObservationBuilder:
     """Measurements -> the task's observation, through ``task.observe``.
 
+    Args:
+        robot: The robot's deployment name.
+        task: The task (made by :func:`make_task`).
+        last_action_size: Size of the ``last_action`` block's action.
+        blocks: The observation blocks the caller reads (None: all of them). Only these
+            must have a source; the others come out of ``observe`` as whatever the
+            unmeasured state gives and must not be used (HIL-SERL on a real arm reads
+            only the arm's proprioception and takes the scene from its cameras).
+
     Raises:
         ConfigError: the task is not the robot's, or its observation has blocks no
             stream provides; a policy fed zeros there would act on an observation it
             never saw in training.
     """
 
-    def __init__(self, robot: str, task: Task, last_action_size: int) -> None:
+    def __init__(self, robot: str, task: Task, last_action_size: int, blocks: Collection[str] | None = None) -> None:
         deployment = robot_deployment(robot)
         if not isinstance(task, deployment.task_class):
             raise ConfigError("task", f"{task.robot}/{task.name} is not a {robot} task")
-        unknown = deployment.unobservable(task)
+        unknown = [b for b in deployment.unobservable(task) if blocks is None or b in blocks]
         if unknown:
             raise ConfigError(
                 "policy",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -21,9 +21,18 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 
 from sim2real.ros_nodes import messages as M
-from sim2real.ros_nodes.base import ManagedNode
 from sim2real.ros_nodes.qos import sensor_qos
 from sim2real.sim.core.deployment import RobotDeployment
+
+
+class StreamNode(Protocol):
+    """What the streams need of their node: a managed node, or any rclpy node that logs
+    throttled (the HIL actor's)."""
+
+    def create_subscription(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None: ...
+
 
 StateCallback = Callable[[str, dict[str, np.ndarray | None], Any], None]
 """``(topic, measurement fields, message header)`` of each valid state message."""
@@ -41,7 +50,7 @@ class StateStreams:
             counted in :attr:`rejected` and logged (throttled).
     """
 
-    def __init__(self, node: ManagedNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
+    def __init__(self, node: StreamNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
                  on_reject: Callable[[str, str], None] | None = None) -> None:
         self.node, self.joints, self.on_state, self.on_reject = node, deployment.joints, on_state, on_reject
         self.rejected: Counter[str] = Counter()

@@ -19,10 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import mujoco
 import numpy as np
 
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.registry import load_registered
+from sim2real.sim.core.errors import ConfigError
+
+PoseListener = Callable[[float, mujoco.MjData], None]
+"""``(time.monotonic(), the simulation's data)``, called by an emulator's real-time loop."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class Emulator(abc.ABC):
 
     robot: ClassVar[str]
     """The robot it emulates (a deployment description's name)."""
+    has_cell_cameras: ClassVar[bool] = False
+    """:meth:`watch_pose` works: the cameras of the robot's cell can be drawn."""
 
     @classmethod
     @abc.abstractmethod
@@ -98,6 +105,16 @@ class Emulator(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop serving and release the sockets (idempotent)."""
+
+    def watch_pose(self, listener: PoseListener) -> mujoco.MjModel:
+        """Call ``listener(now, data)`` from the real-time loop after each physics update
+        (it must only copy what it needs); returns the simulated robot's model. The
+        cameras of the robot's cell are drawn from it.
+
+        Raises:
+            ConfigError: this emulator offers no pose (the default).
+        """
+        raise ConfigError("cameras", f"the {self.robot} emulator has no cameras in its cell")
 
 
 EMULATORS: dict[str, str] = {

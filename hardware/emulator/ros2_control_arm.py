@@ -15,8 +15,13 @@ Every state frame goes through :meth:`StreamFaults.due` before it is published, 
 pre-flight check's fault injections look the same as on every other protocol.
 
 The episodes of the simulated task run underneath, as an operator would run them: an
-episode ends on success or timeout and the next target appears; the arm is never
-teleported (:meth:`mission` gives the goal and counters).
+episode ends on success or timeout and the scene is reset around the arm (a new target,
+the peg back in the hand: :meth:`ArmTask.reset_scene`); the arm is never teleported
+(:meth:`mission` gives the goal and counters). A host that runs episodes itself (the
+HIL-SERL actor) calls ``reset_scene`` (std_srvs/Trigger, in the controllers' namespace)
+between them, as it would ask a person or a reset mechanism; from its first call on,
+episodes are the host's: each call ends one (successful if the task succeeded at any
+moment of it) and the emulator no longer ends them itself.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ import numpy as np
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, episode_summary
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, PoseListener, episode_summary
 from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
@@ -80,6 +86,7 @@ class Ros2ControlArmEmulator(Emulator):
     """One simulated Franka behind ros2_control's topics, on its own rclpy context."""
 
     robot = "arm"
+    has_cell_cameras = True
 
     def __init__(self, config: Ros2ControlArmEmulatorConfig | None = None,
                  faults: StreamFaults | None = None) -> None:
@@ -96,7 +103,9 @@ class Ros2ControlArmEmulator(Emulator):
         self.arm_names, self.finger_names = T.arm_joint_names(cfg.arm_id), T.finger_joint_names(cfg.arm_id)
         self._lock = threading.Lock()
         self.target = JointTarget(self.data.qpos[:7].copy())
-        self.gripper = float(self.data.qpos[7:9].sum())
+        # Before any command the gripper keeps what it holds: a task's tool stays squeezed
+        # (as a real gripper's grasp holds), an empty hand keeps its opening.
+        self.gripper = float(self.data.qpos[7:9].sum()) if self.task.uses_gripper else self.task.fixed_gripper_width
         self.last_command: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and value of the latest accepted position command."""
         self._kd_over_kp = ARM.JOINT_KD / ARM.JOINT_KP
@@ -107,6 +116,13 @@ class Ros2ControlArmEmulator(Emulator):
         self.episodes: list[bool] = []
         self.episode_ends: list[float] = []
         self._control_steps = 0
+        self._host_episodes = False
+        """True once a host has reset the scene: episodes end at its calls only."""
+        self._succeeded = False
+        """The task succeeded at some moment of the current episode."""
+        self._scene_requests = 0
+        self._scene_resets = 0
+        self._pose_listeners: list[PoseListener] = []
         self._substeps = 0
         self._tracking: list[float] = []
         self._started = time.monotonic()
@@ -120,6 +136,7 @@ class Ros2ControlArmEmulator(Emulator):
         node.create_subscription(Float64MultiArray, T.POSITION_COMMANDS, self._on_forward, T.controller_qos())
         node.create_subscription(JointTrajectory, T.TRAJECTORY, self._on_trajectory, T.controller_qos())
         node.create_subscription(Float64MultiArray, T.GRIPPER_COMMANDS, self._on_gripper, T.controller_qos())
+        node.create_service(Trigger, "reset_scene", self._on_reset_scene)
 
     @classmethod
     def launch(cls, settings: EmulatorSettings) -> Ros2ControlArmEmulator:
@@ -178,6 +195,23 @@ class Ros2ControlArmEmulator(Emulator):
         self.counters["gripper_accepted"] += 1
         return None
 
+    def _on_reset_scene(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Ask the serve thread (which owns the simulation) to reset the scene, and wait."""
+        with self._lock:
+            self._scene_requests += 1
+            wanted = self._scene_requests
+        end = time.monotonic() + 2.0
+        while self._scene_resets < wanted and time.monotonic() < end and not self._closed:
+            time.sleep(0.002)
+        response.success = self._scene_resets >= wanted
+        response.message = (f"scene reset (episode {len(self.episodes)} begins)" if response.success
+                            else "the emulator is not serving")
+        return response
+
+    def watch_pose(self, listener: PoseListener) -> mujoco.MjModel:
+        self._pose_listeners.append(listener)
+        return self.model
+
     # -- the simulated arm (the serve thread) ------------------------------------------
     def _physics(self, now: float, steps: int) -> None:
         with self._lock:
@@ -199,23 +233,41 @@ class Ros2ControlArmEmulator(Emulator):
 
     def _episode_step(self) -> None:
         """The simulated task's verdict once per control period: success or timeout ends
-        the episode and a new target is drawn (the arm stays where it is). The first
-        episode starts with the first command: the stopwatch does not run while the host
-        is still connecting and checking."""
-        if not self.episodes and self.counters["commands_accepted"] == 0:
+        the episode and the scene is reset around the arm. The first episode starts with
+        the first command: the stopwatch does not run while the host is still connecting
+        and checking. Once the host runs the episodes, they end at its requests only."""
+        if not self.episodes and self.counters["commands_accepted"] == 0 and not self._host_episodes:
             return
         self._control_steps += 1
         phys = self.env.engine.phys
         result = self.task.evaluate(phys, np.zeros((1, self.task.action_size)))
-        if not (bool(result.terminated[0]) or self._control_steps >= self.env.engine.episode_steps):
+        self._succeeded |= bool(result.success[0])
+        if self._host_episodes:
             return
-        self.episodes.append(bool(result.success[0]))
+        if bool(result.terminated[0]) or self._control_steps >= self.env.engine.episode_steps:
+            self._end_episode(bool(result.success[0]))
+
+    def _end_episode(self, success: bool) -> None:
+        self.episodes.append(success)
         self.episode_ends.append(time.monotonic())
         self._control_steps = 0
-        scratch = mujoco.MjData(self.model)
-        self.task.reset_task(0, self.model, scratch, self.env.engine.rng)
-        self.data.mocap_pos[:] = scratch.mocap_pos
-        self.data.mocap_quat[:] = scratch.mocap_quat
+        self._succeeded = False
+        self.task.reset_scene(0, self.model, self.data, self.env.engine.rng)
+        mujoco.mj_forward(self.model, self.data)
+
+    def _serve_scene_requests(self) -> None:
+        with self._lock:
+            pending = self._scene_requests - self._scene_resets
+        if pending <= 0:
+            return
+        if self._host_episodes and (self._control_steps or self._succeeded):
+            self._end_episode(self._succeeded)  # the host's episode that this call ends
+        else:  # the host's first call: what ran before was the emulator's own, unfinished
+            self._control_steps, self._succeeded = 0, False
+            self.task.reset_scene(0, self.model, self.data, self.env.engine.rng)
+            mujoco.mj_forward(self.model, self.data)
+        self._host_episodes = True
+        self._scene_resets += pending
 
     def _publish(self, now: float) -> None:
         m = self._read(self.data, self.env.engine.phys)
@@ -254,11 +306,16 @@ class Ros2ControlArmEmulator(Emulator):
                 return
             due = int((now - start) / ARM.PHYSICS_DT) - (self._substeps - sim_start)
             if due > 10:
+                # Behind by more than 10 steps: catch up 10 and forgive the rest (the
+                # simulation then runs slower than the wall clock instead of racing it).
                 self.counters["overruns"] += 1
-                sim_start += due - 10
+                sim_start -= due - 10
                 due = 10
+            self._serve_scene_requests()
             if due > 0:
                 self._physics(now, due)
+            for listener in self._pose_listeners:
+                listener(now, self.data)
             self._publish(now)
             self.counters["ticks"] += 1
             next_tick += period

@@ -13,6 +13,40 @@ OpenUnit = Annotated[float, Bounds(gt=0.0, lt=1.0)]
 
 
 @dataclass
+class GraphArmConfig:
+    """A real arm's environment (``sim2real hil actor --env ros``): the deployment graph
+    it drives, and how it puts the arm back between episodes (docs/hil_serl.md)."""
+
+    namespace: str = ""
+    """ROS namespace of the robot's graph (its safety filter's ``raw_command`` and the
+    state topics)."""
+    camera_topics: tuple[str, ...] = ()
+    """Image topic per camera of ``env.cameras``, in order (sensor_msgs/Image or, ending in
+    ``/compressed``, CompressedImage); empty: ``<camera>/image_raw``."""
+    state_timeout: Annotated[float, Bounds(gt=0.0, le=5.0)] = 0.15
+    """Joint states or an end-effector pose older than this (s) end the run with an error
+    (the safety filter's watchdog then holds the arm)."""
+    image_timeout: Annotated[float, Bounds(gt=0.0, le=10.0)] = 0.5
+    """A camera frame older than this (s) ends the run with an error."""
+    start_timeout: Annotated[float, Bounds(gt=0.0, le=120.0)] = 15.0
+    """Seconds to find the safety filter and receive every stream at start."""
+    reset_position: tuple[float, ...] = ()
+    """Tool position (m, the robot's base frame) each episode starts from; empty: where the
+    tool was when the actor started."""
+    reset_noise: Annotated[float, Bounds(ge=0.0, le=0.1)] = 0.01
+    """Uniform offset (m, per axis) added to ``reset_position`` each episode."""
+    reset_speed: Annotated[float, Bounds(gt=0.0, le=0.25)] = 0.08
+    """Largest tool speed (m/s) while returning to the start pose."""
+    reset_tolerance: Annotated[float, Bounds(gt=0.0, le=0.05)] = 0.004
+    """Distance (m) from the start pose at which the return ends."""
+    reset_timeout: Annotated[float, Bounds(gt=0.0, le=120.0)] = 10.0
+    """Seconds the return may take; the episode then starts where the arm is (logged)."""
+    reset_scene_service: str = ""
+    """std_srvs/Trigger service called once the arm is back (a mechanism that resets the
+    objects, or the emulator's ``reset_scene``); empty: none (a person resets the scene)."""
+
+
+@dataclass
 class EnvConfig:
     """The actor's environment: task, observations, episode and the actions' safety bounds."""
 
@@ -39,6 +73,8 @@ class EnvConfig:
     """Safety: largest end-effector translation one action may ask for (m)."""
     workspace_margin: NonNegative = 0.0
     """Safety: shrink the task's workspace box by this much (m) for the policy's actions."""
+    graph: GraphArmConfig = field(default_factory=GraphArmConfig)
+    """A real arm's deployment graph (``--env ros``); unused with the simulated arm."""
 
 
 @dataclass
@@ -146,3 +182,9 @@ class HilConfig:
         """The rules that span fields (each field's own type and range: the loader)."""
         if self.env.obs_mode == "pixels" and not self.env.cameras:
             raise ConfigError("env.cameras", "pixels mode needs at least one camera")
+        graph = self.env.graph
+        if graph.camera_topics and len(graph.camera_topics) != len(self.env.cameras):
+            raise ConfigError("env.graph.camera_topics", f"{len(graph.camera_topics)} topics for "
+                                                         f"{len(self.env.cameras)} cameras {list(self.env.cameras)}")
+        if graph.reset_position and len(graph.reset_position) != 3:
+            raise ConfigError("env.graph.reset_position", f"x, y, z in m, got {list(graph.reset_position)}")

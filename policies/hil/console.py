@@ -40,9 +40,9 @@ class HilConsoleTarget(ConsoleTarget):
         real_time: Step at the task's control rate (a person cannot follow faster).
     """
 
-    def __init__(self, env: ArmHilEnv, cameras: tuple[str, ...] = ("front", "wrist"), size: tuple[int, int] = (320, 240),
-                 fps: float = 20.0, labels_dir: Path | None = None, success_tail: int = 5, real_time: bool = True,
-                 settings: OperatorSettings | None = None) -> None:
+    def __init__(self, env: ArmHilEnv, cameras: tuple[str, ...] = ("front", "wrist"),
+                 size: tuple[int, int] = (320, 240), fps: float = 20.0, labels_dir: Path | None = None,
+                 success_tail: int = 5, real_time: bool = True, settings: OperatorSettings | None = None) -> None:
         super().__init__("arm", "hil", settings)
         self.env, self.cameras, self.size, self.fps = env, cameras, size, fps
         self.labels_dir, self.success_tail, self.real_time = labels_dir, success_tail, real_time
@@ -207,7 +207,8 @@ class HilConsoleTarget(ConsoleTarget):
                  "gripper_width": round(self._width, 4), "goal": _round(m.goal)}
         # What a person sees in the scene: where the goal is relative to the tool.
         full = self.env.full_obs
-        state.update({name: _round(full[s]) for name, s in self._scene_blocks.items() if len(full)})
+        if self.env.knows_scene:  # a real arm's scene is in its cameras only
+            state.update({name: _round(full[s]) for name, s in self._scene_blocks.items() if len(full)})
         with self.lock:
             self._robot_state = state
 

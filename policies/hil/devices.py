@@ -187,6 +187,9 @@ DEVICES = ("scripted", "keyboard", "gamepad", "spacemouse", "none")
 def make_device(name: str, env, seed: int = 0, always: bool = False, **scripted_options) -> InterventionDevice | None:
     """A device by name for ``env`` (a :class:`~sim2real.policies.hil.env.HilEnv`); ``none`` gives ``None``."""
     if name == "scripted":
+        if not getattr(env, "knows_scene", False):
+            raise ConfigError("device", "the scripted operator reads the simulator's scene; on a real arm use "
+                                        "spacemouse, gamepad or keyboard (or the console)")
         return ScriptedOperator(env.obs_layout, env.action_layout, always=always, seed=seed, **scripted_options)
     if name == "keyboard":
         return KeyboardDevice(env.action_dim)

@@ -53,6 +53,9 @@ class ArmHilEnv(abc.ABC):
     paces_itself: bool = False
     """True when :meth:`step` takes one control period of real time (a real arm);
     False when it returns at once (the simulator)."""
+    knows_scene: bool = False
+    """``full_obs`` holds the whole scene (objects, targets: only the simulator knows
+    them); on a real arm its other blocks are meaningless and must not be read."""
 
     def __init__(self, config: EnvConfig, task: ArmTask, success_fn: Callable[[Obs], bool] | None = None) -> None:
         self.config = config
@@ -178,6 +181,8 @@ class HilEnv(ArmHilEnv):
         seed: Seed of the task's resets.
         success_fn: Optional reward classifier (see :class:`ArmHilEnv`).
     """
+
+    knows_scene = True
 
     def __init__(self, config: EnvConfig, seed: int = 0, success_fn: Callable[[Obs], bool] | None = None) -> None:
         options = {} if config.end_on_success else {"end_on_success": False}

@@ -243,6 +243,19 @@ class ArmTask(Task):
         """Write the env's initial arm/object state (use :meth:`place_arm`) and sample its
         task variables."""
 
+    def reset_scene(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        """What a person does between a real arm's episodes: the objects and targets as at
+        an episode's start, the arm left where it is (it is never teleported). The
+        emulators of a real arm call this; a task whose tool lives in the hand puts it
+        back there."""
+        scratch = mujoco.MjData(model)
+        self.reset_task(env_id, model, scratch, rng)
+        arm_q, arm_v = 9, 9  # seven joints and two fingers come first (place_arm)
+        data.qpos[arm_q:] = scratch.qpos[arm_q:]
+        data.qvel[arm_v:] = 0.0
+        data.mocap_pos[:] = scratch.mocap_pos
+        data.mocap_quat[:] = scratch.mocap_quat
+
     def reset_env(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         self.reset_task(env_id, model, data, rng)
         mujoco.mj_kinematics(model, data)

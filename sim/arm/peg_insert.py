@@ -151,6 +151,11 @@ class ArmPegInsert(ArmTask):
         self.place_arm(data, rng, qpos=q, finger=PEG_HALF_WIDTH - GRASP_SQUEEZE, noise=False)
         place_in_hand(model, data, self.peg_qpos)
 
+    def reset_scene(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        super().reset_scene(env_id, model, data, rng)
+        place_in_hand(model, data, self.peg_qpos)  # the person hands the peg back
+        self.force_peak[env_id] = 0.0
+
     def evaluate_task(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
         to_hole = self.hole_top(phys) - self.sensor(phys, "peg_tip_pos")
         inside = np.all(np.abs(to_hole[:, :2]) < HOLE_HALF_WIDTH, axis=1)

@@ -30,8 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["sim", "real"], default="sim",
                         help="sim: start the sim bridge; real: the robot's driver provides the topics")
     parser.add_argument("--policy", default="",
-                        help="exported policy (.onnx, its .json or folder), or 'classical'; "
+                        help="exported policy (.onnx, its .json or folder), 'classical', or 'external' (no policy "
+                             "node: another program publishes raw_command, e.g. `sim2real hil actor --env ros`); "
                              "default: the shipped baseline, else the classical controller")
+    parser.add_argument("--task", default="",
+                        help="simulated task of the sim bridge or the emulator (default: the policy's, else the "
+                             "robot's deployment task)")
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds to run (default 20; with --console until Ctrl-C)")
     parser.add_argument("--processes", action="store_true", help="one process per node")
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if domain is None:
         domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
     duration = args.duration if args.duration is not None else (float("inf") if args.console else 20.0)
-    opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, duration=duration,
+    opts = DeployOptions(robot=args.robot, backend=args.backend, policy=args.policy, task=args.task, duration=duration,
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
                          domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
                          console=args.console, console_port=args.console_port, emulate=args.emulate,

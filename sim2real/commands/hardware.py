@@ -8,7 +8,9 @@ cflib's UDP link), in real time, on loopback. Its first line on stderr is
 
 It also plays the operator: the simulated task's goal or velocity command and its
 episodes are published on ROS 2 (`goal`, `cmd_vel`, `episodes`), as a person would for a
-real robot (--no-mission: not). --fault injects a mismatch into the state it sends
+real robot (--no-mission: not). --cameras front,wrist publishes the cell's cameras as
+their drivers do (sensor_msgs/Image on /<camera>/image_raw, drawn from the simulation
+while someone subscribes; the arm). --fault injects a mismatch into the state it sends
 (the pre-flight check's cases): swap_joints=I,J, joint_units=deg, imu_flipped=true,
 quat_order=xyzw, rate_hz=HZ, latency=SECONDS.
 
@@ -48,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="inject a data mismatch (repeatable): swap_joints=I,J joint_units=deg "
                               "imu_flipped=true quat_order=xyzw rate_hz=HZ latency=S")
     emulate.add_argument("--no-mission", action="store_true", help="do not publish the mission on ROS 2")
+    emulate.add_argument("--cameras", default="", help="comma-separated cameras of the simulated cell to publish "
+                                                       "on /<camera>/image_raw (e.g. front,wrist)")
+    emulate.add_argument("--camera-size", default="320x240", metavar="WxH", help="camera frames' size")
+    emulate.add_argument("--camera-rate", type=float, default=15.0, help="frames/s per camera, at most")
     emulate.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until interrupted)")
     add_json_flag(emulate)
 
@@ -112,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     # Machine-readable first line on stderr: how a backend reaches this emulator.
     sys.stderr.write(f"connect: {json.dumps(emulator.connect_options())}\n")
     sys.stderr.flush()
+    cameras = _start_cameras(emulator, domain, args) if args.cameras else None
     serving = threading.Thread(target=emulator.serve, kwargs={"duration": args.duration, "should_stop": stop.is_set},
                                name="emulator", daemon=True)
     serving.start()
@@ -124,12 +131,50 @@ def run(args: argparse.Namespace) -> int:
         serving.join(timeout=5)
         signal.signal(signal.SIGTERM, previous)
         summary = emulator.summary()
+        if cameras is not None:
+            summary["cameras"] = cameras()
         emulator.close()
     if args.json:
         emit_json(summary)
     else:
         console.print(f"{args.robot} emulator: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
     return 0
+
+
+def _start_cameras(emulator: Any, domain: int, args: argparse.Namespace) -> Any:
+    """The cell's cameras on a node of their own; returns what stops them (and says how
+    many frames went out)."""
+    import rclpy
+    from rclpy.context import Context
+
+    from sim2real.ros_nodes.cell_cameras import CellCameras
+
+    try:
+        width, height = (int(v) for v in args.camera_size.lower().split("x"))
+        if not (16 <= width <= 4096 and 16 <= height <= 4096 and args.camera_rate > 0):
+            raise ValueError
+    except ValueError:
+        raise ConfigError("--camera-size", f"expected WxH within 16..4096 and a positive --camera-rate, "
+                                           f"got {args.camera_size!r} at {args.camera_rate!r}") from None
+    names = tuple(c for c in args.cameras.split(",") if c)
+    context = Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = rclpy.create_node("cell_cameras", context=context)
+    try:
+        cameras = CellCameras(node, emulator.watch_pose(lambda now, data: cameras.offer(now, data)), names,
+                              (width, height), args.camera_rate)
+    except ValueError as exc:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        raise ConfigError("--cameras", str(exc)) from None
+
+    def stop() -> dict[str, int]:
+        cameras.close()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        return {"published": cameras.frames_published, "dropped": cameras.frames_dropped, "errors": cameras.errors}
+
+    return stop
 
 
 def _wait(serving: threading.Thread, stop: threading.Event) -> None:

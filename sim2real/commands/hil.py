@@ -6,6 +6,7 @@
   sim2real hil actor --learner 127.0.0.1 --device spacemouse --steps 20000
   sim2real hil run --demos demos/peg --steps 5000                    (both, simulated arm)
   sim2real hil run --console --labels labels/peg                     (a person corrects in the browser)
+  sim2real hil actor --env ros --classifier classifier.pt             (a real arm's graph, policy:=external)
 
 docs/hil_serl.md is the workflow on a real arm.
 """
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
@@ -48,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-success", type=int, default=0, metavar="STEPS",
                    help="keep recording this many steps after the first success (classifier positives)")
     p.add_argument("--keep-failures", action="store_true", help="also save episodes that did not succeed")
+    _env_choice(p)
+    p.add_argument("--classifier", type=Path, help="reward classifier (.pt) deciding success (a real arm)")
     add_json_flag(p)
 
     p = sub.add_parser("train-classifier", help="train the binary success classifier on labelled frames")
@@ -78,14 +82,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--device", choices=DEVICES, default="scripted", help="intervention device")
     p.add_argument("--classifier", type=Path, help="reward classifier (.pt) instead of the simulator's success")
+    _env_choice(p)
     p.add_argument("--env-factory", metavar="MODULE:FUNCTION",
                    help="a real arm's environment: FUNCTION(env_config, seed, success_fn) returning an object with "
                         "HilEnv's interface (default: the simulated arm)")
     _console_args(p)
     add_json_flag(p)
 
-    p = sub.add_parser("run", help="learner and actor as two processes on this machine (simulated arm)")
+    p = sub.add_parser("run", help="learner and actor as two processes on this machine")
     _env_args(p)
+    _env_choice(p)
     p.add_argument("--run-dir", type=Path, default=Path("runs/hil"))
     p.add_argument("--demos", type=Path)
     p.add_argument("--steps", type=int, default=5000)
@@ -94,6 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=5555)
     _console_args(p)
     add_json_flag(p)
+
+
+def _env_choice(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", choices=("sim", "ros"), default="sim",
+                   help="sim: the simulated arm; ros: the arm behind a running deployment graph (real or emulated, "
+                        "started with policy:=external), every action through its safety filter "
+                        "(env.graph.* settings, docs/hil_serl.md)")
 
 
 def _console_args(p: argparse.ArgumentParser) -> None:
@@ -144,13 +157,12 @@ def run(args: argparse.Namespace) -> int:
 def _record(args: argparse.Namespace) -> int:
     from sim2real.policies.hil.demos import record_demos
     from sim2real.policies.hil.devices import make_device
-    from sim2real.policies.hil.env import HilEnv
 
     if args.n < 1:
         raise Sim2RealError(f"--n must be >= 1, got {args.n}")
     cfg = _config(args)
     cfg.env.end_on_success = args.hold_success == 0
-    env = HilEnv(cfg.env, seed=cfg.seed)
+    env = _make_env(args, cfg)
     device = make_device(args.device, env, seed=cfg.seed, always=True)
     have = record_demos(env, device, args.out, args.n, seed=cfg.seed, device_name=args.device,
                         only_success=not args.keep_failures, hold_steps=args.hold_success,
@@ -197,16 +209,21 @@ def _learner(args: argparse.Namespace) -> int:
     return 0
 
 
-def _actor(args: argparse.Namespace) -> int:
-    from sim2real.policies.hil.actor import Actor
+def _make_env(args: argparse.Namespace, cfg: Any) -> Any:
+    """The actor's environment: the simulated arm, a real arm's graph (``--env ros``) or
+    the user's adapter (``--env-factory``), with the classifier as its success."""
     from sim2real.policies.hil.classifier import SuccessDetector
-    from sim2real.policies.hil.devices import make_device
     from sim2real.policies.hil.env import HilEnv
 
-    cfg = _config(args)
     success_fn = SuccessDetector(args.classifier) if args.classifier else None
-    factory = HilEnv
-    if args.env_factory:
+    factory: Any = HilEnv
+    if args.env == "ros":
+        from functools import partial
+
+        from sim2real.ros_nodes.hil_env import GraphArmEnv
+
+        factory = partial(GraphArmEnv, log=lambda s: console.print(s, markup=False))
+    if getattr(args, "env_factory", None):
         import importlib
 
         module, _, name = args.env_factory.partition(":")
@@ -214,7 +231,15 @@ def _actor(args: argparse.Namespace) -> int:
             factory = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError, ValueError) as exc:
             raise Sim2RealError(f"--env-factory {args.env_factory!r}: {exc}") from exc
-    env = factory(cfg.env, seed=cfg.seed, success_fn=success_fn)
+    return factory(cfg.env, seed=cfg.seed, success_fn=success_fn)
+
+
+def _actor(args: argparse.Namespace) -> int:
+    from sim2real.policies.hil.actor import Actor
+    from sim2real.policies.hil.devices import make_device
+
+    cfg = _config(args)
+    env = _make_env(args, cfg)
     target = server = None
     if args.console:  # the operator's console is the intervention device
         from sim2real.console.launch import operator_settings, start_console
@@ -244,7 +269,7 @@ def _run_both(args: argparse.Namespace) -> int:
     if args.demos:
         learner_cmd += ["--demos", str(args.demos)]
     actor_cmd = [*base, "actor", *_env_flags(args), "--steps", str(args.steps), "--device", args.device,
-                 "--port", str(args.port), "--json"]
+                 "--port", str(args.port), "--env", args.env, "--json"]
     if args.classifier:
         actor_cmd += ["--classifier", str(args.classifier)]
     if args.console:

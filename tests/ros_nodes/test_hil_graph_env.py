@@ -1,0 +1,174 @@
+"""HIL-SERL's actor on a real arm's graph (``sim2real hil actor --env ros``): the arm
+emulated behind ros2_control, the hardware bridge, the safety filter and the cell's
+cameras, started as a user starts them (``sim2real deploy --backend real --emulate
+--policy external``), and the actor's environment in this process on its own DDS
+participant.
+
+* its actions move the arm, through the filter: the e-stop stops them;
+* episodes start from the start pose (driven back through the filter) after the scene
+  is reset (the emulator's ``reset_scene``, as a person or a mechanism would);
+* observations: the arm's proprioception rebuilt by the task's own ``observe``, the
+  cameras cropped and resized to the learner's images;
+* the graph gone: the next step raises with the stale streams named (commands stop; the
+  filter's watchdog holds the arm).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_harness import unique_domain_id, wait_for
+
+from sim2real.errors import Sim2RealError
+from sim2real.policies.hil.config import HilConfig
+
+SECONDS = 30.0
+"""How long the graph runs (the test ends it sooner)."""
+
+
+@pytest.fixture
+def arm_graph(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[str]]:
+    seconds = float(getattr(request, "param", SECONDS))
+    domain = unique_domain_id()
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "arm", "--backend", "real", "--emulate",
+           "--policy", "external", "--task", "ArmPegInsert", "--duration", str(seconds), "--domain-id", str(domain),
+           "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.communicate(timeout=60)
+
+
+def _config() -> HilConfig:
+    return HilConfig.from_dict({"env": {"task": "ArmPegInsert", "cameras": ["wrist", "front"],
+                                        "graph": {"reset_scene_service": "/franka/reset_scene",
+                                                  "start_timeout": 60.0, "reset_noise": 0.0}}})
+
+
+def _estop(pressed: bool) -> None:
+    import rclpy
+    from rclpy.context import Context
+    from std_msgs.msg import Bool
+
+    from sim2real.ros_nodes.qos import status_qos
+
+    context = Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("estop_button", context=context)
+    try:
+        pub = node.create_publisher(Bool, "estop", status_qos())
+        wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
+        for _ in range(3):
+            pub.publish(Bool(data=pressed))
+            time.sleep(0.05)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def _moved(env: Any, action: np.ndarray, steps: int) -> np.ndarray:
+    start = env.measurements().ee_pos.copy()
+    for _ in range(steps):
+        env.step(action)
+    return env.measurements().ee_pos - start
+
+
+def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subprocess.Popen[str]) -> None:
+    from sim2real.ros_nodes.hil_env import GraphArmEnv
+
+    env = GraphArmEnv(_config().env, seed=0, log=lambda s: None)
+    try:
+        obs = env.reset(seed=0)
+        home = env.measurements().ee_pos.copy()
+        assert obs["state"].shape == (env.state_dim,) and np.all(np.isfinite(obs["state"]))
+        for cam in ("wrist", "front"):
+            assert obs[cam].shape == (3, 64, 64) and obs[cam].dtype == np.uint8 and obs[cam].std() > 5.0, cam
+        # Observation's ee_pos block is the measured tool position (the task's own observe).
+        assert np.allclose(env.full_obs[env._ee_pos], env.measurements().ee_pos, atol=0.01)
+
+        t0 = time.monotonic()
+        forward = np.array([0.4, 0, 0, 0, 0, 0], dtype=np.float32)
+        moved = _moved(env, forward, 12)
+        assert time.monotonic() - t0 >= 12 * env.control_dt * 0.9  # a real arm's time
+        assert moved[0] > 0.05 and abs(moved[1]) < 0.01 and abs(moved[2]) < 0.02, moved
+
+        _estop(True)  # the filter's latched e-stop: the actor's commands stop reaching the arm
+        time.sleep(0.3)
+        held = _moved(env, forward, 8)
+        assert np.linalg.norm(held) < 0.005, held
+
+        # The next episode: the filter still holds, so the return cannot move the arm; the
+        # scene is reset all the same and the episode starts where the arm is.
+        env.config.graph.reset_timeout = 1.0
+        env.reset()
+        assert np.linalg.norm(env.measurements().ee_pos - home) > 0.05
+    finally:
+        env.close()
+    out, _ = arm_graph.communicate(timeout=SECONDS + 60)
+    summary = json.loads(out)
+    assert summary["policy"] == "external"
+    assert summary["interventions"]["by_filter"].get("estop", 0) > 0, summary["interventions"]
+    assert summary["emulator"]["overruns"] < 20, summary["emulator"]
+    assert summary["emulator"]["cameras"]["published"] > 20, summary["emulator"]
+
+
+def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_graph: subprocess.Popen[str]) -> None:
+    from sim2real.ros_nodes.hil_env import GraphArmEnv
+
+    env = GraphArmEnv(_config().env, seed=0, log=lambda s: None)
+    try:
+        env.reset(seed=0)
+        home = env.measurements().ee_pos.copy()
+        _moved(env, np.array([0, 0.4, 0.2, 0, 0, 0], dtype=np.float32), 10)
+        assert np.linalg.norm(env.measurements().ee_pos - home) > 0.05
+        env.reset()
+        assert np.linalg.norm(env.measurements().ee_pos - home) < 0.01  # back, through the filter
+
+        arm_graph.terminate()  # the robot's graph goes away mid-episode
+        arm_graph.communicate(timeout=60)
+        with pytest.raises(Sim2RealError, match="stale"):
+            for _ in range(20):
+                env.step(np.zeros(env.action_dim, dtype=np.float32))
+    finally:
+        env.close()
+
+
+def test_an_actor_without_a_graph_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim2real.ros_nodes.hil_env import GraphArmEnv
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(unique_domain_id()))
+    cfg = HilConfig.from_dict({"env": {"task": "ArmPegInsert", "graph": {"start_timeout": 1.0}}})
+    with pytest.raises(Sim2RealError, match=r"nothing subscribes .*raw_command.*policy:=external"):
+        GraphArmEnv(cfg.env, log=lambda s: None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arm_graph", [120.0], indirect=True)
+def test_a_hil_run_on_the_emulated_arm_streams_its_transitions_to_the_learner(
+        arm_graph: subprocess.Popen[str], tmp_path: Any) -> None:
+    """``sim2real hil run --env ros``: learner and actor as a user starts them, the actor on
+    the graph; its transitions reach the learner and the learner's weights reach it."""
+    cmd = [sys.executable, "-m", "sim2real", "hil", "run", "--env", "ros", "--cameras", "wrist,front", "--steps", "160",
+           "--device", "none", "--run-dir", str(tmp_path / "run"), "--port", str(20000 + os.getpid() % 20000),
+           "--set", "env.graph.reset_scene_service=/franka/reset_scene", "--set", "env.graph.start_timeout=60",
+           "--set", "env.max_episode_steps=40", "--set", "learner.warmup_steps=60", "--set", "learner.batch_size=16",
+           "--set", "learner.publish_seconds=1", "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ), check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["steps"] == 160 and summary["episodes"] >= 3, summary
+    assert summary["unacknowledged"] == 0 and summary["flushed"], summary  # every transition reached the learner
+    assert summary["weight_updates"] >= 1, summary  # and the learner's weights reached the actor
