@@ -12,6 +12,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -207,12 +208,21 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     return summary
 
 
+STOP = threading.Event()
+"""Set by :func:`request_stop` (SIGINT/SIGTERM): the run's window ends now, the graph and
+the emulator shut down and the summary is still made."""
+
+
+def request_stop() -> None:
+    STOP.set()
+
+
 def _wait(duration: float, progress: Any) -> None:
     end = time.monotonic() + duration
-    while (left := end - time.monotonic()) > 0:
+    while (left := end - time.monotonic()) > 0 and not STOP.is_set():
         if progress is not None:
             progress(_left(left))
-        time.sleep(min(1.0, left))
+        STOP.wait(min(1.0, left))
 
 
 def _left(seconds: float) -> str:
@@ -255,7 +265,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
             graph.raise_if_dead()
         monitor.reset_window()
         stop = time.monotonic() + opts.duration
-        while time.monotonic() < stop:
+        while time.monotonic() < stop and not STOP.is_set():
             executor.spin_once(timeout_sec=0.1)
             graph.raise_if_dead()
             if progress is not None:

@@ -22,6 +22,20 @@ START_TIMEOUT = 60.0
 """s for the emulator to load MuJoCo and bind its sockets."""
 
 
+def _die_with_parent() -> None:
+    """In the child, before it runs: SIGTERM when the process that started it dies, however
+    it dies (kill -9 included), so no emulated robot outlives its run (Linux; elsewhere
+    the parent's clean exit stops it). Linux sends it when the starting *thread* ends:
+    start an emulator from a thread that outlives it (the main thread, as every caller
+    here does)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class EmulatorProcess:
     """``with EmulatorProcess("quadruped", domain_id=7) as emu: emu.connect_options``."""
 
@@ -42,7 +56,8 @@ class EmulatorProcess:
         self.summary: dict[str, Any] = {}
 
     def start(self) -> EmulatorProcess:
-        self.proc = proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                            preexec_fn=_die_with_parent)
         assert proc.stderr is not None
         first: list[str] = []
         reader = threading.Thread(target=lambda: first.append(proc.stderr.readline() if proc.stderr else ""),

@@ -31,6 +31,7 @@ from typing import Any
 import cv2
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -44,7 +45,7 @@ from sim2real.policies.hil.env import PROPRIO_BLOCKS, ArmHilEnv, Obs, Step
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
-from sim2real.ros_nodes.qos import command_qos, sensor_qos
+from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.state_input import StateStreams
 from sim2real.sim import robot_deployment
@@ -52,6 +53,8 @@ from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.arm.rotations import quat_conj, quat_mul, quat_to_rotvec
 from sim2real.sim.core.deployment import Measurements
 
+DRIVER = "hardware_bridge"
+"""The real robot's driver node: its diagnostics say whether the robot is enabled."""
 RESET_ROTATION_GAIN = 2.0
 """rad/s of tool rotation per rad of orientation error while returning to the start pose."""
 
@@ -85,6 +88,8 @@ class GraphArmEnv(ArmHilEnv):
         self._m = Measurements()
         self._frames: dict[str, tuple[np.ndarray, float]] = {}
         self._rejected_images: dict[str, str] = {}
+        self._driver: tuple[str, str] | None = None
+        """The hardware bridge's latest (phase, message), if the graph has one."""
         self._last_action = np.zeros(self.action_dim)
         self._next_tick = time.monotonic()
         self._home: tuple[np.ndarray, np.ndarray] | None = None
@@ -113,6 +118,7 @@ class GraphArmEnv(ArmHilEnv):
             kind = CompressedImage if topic.endswith("/compressed") else Image
             node.create_subscription(kind, topic, self._image_callback(cam), sensor_qos())
         self.pub = node.create_publisher(Float64MultiArray, "raw_command", command_qos())
+        node.create_subscription(DiagnosticArray, "diagnostics", self._on_diagnostics, status_qos())
 
     def _image_callback(self, cam: str) -> Callable[[Any], None]:
         return lambda msg: self._on_image(cam, msg)
@@ -139,6 +145,22 @@ class GraphArmEnv(ArmHilEnv):
         with self._lock:
             self._frames[cam] = (frame, time.monotonic())
 
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name == DRIVER:
+                phase = next((kv.value for kv in status.values if kv.key == "phase"), "")
+                with self._lock:
+                    self._driver = (phase, status.message)
+
+    def _driver_not_enabled(self) -> str:
+        """Why the real robot takes no commands ("" when it does, or when the graph drives
+        a simulated one)."""
+        with self._lock:
+            driver = self._driver
+        if driver is None or driver[0] == "enabled":
+            return ""
+        return driver[1] or driver[0]
+
     def _wait_for_graph(self) -> None:
         """The safety filter subscribed and every stream flowing, or a one-line error."""
         end = time.monotonic() + self.graph.start_timeout
@@ -153,6 +175,13 @@ class GraphArmEnv(ArmHilEnv):
                                     f"policy:=external (ROS_DOMAIN_ID {self.context.get_domain_id()})?")
             raise Sim2RealError(f"the arm's streams are not all flowing after {self.graph.start_timeout:.0f} s: "
                                 f"{'; '.join(self._stale())}")
+        if DRIVER in self.node.get_node_names():  # a real robot: nothing moves until a person enables it
+            self.log(f"graph environment: waiting for the robot to be enabled (/{DRIVER}/enable, or auto_enable)")
+            while (self._driver is None or self._driver_not_enabled()) and time.monotonic() < end:
+                time.sleep(0.05)
+            if self._driver is None or self._driver_not_enabled():
+                raise Sim2RealError(f"the robot was not enabled within {self.graph.start_timeout:.0f} s "
+                                    f"({self._driver_not_enabled() or 'no word from ' + DRIVER})")
         m = self.measurements()
         assert m.ee_pos is not None and m.ee_quat is not None
         position = np.array(self.graph.reset_position, dtype=float) if self.graph.reset_position else m.ee_pos
@@ -201,6 +230,10 @@ class GraphArmEnv(ArmHilEnv):
         self._next_tick = max(self._next_tick + dt, time.monotonic() - dt)
 
     def _full_observation(self) -> np.ndarray:
+        halted = self._driver_not_enabled()
+        if halted:
+            raise Sim2RealError(f"the robot no longer takes commands ({DRIVER}: {halted}): stopping; enable it "
+                                f"again and restart the actor")
         stale = self._stale()
         if stale:
             raise Sim2RealError(f"the arm's state is stale ({'; '.join(stale)}): stopping; the safety filter "

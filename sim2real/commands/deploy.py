@@ -87,7 +87,12 @@ def run(args: argparse.Namespace) -> int:
                          domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
                          console=args.console, console_port=args.console_port, emulate=args.emulate,
                          emulator_faults=tuple(args.fault))
-    with console.status(f"deploying {args.robot}") as status:
+    from sim2real.policies.common.signals import stop_on_signals
+    from sim2real.ros_nodes.deployment import request_stop
+
+    # Ctrl-C or SIGTERM (a launcher, a test) ends the window early: the graph and the
+    # emulator shut down and the summary is printed as at the end of --duration.
+    with console.status(f"deploying {args.robot}") as status, stop_on_signals(request_stop):
         summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
     if args.json:
         emit_json(summary)

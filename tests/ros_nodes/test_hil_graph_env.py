@@ -87,6 +87,7 @@ def _moved(env: Any, action: np.ndarray, steps: int) -> np.ndarray:
 
 
 def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subprocess.Popen[str]) -> None:
+    from sim2real.policies.hil.console import HilConsoleTarget
     from sim2real.ros_nodes.hil_env import GraphArmEnv
 
     env = GraphArmEnv(_config().env, seed=0, log=lambda s: None)
@@ -98,6 +99,16 @@ def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subproces
             assert obs[cam].shape == (3, 64, 64) and obs[cam].dtype == np.uint8 and obs[cam].std() > 5.0, cam
         # Observation's ee_pos block is the measured tool position (the task's own observe).
         assert np.allclose(env.full_obs[env._ee_pos], env.measurements().ee_pos, atol=0.01)
+        # The console in this actor shows the arm's cameras and its measured state.
+        target = HilConsoleTarget(env)
+        assert target.control_period() == 0.0  # the environment keeps the real time itself
+        target.episode_started(obs)
+        for cam in ("front", "wrist"):
+            latest = target.frames.latest(cam)
+            assert latest is not None and np.asarray(latest[2]).shape == (240, 320, 3), cam
+        shown = target.snapshot()["state"]
+        assert np.allclose(shown["ee_pos"], env.measurements().ee_pos, atol=0.01)
+        assert "hole_rel_peg_tip" not in shown  # a real arm's scene is in its cameras only
 
         t0 = time.monotonic()
         forward = np.array([0.4, 0, 0, 0, 0, 0], dtype=np.float32)
@@ -117,7 +128,8 @@ def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subproces
         assert np.linalg.norm(env.measurements().ee_pos - home) > 0.05
     finally:
         env.close()
-    out, _ = arm_graph.communicate(timeout=SECONDS + 60)
+    arm_graph.terminate()  # SIGTERM ends the graph's window early, with its summary
+    out, _ = arm_graph.communicate(timeout=60)
     summary = json.loads(out)
     assert summary["policy"] == "external"
     assert summary["interventions"]["by_filter"].get("estop", 0) > 0, summary["interventions"]
@@ -138,7 +150,8 @@ def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_
         assert np.linalg.norm(env.measurements().ee_pos - home) < 0.01  # back, through the filter
 
         arm_graph.terminate()  # the robot's graph goes away mid-episode
-        arm_graph.communicate(timeout=60)
+        out, _ = arm_graph.communicate(timeout=60)
+        assert arm_graph.returncode == 0 and json.loads(out)["emulator"]["ticks"] > 0  # and its emulator with it
         with pytest.raises(Sim2RealError, match="stale"):
             for _ in range(20):
                 env.step(np.zeros(env.action_dim, dtype=np.float32))
@@ -172,3 +185,7 @@ def test_a_hil_run_on_the_emulated_arm_streams_its_transitions_to_the_learner(
     assert summary["steps"] == 160 and summary["episodes"] >= 3, summary
     assert summary["unacknowledged"] == 0 and summary["flushed"], summary  # every transition reached the learner
     assert summary["weight_updates"] >= 1, summary  # and the learner's weights reached the actor
+    arm_graph.terminate()  # SIGTERM ends the graph's window early, with its summary
+    out, _ = arm_graph.communicate(timeout=60)
+    emulator = json.loads(out)["emulator"]
+    assert emulator["episodes"] >= summary["episodes"] - 1, emulator  # the scene was reset between episodes
