@@ -58,25 +58,18 @@ def _config() -> HilConfig:
                                                   "start_timeout": 60.0, "reset_noise": 0.0}}})
 
 
-def _estop(pressed: bool) -> None:
-    import rclpy
-    from rclpy.context import Context
+def _estop(env: Any) -> None:
+    """Press the e-stop (``estop``, std_msgs/Bool) from the actor's own node: a new DDS
+    participant would make every process of the graph rediscover the domain."""
     from std_msgs.msg import Bool
 
     from sim2real.ros_nodes.qos import status_qos
 
-    context = Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("estop_button", context=context)
-    try:
-        pub = node.create_publisher(Bool, "estop", status_qos())
-        wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
-        for _ in range(3):
-            pub.publish(Bool(data=pressed))
-            time.sleep(0.05)
-    finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+    pub = env.node.create_publisher(Bool, "estop", status_qos())
+    assert wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
+    for _ in range(3):
+        pub.publish(Bool(data=True))
+        time.sleep(0.05)
 
 
 def _moved(env: Any, action: np.ndarray, steps: int) -> np.ndarray:
@@ -116,7 +109,7 @@ def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subproces
         assert time.monotonic() - t0 >= 12 * env.control_dt * 0.9  # a real arm's time
         assert moved[0] > 0.05 and abs(moved[1]) < 0.01 and abs(moved[2]) < 0.02, moved
 
-        _estop(True)  # the filter's latched e-stop: the actor's commands stop reaching the arm
+        _estop(env)  # the filter's latched e-stop: the actor's commands stop reaching the arm
         time.sleep(0.3)
         held = _moved(env, forward, 8)
         assert np.linalg.norm(held) < 0.005, held
