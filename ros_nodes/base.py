@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rclpy
 from rclpy.clock import Clock
@@ -39,7 +39,25 @@ from sim2real.sim.core.schema import FieldSpec, coerce, fields_of
 Params = dict[str, Any]
 
 
-class ManagedNode(LifecycleNode):
+class ThrottledLog:
+    """``log_throttled`` for an rclpy node (mixed in before the node class)."""
+
+    _throttle: dict[str, float]
+
+    if TYPE_CHECKING:  # the node class it is mixed into provides it
+        def get_logger(self) -> Any: ...
+
+    def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
+        """Log ``message`` at most once per ``period`` seconds per ``key`` (first one always)."""
+        if not hasattr(self, "_throttle"):
+            self._throttle = {}
+        t = time.monotonic()
+        if t - self._throttle.get(key, -1e9) >= period:
+            self._throttle[key] = t
+            getattr(self.get_logger(), level)(message)
+
+
+class ManagedNode(ThrottledLog, LifecycleNode):
     """A lifecycle node with declared-parameter helpers and an ``active`` flag.
 
     Parameters are read at ``configure``. A parameter set while the node is configured
@@ -56,7 +74,6 @@ class ManagedNode(LifecycleNode):
     def __init__(self, name: str, settings: type, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.active = False
-        self._throttle: dict[str, float] = {}
         self.callback_errors = 0
         self.load_error = ""
         """Why the last ``configure`` failed (empty: it did not)."""
@@ -209,12 +226,6 @@ class ManagedNode(LifecycleNode):
             return time.time()
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
-        """Log ``message`` at most once per ``period`` seconds per ``key`` (first one always)."""
-        t = time.monotonic()
-        if t - self._throttle.get(key, -1e9) >= period:
-            self._throttle[key] = t
-            getattr(self.get_logger(), level)(message)
 
     def publish_status(self, level: int, message: str, values: dict[str, Any]) -> None:
         """One DiagnosticStatus named after this node on ``diagnostics``."""

@@ -11,9 +11,6 @@ frame. A pose still waiting when a newer one comes is dropped and counted.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
 import time
 from typing import Any
 
@@ -22,10 +19,11 @@ import numpy as np
 from sensor_msgs.msg import Image
 
 from sim2real.ros_nodes.images import image_message
+from sim2real.ros_nodes.newest_only import NewestOnly
 from sim2real.sim.core.rendering import OffscreenRenderer
 
-CAMERA_NICENESS = 10
-"""How much lower the drawing thread runs than the emulator's real-time loop."""
+Pose = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""``qpos``, ``mocap_pos``, ``mocap_quat``: what the cameras need of a simulation's state."""
 
 
 class CellCameras:
@@ -46,75 +44,55 @@ class CellCameras:
         self.period = 1.0 / rate_hz
         self.pubs = {cam: node.create_publisher(Image, f"/{cam}/image_raw", 1) for cam in cameras}
         self.frames_published = 0
-        self.frames_dropped = 0
         self.errors = 0
         self._due = 0.0
-        self._pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._ready = threading.Condition()
-        self._stop = False
-        self._started = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cell-cameras", daemon=True)
-        self._thread.start()
+        self._renderer: OffscreenRenderer | None = None
+        self._data = mujoco.MjData(model)
+        self.worker: NewestOnly[Pose] = NewestOnly("cell-cameras", self._draw, self._failed, setup=self._warm_up,
+                                                   teardown=self._release)
         # The GL context and the first frame (shaders compiled, the model's meshes
         # uploaded) take a few hundred ms: done before the emulator serves, never while.
-        self._started.wait(timeout=60.0)
+        self.worker.started.wait(timeout=60.0)
 
-    def wanted(self) -> bool:
-        return any(p.get_subscription_count() > 0 for p in self.pubs.values())
+    @property
+    def frames_dropped(self) -> int:
+        return self.worker.dropped
 
     def offer(self, now: float, data: mujoco.MjData) -> None:
-        """Called by the real-time loop each tick: a copy of the pose when a frame is due."""
-        if now < self._due or not self.wanted():
+        """Called by the real-time loop each tick: a copy of the pose when a frame is due
+        and someone subscribes (asked at most once per frame period, not every tick)."""
+        if now < self._due:
             return
         self._due = now + self.period
-        pose = (data.qpos.copy(), data.mocap_pos.copy(), data.mocap_quat.copy())
-        with self._ready:
-            if self._pending is not None:
-                self.frames_dropped += 1
-            self._pending = pose
-            self._ready.notify()
+        if any(p.get_subscription_count() > 0 for p in self.pubs.values()):
+            self.worker.offer((data.qpos.copy(), data.mocap_pos.copy(), data.mocap_quat.copy()))
 
-    def _run(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CAMERA_NICENESS)
-        renderer: OffscreenRenderer | None = None
-        data = mujoco.MjData(self.model)
-        try:
-            try:
-                renderer = OffscreenRenderer(self.model, *self.size, live=True)
-                mujoco.mj_forward(self.model, data)
-                for cam in self.cameras:
-                    renderer.render(self.model, data, cam)
-            except Exception:
-                self.errors += 1
-            finally:
-                self._started.set()
-            while True:
-                with self._ready:
-                    while self._pending is None and not self._stop:
-                        self._ready.wait()
-                    if self._stop or self._pending is None:
-                        return
-                    (data.qpos[:], data.mocap_pos[:], data.mocap_quat[:]), self._pending = self._pending, None
-                if renderer is None:
-                    continue  # no GL: counted once at start
-                try:
-                    mujoco.mj_kinematics(self.model, data)
-                    mujoco.mj_camlight(self.model, data)
-                    stamp = self.node.get_clock().now().to_msg()
-                    for cam, pub in self.pubs.items():
-                        pub.publish(image_message(renderer.render(self.model, data, cam), stamp, cam))
-                        self.frames_published += 1
-                except Exception:  # a broken frame must not end the cameras, nor the emulator
-                    self.errors += 1
-                    time.sleep(self.period)
-        finally:
-            if renderer is not None:
-                renderer.close()  # the GL context belongs to this thread
+    # -- the worker thread ---------------------------------------------------------------
+    def _warm_up(self) -> None:
+        self._renderer = OffscreenRenderer(self.model, *self.size, live=True)
+        mujoco.mj_forward(self.model, self._data)
+        for cam in self.cameras:
+            self._renderer.render(self.model, self._data, cam)
+
+    def _draw(self, pose: Pose) -> None:
+        if self._renderer is None:
+            return  # no GL: counted once at start
+        data = self._data
+        data.qpos[:], data.mocap_pos[:], data.mocap_quat[:] = pose
+        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_camlight(self.model, data)
+        stamp = self.node.get_clock().now().to_msg()
+        for cam, pub in self.pubs.items():
+            pub.publish(image_message(self._renderer.render(self.model, data, cam), stamp, cam))
+            self.frames_published += 1
+
+    def _failed(self, exc: Exception) -> None:  # a broken frame must not end the cameras, nor the emulator
+        self.errors += 1
+        time.sleep(self.period)
+
+    def _release(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()  # the GL context belongs to the worker's thread
 
     def close(self) -> None:
-        with self._ready:
-            self._stop = True
-            self._ready.notify()
-        self._thread.join(timeout=5)
-
+        self.worker.close()

@@ -144,6 +144,7 @@ def run_deployment(opts: DeployOptions, progress: Any = None) -> dict[str, Any]:
     """Run the graph for ``opts.duration`` seconds; returns the summary."""
     if opts.backend not in ("sim", "real"):
         raise ValueError(f"backend must be sim or real, got {opts.backend!r}")
+    STOP.clear()  # a stop asked of an earlier run in this process is not this run's
     if opts.emulate:
         return _run_emulated(opts, progress)
     return _run_graph(opts, progress)[0]
@@ -183,7 +184,7 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
 
     deployment = robot_deployment(opts.robot)
     backend = opts.overrides.get("hardware_bridge", {}).get("backend") or deployment.real_backend
-    cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras else ()
+    cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras() else ()
     with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, task=opts.task, faults=opts.emulator_faults,
                          cameras=cameras) as emulator:
         bridge = {"backend_options": json.dumps(emulator.connect_options), "auto_enable": True,

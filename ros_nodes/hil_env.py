@@ -40,11 +40,13 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.errors import ConfigError, Sim2RealError
+from sim2real.policies.common.pacing import pace
 from sim2real.policies.hil.config import EnvConfig
 from sim2real.policies.hil.env import PROPRIO_BLOCKS, ArmHilEnv, Obs, Step
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes.base import ThrottledLog
 from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.state_input import StateStreams
@@ -92,6 +94,7 @@ class GraphArmEnv(ArmHilEnv):
         """The hardware bridge's latest (phase, message), if the graph has one."""
         self._last_action = np.zeros(self.action_dim)
         self._next_tick = time.monotonic()
+        """When the current control period ends."""
         self._home: tuple[np.ndarray, np.ndarray] | None = None
         self._closed = False
         self.context = Context()
@@ -222,12 +225,12 @@ class GraphArmEnv(ArmHilEnv):
         self.pub.publish(M.command_array(self.space.action_to_command(full), self.space.names))
 
     def _tick(self) -> None:
-        """Sleep to the end of this control period (no burst to catch up after a stall)."""
-        dt = self.control_dt
-        delay = self._next_tick + dt - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        self._next_tick = max(self._next_tick + dt, time.monotonic() - dt)
+        """Sleep to the end of this control period (``_next_tick``)."""
+        self._next_tick = pace(self._next_tick, self.control_dt)
+
+    def _restart_clock(self) -> None:
+        """The control period starting now ends one period from now."""
+        self._next_tick = time.monotonic() + self.control_dt
 
     def _full_observation(self) -> np.ndarray:
         halted = self._driver_not_enabled()
@@ -238,9 +241,7 @@ class GraphArmEnv(ArmHilEnv):
         if stale:
             raise Sim2RealError(f"the arm's state is stale ({'; '.join(stale)}): stopping; the safety filter "
                                 f"holds the arm")
-        with self._lock:
-            m = replace(self._m, stamps=dict(self._m.stamps))
-        return self.builder.build(m, self._last_action)
+        return self.builder.build(self.measurements(), self._last_action)
 
     def _advance(self, action: np.ndarray) -> Step:
         self._command(action)
@@ -265,12 +266,11 @@ class GraphArmEnv(ArmHilEnv):
         position = self._home[0] + self.rng.uniform(-1.0, 1.0, 3) * self.graph.reset_noise
         lin_scale, ang_scale = self.space.scale[0], self.space.scale[3]
         end = time.monotonic() + self.graph.reset_timeout
-        self._next_tick = time.monotonic()
+        self._restart_clock()
         while True:
-            m = self.measurements()
-            if self._stale() or m.ee_pos is None or m.ee_quat is None:
-                raise Sim2RealError(f"returning to the start pose: the arm's state is stale "
-                                    f"({'; '.join(self._stale())})")
+            m, stale = self.measurements(), self._stale()
+            if stale or m.ee_pos is None or m.ee_quat is None:
+                raise Sim2RealError(f"returning to the start pose: the arm's state is stale ({'; '.join(stale)})")
             error = position - m.ee_pos
             turn = quat_to_rotvec(quat_mul(self._home[1], quat_conj(m.ee_quat)))
             if np.linalg.norm(error) <= self.graph.reset_tolerance and np.linalg.norm(turn) <= 0.05:
@@ -306,7 +306,7 @@ class GraphArmEnv(ArmHilEnv):
                                     f"{result.message if result is not None else 'no answer in 10 s'}")
         finally:
             self.node.destroy_client(client)
-        self._next_tick = time.monotonic()
+        self._restart_clock()
 
     def _images(self) -> dict[str, np.ndarray]:
         size = self.config.image_size
@@ -349,15 +349,8 @@ def square(frame: np.ndarray, side: int) -> np.ndarray:
     return cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA)
 
 
-class ActorNode(Node):
+class ActorNode(ThrottledLog, Node):
     """The actor's plain rclpy node (no lifecycle: it lives as long as the environment)."""
 
     def __init__(self, context: Context, namespace: str) -> None:
         super().__init__("hil_actor", namespace=namespace, context=context)
-        self._throttle: dict[str, float] = {}
-
-    def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
-        t = time.monotonic()
-        if t - self._throttle.get(key, -1e9) >= period:
-            self._throttle[key] = t
-            getattr(self.get_logger(), level)(message)

@@ -21,10 +21,7 @@ applies the driver's hold (drone: motors off).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +38,7 @@ from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
 from sim2real.ros_nodes.latency import LatencyStats
+from sim2real.ros_nodes.newest_only import NewestOnly
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
 from sim2real.ros_nodes.settings import SimBridgeSettings
 from sim2real.ros_nodes.sim_robot import SimRobot
@@ -266,52 +264,34 @@ class SimBridge(ManagedNode):
             self.views.offer(self.robot.pose(), self.get_clock().now().to_msg())
 
 
-LIVE_VIEW_NICENESS = 10
-"""How much lower the live views' thread runs than the node's control thread."""
-
-
 class LiveViews:
-    """Draws, encodes and publishes the cameras of the newest pose on its own thread (which
-    owns the GL context): 2 x 320x240 at 15 Hz is 30 renders/s, which on the control
-    thread made a quadruped miss its 50 Hz period and fall. A pose still waiting when a
-    newer one arrives is dropped."""
+    """Draws, encodes and publishes the cameras of the newest pose on a thread of their own
+    (:class:`~.newest_only.NewestOnly`, which owns the GL context): 2 x 320x240 at 15 Hz
+    is 30 renders/s, which on the control thread made a quadruped miss its 50 Hz period
+    and fall. A pose still waiting when a newer one arrives is dropped."""
 
     def __init__(self, node: SimBridge, robot: SimRobot) -> None:
         self.node, self.robot = node, robot
-        self._pending: tuple[Any, Any] | None = None
-        self._ready = threading.Condition()
-        self._stop = False
-        self.frames_dropped = 0
-        self._thread = threading.Thread(target=self._run, name="sim-bridge-live-views", daemon=True)
-        self._thread.start()
+        self.worker: NewestOnly[tuple[Any, Any]] = NewestOnly(
+            "sim-bridge-live-views", lambda item: self._draw(*item), self._failed,
+            teardown=robot.close,  # the GL context belongs to the worker's thread
+            merge=self._carry_heightfields)
+
+    @property
+    def frames_dropped(self) -> int:
+        return self.worker.dropped
 
     def offer(self, pose: Any, stamp: Any) -> None:
-        with self._ready:
-            if self._pending is not None:
-                self.frames_dropped += 1
-                pose.heightfields_changed |= self._pending[0].heightfields_changed
-            self._pending = (pose, stamp)
-            self._ready.notify()
+        self.worker.offer((pose, stamp))
 
-    def _run(self) -> None:
-        # Best effort: on a loaded machine the views lose frames, the control loop never waits
-        # for them (a nicer thread gets the CPU after the executor's; Linux threads own a nice value).
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LIVE_VIEW_NICENESS)
-        while True:
-            with self._ready:
-                while self._pending is None and not self._stop:
-                    self._ready.wait()
-                if self._stop:
-                    break
-                pose, stamp = self._pending if self._pending is not None else (None, None)
-                self._pending = None
-            try:
-                self._draw(pose, stamp)
-            except Exception as exc:  # a broken frame must not end the views (nor the node)
-                if not self._stop:  # publishers going away at shutdown are no failure
-                    self.node.log_throttled("live_views", f"camera frame failed: {exc}", level="error")
-        self.robot.close()  # the GL context belongs to this thread
+    @staticmethod
+    def _carry_heightfields(dropped: tuple[Any, Any], newer: tuple[Any, Any]) -> tuple[Any, Any]:
+        newer[0].heightfields_changed |= dropped[0].heightfields_changed
+        return newer
+
+    def _failed(self, exc: Exception) -> None:
+        if not self.worker.stopping:  # publishers going away at shutdown are no failure
+            self.node.log_throttled("live_views", f"camera frame failed: {exc}", level="error")
 
     def _draw(self, pose: Any, stamp: Any) -> None:
         node = self.node
@@ -329,10 +309,7 @@ class LiveViews:
             node.frames_published += 1
 
     def close(self) -> None:
-        with self._ready:
-            self._stop = True
-            self._ready.notify()
-        self._thread.join(timeout=5)
+        self.worker.close()
 
 
 def main(args: list[str] | None = None) -> int:

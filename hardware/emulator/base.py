@@ -77,8 +77,6 @@ class Emulator(abc.ABC):
 
     robot: ClassVar[str]
     """The robot it emulates (a deployment description's name)."""
-    has_cell_cameras: ClassVar[bool] = False
-    """:meth:`watch_pose` works: the cameras of the robot's cell can be drawn."""
 
     @classmethod
     @abc.abstractmethod
@@ -105,6 +103,11 @@ class Emulator(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop serving and release the sockets (idempotent)."""
+
+    @classmethod
+    def has_cell_cameras(cls) -> bool:
+        """:meth:`watch_pose` works (the emulator overrides it): its cell's cameras can be drawn."""
+        return cls.watch_pose is not Emulator.watch_pose
 
     def watch_pose(self, listener: PoseListener) -> mujoco.MjModel:
         """Call ``listener(now, data)`` from the real-time loop after each physics update

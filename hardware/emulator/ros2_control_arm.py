@@ -86,7 +86,6 @@ class Ros2ControlArmEmulator(Emulator):
     """One simulated Franka behind ros2_control's topics, on its own rclpy context."""
 
     robot = "arm"
-    has_cell_cameras = True
 
     def __init__(self, config: Ros2ControlArmEmulatorConfig | None = None,
                  faults: StreamFaults | None = None) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from sim2real.errors import Sim2RealError
+from sim2real.policies.common.pacing import pace
 from sim2real.policies.common.signals import stop_on_signals
 from sim2real.policies.hil.config import HilConfig
 from sim2real.policies.hil.devices import InterventionDevice
@@ -88,16 +89,6 @@ class _RunState:
     successes: list[bool] = field(default_factory=list)
     chunk: list[dict[str, np.ndarray]] = field(default_factory=list)
     episodes: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _pace(next_tick: float, period: float) -> float:
-    """Sleep until ``next_tick`` (real-time stepping), then the next tick's time."""
-    if period <= 0:
-        return next_tick
-    delay = next_tick - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-    return max(next_tick + period, time.monotonic() - period)  # no burst to catch up after a stall
 
 
 class Actor:
@@ -177,7 +168,7 @@ class Actor:
                         continue
                     if monitor.take_reset_request():
                         obs = self._end_episode(run, success=False, reset=True)
-                next_tick = _pace(next_tick, period)
+                next_tick = pace(next_tick, period)
                 run.step += 1
                 self.take_weights()
                 if self.weights_version < 0 and run.step <= cfg.actor.random_steps:
