@@ -57,6 +57,8 @@ from sim2real.sim.core.deployment import Measurements
 
 DRIVER = "hardware_bridge"
 """The real robot's driver node: its diagnostics say whether the robot is enabled."""
+SIM_DRIVER = "sim_bridge"
+"""The simulated robot's node (always takes commands)."""
 RESET_ROTATION_GAIN = 2.0
 """rad/s of tool rotation per rad of orientation error while returning to the start pose."""
 
@@ -92,6 +94,8 @@ class GraphArmEnv(ArmHilEnv):
         self._rejected_images: dict[str, str] = {}
         self._driver: tuple[str, str] | None = None
         """The hardware bridge's latest (phase, message), if the graph has one."""
+        self._sim_driven = False
+        """The graph's robot is the simulator's (its bridge reported)."""
         self._last_action = np.zeros(self.action_dim)
         self._next_tick = time.monotonic()
         """When the current control period ends."""
@@ -150,6 +154,9 @@ class GraphArmEnv(ArmHilEnv):
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
+            if status.name == SIM_DRIVER:
+                with self._lock:
+                    self._sim_driven = True
             if status.name == DRIVER:
                 phase = next((kv.value for kv in status.values if kv.key == "phase"), "")
                 with self._lock:
@@ -178,13 +185,22 @@ class GraphArmEnv(ArmHilEnv):
                                     f"policy:=external (ROS_DOMAIN_ID {self.context.get_domain_id()})?")
             raise Sim2RealError(f"the arm's streams are not all flowing after {self.graph.start_timeout:.0f} s: "
                                 f"{'; '.join(self._stale())}")
-        if DRIVER in self.node.get_node_names():  # a real robot: nothing moves until a person enables it
-            self.log(f"graph environment: waiting for the robot to be enabled (/{DRIVER}/enable, or auto_enable)")
-            while (self._driver is None or self._driver_not_enabled()) and time.monotonic() < end:
+        # Which bridge drives the robot, from its own diagnostics (1 Hz): the graph's node
+        # names arrive by discovery, which can lag the data streams, so they cannot say
+        # there is no hardware bridge.
+        while self._driver is None and not self._sim_driven and time.monotonic() < end:
+            time.sleep(0.02)
+        if self._driver is None and not self._sim_driven:
+            raise Sim2RealError(f"no diagnostics from {DRIVER} or {SIM_DRIVER} within "
+                                f"{self.graph.start_timeout:.0f} s: is the robot's graph complete?")
+        if self._driver is not None:  # a real robot: nothing moves until a person enables it
+            if self._driver_not_enabled():
+                self.log(f"graph environment: waiting for the robot to be enabled (/{DRIVER}/enable, or auto_enable)")
+            while self._driver_not_enabled() and time.monotonic() < end:
                 time.sleep(0.05)
-            if self._driver is None or self._driver_not_enabled():
+            if self._driver_not_enabled():
                 raise Sim2RealError(f"the robot was not enabled within {self.graph.start_timeout:.0f} s "
-                                    f"({self._driver_not_enabled() or 'no word from ' + DRIVER})")
+                                    f"({self._driver_not_enabled()})")
         m = self.measurements()
         assert m.ee_pos is not None and m.ee_quat is not None
         position = np.array(self.graph.reset_position, dtype=float) if self.graph.reset_position else m.ee_pos
@@ -223,6 +239,13 @@ class GraphArmEnv(ArmHilEnv):
             full[self._grip_index] = (self.task.fixed_gripper_width - self.space.offset[self._grip_index]) \
                 / self.space.scale[self._grip_index]
         self.pub.publish(M.command_array(self.space.action_to_command(full), self.space.names))
+
+    def _hold(self) -> None:
+        """Command no motion (the gripper as it is)."""
+        action = np.zeros(self.action_dim)
+        if self.has_gripper:
+            action[-1] = self._gripper_command
+        self._command(action)
 
     def _tick(self) -> None:
         """Sleep to the end of this control period (``_next_tick``)."""
@@ -297,13 +320,18 @@ class GraphArmEnv(ArmHilEnv):
             if not client.wait_for_service(timeout_sec=5.0):
                 raise Sim2RealError(f"no service {self.graph.reset_scene_service} (env.graph.reset_scene_service)")
             future = client.call_async(Trigger.Request())
-            end = time.monotonic() + 10.0
+            end = time.monotonic() + self.graph.reset_scene_timeout
+            self._restart_clock()
             while not future.done() and time.monotonic() < end:
-                time.sleep(0.01)
+                # Hold the arm where it is while the scene is reset (a person may take
+                # a while): the filter's watchdog would hold it too, but counted as an
+                # intervention in every episode.
+                self._hold()
+                self._tick()
             result = future.result() if future.done() else None
             if result is None or not result.success:
-                raise Sim2RealError(f"{self.graph.reset_scene_service} failed: "
-                                    f"{result.message if result is not None else 'no answer in 10 s'}")
+                why = result.message if result is not None else f"no answer in {self.graph.reset_scene_timeout:.0f} s"
+                raise Sim2RealError(f"{self.graph.reset_scene_service} failed: {why}")
         finally:
             self.node.destroy_client(client)
         self._restart_clock()

@@ -44,6 +44,8 @@ class GraphArmConfig:
     reset_scene_service: str = ""
     """std_srvs/Trigger service called once the arm is back (a mechanism that resets the
     objects, or the emulator's ``reset_scene``); empty: none (a person resets the scene)."""
+    reset_scene_timeout: Annotated[float, Bounds(gt=0.0, le=600.0)] = 60.0
+    """Seconds the scene reset may take; the arm is held where it is meanwhile."""
 
 
 @dataclass

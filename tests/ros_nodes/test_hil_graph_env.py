@@ -6,7 +6,8 @@ participant.
 
 * its actions move the arm, through the filter: the e-stop stops them;
 * episodes start from the start pose (driven back through the filter) after the scene
-  is reset (the emulator's ``reset_scene``, as a person or a mechanism would);
+  is reset (the emulator's ``reset_scene``, as a person or a mechanism would); the arm is
+  held however long the reset takes;
 * observations: the arm's proprioception rebuilt by the task's own ``observe``, the
   cameras cropped and resized to the learner's images;
 * the graph gone: the next step raises with the stale streams named (commands stop; the
@@ -141,6 +142,20 @@ def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_
         assert np.linalg.norm(env.measurements().ee_pos - home) > 0.05
         env.reset()
         assert np.linalg.norm(env.measurements().ee_pos - home) < 0.01  # back, through the filter
+
+        # A scene reset that takes many control periods (a person putting the peg back):
+        # the arm is held meanwhile and the next episode moves it.
+        from std_srvs.srv import Trigger
+
+        def slow_reset(request: Any, response: Any) -> Any:
+            time.sleep(0.6)
+            response.success, response.message = True, "reset by hand"
+            return response
+
+        env.node.create_service(Trigger, "slow_reset", slow_reset)
+        env.config.graph.reset_scene_service = "slow_reset"
+        env.reset()
+        assert np.linalg.norm(_moved(env, np.array([0.4, 0, 0, 0, 0, 0], dtype=np.float32), 5)) > 0.02
 
         arm_graph.terminate()  # the robot's graph goes away mid-episode
         out, _ = arm_graph.communicate(timeout=60)
