@@ -3,8 +3,10 @@
     ros2 launch sim2real quadruped.launch.py                      # simulated robot, classical controller
     ros2 launch sim2real quadruped.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real quadruped.launch.py record:=true         # MCAP rosbag2 of the run
+    ros2 launch sim2real quadruped.launch.py planner:=true policy:=policies/baselines/QuadrupedWaypoints
 
 Nodes (parameters from share/sim2real/config/quadruped.yaml, ros__parameters form):
+planner (planner:=true: the path a QuadrupedWaypoints policy follows, on `plan`),
 sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
 Unitree Go2 through its low-level DDS topics rt/lowstate and rt/lowcmd; try it against
 `sim2real hardware emulate --robot quadruped`), policy, safety_filter, recorder (record:=true),

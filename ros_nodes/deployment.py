@@ -103,12 +103,17 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         extra["safety_filter"] = {"action_mode": meta["action_mode"]}
         if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
+        planned = _planner_parameters(opts.robot, task, meta["action_mode"], meta.get("task_options") or {})
+        if planned is not None:
+            extra["planner"] = planned
     nodes = ["safety_filter"] + (["policy"] if policy != EXTERNAL else []) \
         + (["sim_bridge"] if opts.backend == "sim" else [])
     if opts.backend == "real" and has_driver:
         # The robot speaks the sim2real wire protocol (hardware/): its driver is ours.
         # Robots without a `hardware_bridge` section bring their own ROS 2 driver.
         nodes.append("hardware_bridge")
+    if "planner" in extra:  # the policy follows a planned path
+        nodes.append("planner")
     if opts.record:
         nodes.append("recorder")
         extra["recorder"] = {"output": str(opts.record)}
@@ -127,6 +132,18 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
 LIVE_VIEW = {"image_rate": 20.0, "image_width": 320, "image_height": 240}
 """The sim bridge's cameras for a person watching: 320x240, asked at 20 frames/s so that at least 15
 reach the page when the machine is loaded (a frame still drawing when the next is due is skipped)."""
+
+
+def _planner_parameters(robot: str, task: str, mode: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The planner's parameters when the policy's observation needs a planned path (its
+    task's waypoint spacing), else None."""
+    from sim2real.ros_nodes.robots import make_task
+    from sim2real.sim import robot_deployment
+
+    made = make_task(task, mode, options)
+    if "path" not in robot_deployment(robot).required(made):
+        return None
+    return {"robot": robot, "spacing": float(getattr(made, "spacing", 0.4))}
 
 
 def _console_parameters(opts: DeployOptions, params: dict[str, dict[str, Any]],

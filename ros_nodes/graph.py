@@ -28,9 +28,11 @@ NODE_MODULES: dict[str, str] = {
     "recorder": "sim2real.ros_nodes.recorder",
     "camera": "sim2real.ros_nodes.camera",
     "console": "sim2real.ros_nodes.console",
+    "planner": "sim2real.ros_nodes.planner",
 }
-START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "policy", "recorder", "console")
-"""Robot first, then its guard, then whatever commands it."""
+START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "planner", "policy", "recorder", "console")
+"""Robot first, then its guard, then whatever commands it (the planner before the
+policy that follows its path)."""
 
 
 def config_dir() -> Path:
@@ -115,7 +117,7 @@ def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]
 
 NODE_CLASSES = {"sim_bridge": "SimBridge", "hardware_bridge": "HardwareBridge", "safety_filter": "SafetyFilterNode",
                 "policy": "PolicyNode", "recorder": "Recorder", "camera": "CameraNode",
-                "console": "ConsoleNode"}
+                "console": "ConsoleNode", "planner": "PlannerNode"}
 
 
 def node_class(name: str) -> type:

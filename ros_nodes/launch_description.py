@@ -53,10 +53,21 @@ def has_hardware_bridge(robot: str) -> bool:
     return "hardware_bridge" in sections(_config(robot))
 
 
+def has_planner(robot: str) -> bool:
+    """The robot has path-following policies: ``planner:=true`` starts its planner."""
+    from sim2real.ros_nodes.graph import sections
+
+    return "planner" in sections(_config(robot))
+
+
 def arguments(robot: str) -> list[LaunchArgument]:
     real = ("start the hardware bridge to the robot" if has_hardware_bridge(robot)
             else "the robot's driver provides the topics")
+    planner = ([LaunchArgument("planner", "false", "plan a path to the goal on `plan` (nav_msgs/Path) from `map` or "
+                                                   "the simulated `course`, for path-following policies",
+                               ("true", "false"))] if has_planner(robot) else [])
     return [
+        *planner,
         LaunchArgument("backend", "sim", f"sim: start the MuJoCo sim bridge; real: {real}", ("sim", "real")),
         LaunchArgument("policy", "classical", "exported policy (policy.onnx, its .json or folder), 'classical', or "
                                               "'external': no policy node, another program publishes raw_command "
@@ -73,6 +84,8 @@ def nodes(robot: str) -> list[LaunchNode]:
     out = [LaunchNode("sim_bridge", ("backend", "sim"))]
     if has_hardware_bridge(robot):
         out.append(LaunchNode("hardware_bridge", ("backend", "real")))
+    if has_planner(robot):
+        out.append(LaunchNode("planner", ("planner", "true")))
     return [*out, LaunchNode("safety_filter"),
             LaunchNode("policy", unless=("policy", "external"), overrides={"policy": "policy"}),
             LaunchNode("recorder", ("record", "true")), LaunchNode("console", ("console", "true"))]

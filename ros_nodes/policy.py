@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Path
 from std_msgs.msg import Float64MultiArray
 
 from sim2real.policies.classical import controller_for
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes import path_messages as P
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, mission_qos
@@ -101,7 +103,8 @@ class PolicyNode(ManagedNode):
         self.robot = robot
         self.joints = info.joints
         self.builder = ObservationBuilder(robot, self.task, action_size)
-        self.required = info.state_topics()
+        # The rangefinders first: the last required stream paces the loop (align_to_state).
+        self.required = [*(["ranges"] if "ranges" in info.required(self.task) else []), *info.state_topics()]
         rate = p["control_rate"] or 1.0 / float(self.task.control_dt)
         self.period = 1.0 / rate
         self.max_age = p["max_state_age_periods"] * self.period
@@ -118,6 +121,7 @@ class PolicyNode(ManagedNode):
         self.streams = StateStreams(self, info, self._on_state)
         self.create_subscription(PoseStamped, "goal", lambda m: self._on_goal(m, "mission"), mission_qos())
         self.create_subscription(Twist, "cmd_vel", lambda m: self._on_cmd_vel(m, "mission"), mission_qos())
+        self.create_subscription(Path, "plan", self._on_plan, mission_qos())
         # A person steering through the correction console overrides the mission while fresh.
         self.create_subscription(PoseStamped, "operator_goal", lambda m: self._on_goal(m, "operator"), command_qos())
         self.create_subscription(Twist, "operator_cmd_vel", lambda m: self._on_cmd_vel(m, "operator"), command_qos())
@@ -180,10 +184,19 @@ class PolicyNode(ManagedNode):
         if np.all(np.isfinite(cmd)):
             self.mission[("cmd_vel", source)] = (cmd, self.now_s())
 
+    def _on_plan(self, msg: Path) -> None:
+        parsed = P.parse_path(msg)
+        if isinstance(parsed, str):  # fail closed: no path to follow until a valid one comes
+            self.mission.pop(("path", "mission"), None)
+            self.log_throttled("plan", f"rejected plan: {parsed}; not acting until a valid one arrives",
+                               level="error")
+            return
+        self.mission[("path", "mission")] = (parsed, self.now_s())
+
     def _mission_inputs(self, now: float) -> None:
         """The goal and velocity command the observation uses: the operator's while fresh
         (``operator_hold``), else the mission's."""
-        for name in ("goal", "cmd_vel"):
+        for name in ("goal", "cmd_vel", "path"):
             operator = self.mission.get((name, "operator"))
             mission = self.mission.get((name, "mission"))
             fresh = operator is not None and 0.0 <= now - operator[1] <= self.operator_hold

@@ -225,6 +225,18 @@ class ConsoleSettings(NodeSettings):
     """A SpaceMouse on this machine is an operator input too (hold its left button)."""
 
 
+@dataclass
+class PlannerSettings(NodeSettings):
+    """The hierarchy's upper level: a path from the robot to its goal (docs/deployment.md)."""
+
+    robot: Robot = "quadruped"
+    """Robot planned for (its planner: clearance, heights)."""
+    spacing: Annotated[float, Bounds(ge=0.1, le=2.0)] = 0.4
+    """m between waypoints along the path (the follower's training spacing)."""
+    occupied_threshold: Annotated[int, Bounds(ge=1, le=100)] = 50
+    """``map`` cells at or above this occupancy are obstacles; unknown cells (-1) are too."""
+
+
 NODE_SETTINGS: dict[str, type[NodeSettings]] = {
     "sim_bridge": SimBridgeSettings,
     "hardware_bridge": HardwareBridgeSettings,
@@ -233,6 +245,7 @@ NODE_SETTINGS: dict[str, type[NodeSettings]] = {
     "recorder": RecorderSettings,
     "camera": CameraSettings,
     "console": ConsoleSettings,
+    "planner": PlannerSettings,
 }
 """Node name -> its settings."""
 

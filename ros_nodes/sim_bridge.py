@@ -121,6 +121,10 @@ class SimBridge(ManagedNode):
         self.pub_goal = self.create_publisher(PoseStamped, "goal", mission_qos()) if p["publish_mission"] else None
         self.pub_cmd_vel = (self.create_publisher(Twist, "cmd_vel", mission_qos())
                             if p["publish_mission"] and hasattr(r.task, "command") else None)
+        # The course a planner plans on, for the tasks whose policy follows a planned path.
+        self.pub_course = (self.create_publisher(String, "course", mission_qos())
+                           if p["publish_mission"] and r.task.course(0) is not None else None)
+        self._last_course: str | None = None
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
                                  command_qos(p["command_deadline"]), event_callbacks=events)
@@ -247,6 +251,11 @@ class SimBridge(ManagedNode):
         self._publish_mission(m, stamp)
 
     def _publish_mission(self, m: Any, stamp: Any) -> None:
+        if self.pub_course is not None:
+            course = json.dumps(self.configured_robot().task.course(0))
+            if course != self._last_course:  # a new episode's course: the planner plans again
+                self._last_course = course
+                self.pub_course.publish(String(data=course))
         key = (None if m.goal is None else tuple(m.goal), None if m.cmd_vel is None else tuple(m.cmd_vel))
         if key == self._last_mission:
             return

@@ -4,13 +4,16 @@ reads them (the policy, the safety filter, the console).
 Which streams exist is the robot's own description
 (:class:`~sim2real.sim.core.deployment.RobotDeployment`): ``joint_states`` when it has
 joints, ``odom`` (and ``imu``, for nodes that ask) when it has a floating base,
-``ee_pose`` and ``ee_pose_desired`` when it has an end effector. A message that fails
+``ee_pose`` and ``ee_pose_desired`` when it has an end effector, ``ranges/<name>`` per
+rangefinder (assembled into one ``ranges`` stream that flows only while every
+rangefinder is fresh, so one dead sensor stops it). A message that fails
 its check (unknown or missing joints, wrong lengths, NaN or inf, an orientation that is
 not a rotation) is counted and logged and never reaches the node.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -18,9 +21,10 @@ from typing import Any, Protocol
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, Range
 
 from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes import path_messages as P
 from sim2real.ros_nodes.qos import sensor_qos
 from sim2real.sim.core.deployment import RobotDeployment
 
@@ -33,6 +37,10 @@ class StreamNode(Protocol):
 
     def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None: ...
 
+
+RANGE_MAX_AGE = 0.25
+"""Seconds a rangefinder's reading may be older than the newest for the ``ranges``
+stream to flow."""
 
 StateCallback = Callable[[str, dict[str, np.ndarray | None], Any], None]
 """``(topic, measurement fields, message header)`` of each valid state message."""
@@ -68,6 +76,11 @@ class StateStreams:
             node.create_subscription(PoseStamped, "ee_pose_desired",
                                      lambda m: self._on_pose(m, "ee_pose_desired", "ee_pos_desired", "ee_quat_desired"),
                                      qos)
+        self.rangefinders = deployment.rangefinders
+        self._ranges = np.full(len(self.rangefinders), np.nan)
+        self._range_arrivals = np.full(len(self.rangefinders), -np.inf)
+        for i, name in enumerate(self.rangefinders):
+            node.create_subscription(Range, f"ranges/{name}", self._range_callback(i), qos)
 
     def _reject(self, topic: str, reason: str) -> None:
         self.rejected[topic] += 1
@@ -96,6 +109,18 @@ class StateStreams:
             return self._reject("imu", parsed)
         quat, rates, accel = parsed
         self.on_state("imu", {"base_quat": quat, "base_ang_vel": rates, "base_lin_acc": accel}, msg.header)
+
+    def _range_callback(self, index: int) -> Callable[[Range], None]:
+        return lambda msg: self._on_range(index, msg)
+
+    def _on_range(self, index: int, msg: Range) -> None:
+        parsed = P.parse_range(msg)
+        if isinstance(parsed, str):
+            return self._reject(f"ranges/{self.rangefinders[index]}", parsed)
+        now = time.monotonic()
+        self._ranges[index], self._range_arrivals[index] = parsed, now
+        if np.all(now - self._range_arrivals <= RANGE_MAX_AGE):
+            self.on_state("ranges", {"ranges": self._ranges.copy()}, msg.header)
 
     def _on_pose(self, msg: PoseStamped, topic: str, pos_field: str, quat_field: str) -> None:
         parsed = M.parse_pose(msg.pose)

@@ -3,7 +3,8 @@
 The sim bridge (from MuJoCo) and the hardware bridge (from a real robot's backend) both
 turn a :class:`~sim2real.sim.core.deployment.Measurements` into the topics the robot's
 deployment description names (``joint_states``; ``odom`` and ``imu`` for a floating
-base; ``ee_pose`` and ``ee_pose_desired`` for an arm), with the sensor-data QoS the
+base; ``ee_pose`` and ``ee_pose_desired`` for an arm; ``ranges/<name>`` for rangefinders
+where the task reads them), with the sensor-data QoS the
 policy and the safety filter subscribe with (:mod:`.state_input` reads them back).
 """
 
@@ -14,9 +15,10 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, Range
 
 from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes import path_messages as P
 from sim2real.ros_nodes.qos import sensor_qos
 from sim2real.sim.core.deployment import Measurements, RobotDeployment
 
@@ -43,6 +45,7 @@ class StatePublishers:
         self.imu = node.create_publisher(Imu, "imu", sensor) if info.floating_base else None
         self.ee = node.create_publisher(PoseStamped, "ee_pose", sensor) if info.has_ee else None
         self.ee_desired = node.create_publisher(PoseStamped, "ee_pose_desired", sensor) if info.has_ee else None
+        self.ranges = [node.create_publisher(Range, f"ranges/{name}", sensor) for name in info.rangefinders]
 
     def publish(self, m: Measurements, stamp: Any, specific_force: np.ndarray | None = None) -> None:
         """Every stream of ``m``, stamped ``stamp``; ``specific_force`` is the IMU's
@@ -66,3 +69,6 @@ class StatePublishers:
             self.ee.publish(M.pose_stamped(_measured("ee_pos", m.ee_pos), _measured("ee_quat", m.ee_quat), stamp))
             self.ee_desired.publish(M.pose_stamped(_measured("ee_pos_desired", m.ee_pos_desired),
                                                    _measured("ee_quat_desired", m.ee_quat_desired), stamp))
+        if m.ranges is not None:  # the robot's rangefinders, where its task reads them
+            for pub, name, value in zip(self.ranges, self.info.rangefinders, m.ranges, strict=True):
+                pub.publish(P.range_reading(float(value), stamp, f"range_{name}", self.info.range_max))

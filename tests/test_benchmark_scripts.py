@@ -87,3 +87,50 @@ def test_a_residual_policy_against_its_reference_takes_task_option_overrides(
         script.main([*args, "--task-option", "residual_tilt_gate=[20, 10]"])
     with pytest.raises(SystemExit):
         script.main([*args, "--task-option", "residual_tilt_gate"])
+
+
+def test_the_velocity_policy_on_the_path_sees_pure_pursuits_twist_as_its_command() -> None:
+    """benchmarks/hierarchy.py's third controller: the shipped velocity policy, its
+    command block filled from the waypoints task's ``reference`` block, every other
+    block copied by name."""
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.sim.core.registry import REGISTRY
+
+    script = _load("hierarchy")
+    layout = REGISTRY.get("QuadrupedWaypoints")(num_envs=1, action_mode="gait_residual").observation_layout()
+    velocity = OnnxPolicy(ROOT / "policies" / "baselines" / "QuadrupedVelocity")
+    seen: list[np.ndarray] = []
+
+    class Recording:
+        metadata = velocity.metadata
+
+        def __call__(self, obs: np.ndarray) -> np.ndarray:
+            seen.append(obs)
+            return velocity(obs)
+
+    size = sum(n for _, n in layout)
+    obs = np.arange(2 * size, dtype=np.float32).reshape(2, size)
+    act = script.velocity_on_the_path(Recording(), layout)(obs)
+    assert act.shape == (2, 12)
+    start = {name: sum(n for _, n in layout[:i]) for i, (name, _) in enumerate(layout)}
+    fed = seen[0]
+    for block in velocity.metadata["observation"]["layout"]:
+        source = "reference" if block["name"] == "command" else block["name"]
+        np.testing.assert_array_equal(fed[:, block["start"] : block["start"] + block["size"]],
+                                      obs[:, start[source] : start[source] + block["size"]])
+
+
+def test_the_hierarchy_comparison_runs_its_controllers_on_the_same_held_out_courses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script = _load("hierarchy")
+    velocity = str(ROOT / "policies" / "baselines" / "QuadrupedVelocity")
+    assert script.main(["--velocity", velocity, "--kinds", "slalom", "--episodes", "2", "--n-envs", "2",
+                        "--dr", "none", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    rows = {row["controller"]: row for row in report["rows"]}
+    assert sorted(rows) == ["classical", "velocity_pursuit"]
+    for row in rows.values():
+        assert row["courses"] == "slalom" and row["episodes"] == 2
+        assert 0.0 <= row["waypoint_fraction"] <= 1.0 and row["clean_successes"] <= row["successes"]
+    assert rows["velocity_pursuit"]["waypoint_fraction"] > rows["classical"]["waypoint_fraction"]

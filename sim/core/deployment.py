@@ -48,8 +48,24 @@ class Measurements:
     goal: np.ndarray | None = None
     cmd_vel: np.ndarray | None = None
     """(vx, vy, yaw rate)."""
+    path: np.ndarray | None = None
+    """``[K, 3]`` the planner's waypoints (x, y in the odometry frame, then the height the
+    robot may have there: a quadruped's trunk, a drone's altitude); the last is the goal."""
+    ranges: np.ndarray | None = None
+    """The robot's rangefinders (m), in the order its task names them."""
     stamps: dict[str, float] = field(default_factory=dict)
     """topic -> arrival time of its latest valid message."""
+
+
+@dataclass(frozen=True)
+class ClearanceGrid:
+    """A map as a planner reads it: cell centres ``xs`` by ``ys`` (m, the odometry frame)
+    and each cell's distance to the nearest obstacle (m)."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    clearance: np.ndarray
+    """``[len(xs), len(ys)]``."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,11 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     """Publishes ``odom`` and ``imu``."""
     has_ee: ClassVar[bool] = False
     """Publishes ``ee_pose`` and ``ee_pose_desired``."""
+    rangefinders: ClassVar[tuple[str, ...]] = ()
+    """Rangefinders publishing ``ranges/<name>`` (sensor_msgs/Range), in the order of the
+    ``ranges`` measurement; the ``ranges`` stream of the tasks that read them."""
+    range_max: ClassVar[float] = 0.0
+    """Their largest reading (m): farther, or no return, reads as this."""
     measured: ClassVar[tuple[str, ...]]
     """:class:`Measurements` fields every observation of this robot is rebuilt from."""
     observable: ClassVar[frozenset[str]]
@@ -167,6 +188,17 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
         if self.has_ee:
             topics += ["ee_pose", "ee_pose_desired"]
         return topics
+
+    def plan(self, start: np.ndarray, goal: np.ndarray | None, spacing: float, course: Mapping[str, Any] | None = None,
+             grid: ClearanceGrid | None = None) -> np.ndarray:
+        """The path ``[K, 3]`` (x, y, allowed height) a path-following policy of this robot
+        follows from ``start`` to ``goal`` (None: the course's), on a simulated course's
+        description (:meth:`Task.course`) or an occupancy map's clearance.
+
+        Raises:
+            ValueError: the robot has no planner, the inputs are malformed, or no path exists.
+        """
+        raise ValueError(f"the {self.name} has no path planner")
 
     def driver_mode(self, action_mode: str, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The action mode and task options of the robot's driver (the sim bridge, an

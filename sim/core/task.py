@@ -227,3 +227,9 @@ class Task(abc.ABC):
     def task_state(self, env_id: int) -> dict[str, Any]:
         """The sampled task variables of one env (targets, commands) for ``info``."""
         return {}
+
+    def course(self, env_id: int) -> dict[str, Any] | None:
+        """The map of one env's scene as its robot's planner reads it (JSON-ready; see
+        :meth:`~sim2real.sim.core.deployment.RobotDeployment.plan`), for tasks whose
+        policy follows a planned path; None for the others."""
+        return None

@@ -247,7 +247,7 @@ class QuadrupedTask(Task):
     def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         target = c.DEFAULT_POSE + self.action_scale * action
         if self.gait is not None:
-            target = target + self.gait.joint_offsets(self.reference_twist())
+            target = target + self.gait.joint_offsets(self.reference_twist(), self.reference_crouch())
         # minimum/maximum: np.clip's argument handling costs more than the arithmetic here
         return np.minimum(np.maximum(target, self.ctrl_low), self.ctrl_high)
 
@@ -274,6 +274,10 @@ class QuadrupedTask(Task):
         tasks that support ``gait_residual`` return their command."""
         raise ConfigError("action_mode", f"{self.name} has no commanded twist for the gait_residual mode")
 
+    def reference_crouch(self) -> np.ndarray | None:
+        """``[B]`` metres the gait reference lowers the hips by (None: standing height)."""
+        return None
+
     def advance_reference(self) -> None:
         """Run the gait clock one control period (call once per control step)."""
         if self.gait is not None:
@@ -288,7 +292,7 @@ class QuadrupedTask(Task):
         command = to_command(action)
         if self.gait is None:
             return command
-        command = command + self.gait.joint_offsets(self.reference_twist())[0]
+        command = command + self.gait.joint_offsets(self.reference_twist(), self.reference_crouch())[0]
         self.advance_reference()
         return command
 

@@ -1,18 +1,29 @@
 """The quadruped as a deployment sees it: joint states in Unitree's FR/FL/RR/RL order and
-the base's odometry; the velocity command comes on ``cmd_vel``."""
+the base's odometry; the velocity command comes on ``cmd_vel``, the planner's path on
+``plan`` and the rangefinders on ``ranges`` (the waypoints task)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import mujoco
 import numpy as np
 
-from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
+from sim2real.sim.core.deployment import (
+    ClearanceGrid,
+    Measurements,
+    OperatorAxis,
+    OperatorSpace,
+    RobotDeployment,
+    StateWriter,
+)
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped import layouts, planner
 from sim2real.sim.quadruped.base import QuadrupedTask
 from sim2real.sim.quadruped.velocity import Velocity
+from sim2real.sim.quadruped.waypoints import MAX_RANGE, RANGEFINDERS, Waypoints
 
 DRIVER_ACTION_SCALE = 2.0
 """Rad of servo target per unit action in the simulated quadruped driver: the largest
@@ -28,10 +39,13 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     real_backend = "unitree_go2"
     joints = C.JOINT_NAMES
     floating_base = True
+    rangefinders = tuple(RANGEFINDERS)
+    range_max = MAX_RANGE
     measured = ("joint_pos", "joint_vel", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
     observable = frozenset({"base_lin_vel", "base_ang_vel", "projected_gravity", "command", "joint_pos",
-                            "joint_vel", "last_action", "gait_clock", "history"})
-    block_inputs: ClassVar = {"command": "cmd_vel"}
+                            "joint_vel", "last_action", "gait_clock", "history", "waypoints", "ranges",
+                            "reference"})
+    block_inputs: ClassVar = {"command": "cmd_vel", "waypoints": "path", "ranges": "ranges"}
     # A person steers the base; the policy keeps walking (its joint targets pass the filter).
     # Standing (sport mode's stance, the emulator's start), lying (Unitree's stand-down
     # pose) or settling in damping (calves at their stop, hips splayed outwards, thighs
@@ -49,13 +63,26 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     driver_modes: ClassVar = {"gait_residual": "joint_pos"}
     driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}
 
+    def plan(self, start: np.ndarray, goal: np.ndarray | None, spacing: float, course: Mapping[str, Any] | None = None,
+             grid: ClearanceGrid | None = None) -> np.ndarray:
+        if course is not None:
+            return planner.plan(layouts.Layout.from_dict(course), np.asarray(start, dtype=float)[:2], spacing, goal)
+        if grid is None or goal is None:
+            raise ValueError("a path needs a course, or a map and a goal")
+        return planner.plan_on_grid(grid.xs, grid.ys, grid.clearance, np.asarray(start, dtype=float)[:2],
+                                    np.asarray(goal, dtype=float)[:2], spacing)
+
     def read_task(self, task: QuadrupedTask, p: PhysicsBatch, out: Measurements) -> None:
         if isinstance(task, Velocity):  # the tasks that follow a velocity command
             out.cmd_vel = np.asarray(task.command[0], dtype=np.float64).copy()
+        if isinstance(task, Waypoints):  # the planner's path and what the rangefinders read
+            out.path = task.waypoints[0].copy()
+            out.ranges = task.ranges(p)[0].copy()
 
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
         task = self.robot_task(task)
         commanded = task if isinstance(task, Velocity) else None  # the tasks that follow a velocity command
+        follower = task if isinstance(task, Waypoints) else None  # the tasks that follow a path
 
         def write(p: PhysicsBatch, m: Measurements) -> None:
             p.qpos[0, 0:3], p.qpos[0, 3:7], p.qpos[0, 7:19] = m.base_pos, m.base_quat, m.joint_pos
@@ -63,5 +90,10 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
             task.last_action[0] = p.last_action[0]
             if commanded is not None and m.cmd_vel is not None:
                 commanded.command[0] = m.cmd_vel
+            if follower is not None and m.path is not None and m.ranges is not None:
+                if not np.array_equal(m.path, follower.waypoints[0]):  # a new plan: follow it from its start
+                    follower.set_path(0, m.path)
+                follower.pass_reached(p.qpos[:1, 0:2])  # the base position just written
+                p.sensordata[0, follower.range_idx] = m.ranges
 
         return write

@@ -93,9 +93,10 @@ class TrotReference:
         step = self.blend_rate * dt
         self.amplitude = np.clip(self.amplitude + np.where(moving, step, -step), 0.0, 1.0)
 
-    def joint_offsets(self, command: np.ndarray) -> np.ndarray:
+    def joint_offsets(self, command: np.ndarray, crouch: np.ndarray | None = None) -> np.ndarray:
         """``[B, 12]`` joint targets relative to the default pose for the body twist
-        ``command [B, 3]`` = (vx, vy, yaw rate), at the current phase.
+        ``command [B, 3]`` = (vx, vy, yaw rate), at the current phase, with the hips
+        ``crouch [B]`` metres lower than standing (none: standing height).
 
         Each foot moves, during its stance half-cycle, opposite to the ground speed
         that the commanded twist gives its hip, then swings back on a sine arc; the
@@ -114,9 +115,10 @@ class TrotReference:
         # Stance: from +stride/2 to -stride/2; swing: back on a cosine, lifted on a sine.
         along = np.where(swing, -0.5 * np.cos(np.pi * s), 0.5 - s)
         x, y = sx * along, sy * along
-        z = -self.stance_height + np.where(swing, self.step_height * np.sin(np.pi * s), 0.0) * amp
+        stance = self.stance_height if crouch is None else self.stance_height - crouch[:, None]
+        z = -stance + np.where(swing, self.step_height * np.sin(np.pi * s), 0.0) * amp
         thigh, calf = leg_ik(x, z)
-        hip = np.arcsin(np.clip(y / self.stance_height, -0.5, 0.5))  # hip roll about +x moves the foot to +y
+        hip = np.arcsin(np.clip(y / stance, -0.5, 0.5))  # hip roll about +x moves the foot to +y
         q = np.stack([hip, thigh, calf], axis=2)
         # In a trot two legs carry the weight: stance knees need more than the standing
         # offset against the servo's sag, swinging ones (light calves) less.

@@ -4,7 +4,8 @@ A course runs along +x inside a 1.6 m wide corridor (two fixed side walls). Afte
 a free spawn area come ``num_sections`` obstacle sections separated by open gaps:
 
 * ``tunnel``:      blocks on both sides leaving a 0.40-0.55 m passage, shifted sideways
-* ``low_ceiling``: a ceiling 0.27-0.31 m above the floor (standing trunk top: 0.34 m)
+* ``low_ceiling``: a ceiling 0.21-0.25 m above the floor, below the trunk of a walking
+                   robot (:data:`WALKING_TRUNK_TOP`) and above a crouched trot's
 * ``low_tunnel``:  both at once
 * ``slalom``:      two blocks from alternating sides 1 m apart, each leaving a 0.7 m gap
 
@@ -18,6 +19,7 @@ carries them as state. Unused pieces are parked under the floor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -36,7 +38,15 @@ SLALOM_LENGTH = 2.0  # blocks at both ends leave 1 m between them for the 0.7 m 
 BLOCK_POOL = 2 * MAX_SECTION_PIECES * MAX_SECTIONS
 CEILING_POOL = MAX_SECTION_PIECES * MAX_SECTIONS
 TUNNEL_WIDTH = (0.40, 0.55)
-CEILING_HEIGHT = (0.27, 0.31)
+CEILING_HEIGHT = (0.21, 0.25)
+"""Range of the low ceilings' undersides (m). Ceilings of 0.27-0.31 m (before) confined
+nothing: the walking robot's trunk passed under them untouched."""
+WALKING_TRUNK_TOP = 0.257
+"""Top of the trunk (m) of the robot walking on open ground, measured: the shipped
+QuadrupedVelocity policy walks with its trunk centre at 0.20 m (box half height 0.057)."""
+CRAWLING_TRUNK_TOP = 0.186
+"""Top of the trunk (m) trotting crouched: the trot reference with its hips 0.12 m low
+keeps the trunk centre at 0.13 m."""
 SLALOM_GAP = 2 * CORRIDOR_HALF_WIDTH - 2 * BLOCK_HALF[1]  # 0.7 m
 MARKER_POOL = 40  # flat discs on the floor showing the planned waypoints (visual only)
 
@@ -67,6 +77,28 @@ class Layout:
         w = CORRIDOR_HALF_WIDTH
         out += [(-100.0, 100.0, w, w + 1.0), (-100.0, 100.0, -w - 1.0, -w)]
         return np.array(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The course as a planner needs it (JSON-ready): goal, blocks, ceilings."""
+        return {"goal": [float(v) for v in self.goal], "blocks": [[float(x), float(y)] for x, y in self.blocks],
+                "ceilings": [[float(x), float(z)] for x, z in self.ceilings]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Layout:
+        """The course of :meth:`to_dict`.
+
+        Raises:
+            ValueError: a malformed description (missing keys, wrong shapes, non-finite).
+        """
+        try:
+            goal = np.asarray(data["goal"], dtype=float)
+            blocks = np.asarray(data["blocks"], dtype=float).reshape(-1, 2)
+            ceilings = np.asarray(data["ceilings"], dtype=float).reshape(-1, 2)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed course description: {exc!r}") from None
+        if goal.shape != (2,) or not all(np.all(np.isfinite(a)) for a in (goal, blocks, ceilings)):
+            raise ValueError("malformed course description: goal must be 2 numbers, every value finite")
+        return cls(sections=[], goal=goal, blocks=[(x, y) for x, y in blocks], ceilings=[(x, z) for x, z in ceilings])
 
     def ceiling_at(self, x: np.ndarray) -> np.ndarray:
         """Height of the ceiling's underside above ``x`` (inf where open)."""

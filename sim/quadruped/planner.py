@@ -10,6 +10,7 @@ command of the hierarchy), capped at the normal walking height.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,13 +25,15 @@ CEILING_MARGIN = 0.025  # m between the trunk top and a ceiling
 HALF_BODY_LENGTH = 0.34  # trunk + head reach from the trunk centre along x
 
 
-class NoPathError(RuntimeError):
+class NoPathError(ValueError):
     """The course has no passage wide enough for the robot."""
 
 
-def plan(layout: Layout, start: np.ndarray, spacing: float = 0.4) -> np.ndarray:
-    """Waypoints ``[K, 3]`` (x, y, allowed trunk height) from ``start`` to the goal."""
-    x_lo, x_hi = min(start[0], 0.0) - 0.5, layout.goal[0] + 0.5
+def plan(layout: Layout, start: np.ndarray, spacing: float = 0.4, goal: np.ndarray | None = None) -> np.ndarray:
+    """Waypoints ``[K, 3]`` (x, y, allowed trunk height) from ``start`` to ``goal`` (None:
+    the course's)."""
+    goal = layout.goal if goal is None else np.asarray(goal, dtype=float)[:2]
+    x_lo, x_hi = min(start[0], goal[0], 0.0) - 0.5, max(start[0], goal[0], layout.goal[0]) + 0.5
     xs = np.arange(x_lo, x_hi + RESOLUTION / 2, RESOLUTION)
     ys = np.arange(-CORRIDOR_HALF_WIDTH, CORRIDOR_HALF_WIDTH + RESOLUTION / 2, RESOLUTION)
     gx, gy = np.meshgrid(xs, ys, indexing="ij")
@@ -39,18 +42,31 @@ def plan(layout: Layout, start: np.ndarray, spacing: float = 0.4) -> np.ndarray:
         dx = np.maximum(np.maximum(xmin - gx, gx - xmax), 0.0)
         dy = np.maximum(np.maximum(ymin - gy, gy - ymax), 0.0)
         clearance = np.minimum(clearance, np.hypot(dx, dy))
+    return plan_on_grid(xs, ys, clearance, start, goal, spacing, layout.ceiling_at)
+
+
+def plan_on_grid(xs: np.ndarray, ys: np.ndarray, clearance: np.ndarray, start: np.ndarray, goal: np.ndarray,
+                 spacing: float = 0.4, ceiling_at: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+    """Waypoints ``[K, 3]`` from ``start`` to ``goal`` on a grid (cell centres ``xs`` by
+    ``ys``, m) whose ``clearance [len(xs), len(ys)]`` is each cell's distance (m) to the
+    nearest obstacle. ``ceiling_at(x [N, M]) -> heights`` gives the ceilings' undersides
+    (None: open sky, every waypoint at walking height).
+
+    Raises:
+        NoPathError: no passage wide enough for the robot.
+    """
     free = clearance > ROBOT_HALF_WIDTH
     cost = 1.0 + CLEARANCE_COST * np.clip(1.0 - (clearance - ROBOT_HALF_WIDTH) / 0.15, 0.0, 1.0)
 
     def cell(p: np.ndarray) -> tuple[int, int]:
-        i = int(np.clip(round((p[0] - x_lo) / RESOLUTION), 0, len(xs) - 1))
-        j = int(np.clip(round((p[1] + CORRIDOR_HALF_WIDTH) / RESOLUTION), 0, len(ys) - 1))
+        i = int(np.clip(round((p[0] - xs[0]) / (xs[1] - xs[0])), 0, len(xs) - 1))
+        j = int(np.clip(round((p[1] - ys[0]) / (ys[1] - ys[0])), 0, len(ys) - 1))
         return i, j
 
-    cells = _astar(free, cost, cell(start), cell(layout.goal))
+    cells = _astar(free, cost, cell(start), cell(goal))
     path = np.array([(xs[i], ys[j]) for i, j in cells])
-    path[0], path[-1] = start[:2], layout.goal
-    return _waypoints(path, layout, spacing)
+    path[0], path[-1] = start[:2], goal[:2]
+    return _waypoints(path, spacing, ceiling_at)
 
 
 def _astar(free: np.ndarray, cost: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> list[tuple[int, int]]:
@@ -93,15 +109,17 @@ def _astar(free: np.ndarray, cost: np.ndarray, start: tuple[int, int], goal: tup
     return out[::-1]
 
 
-def _waypoints(path: np.ndarray, layout: Layout, spacing: float) -> np.ndarray:
+def _waypoints(path: np.ndarray, spacing: float, ceiling_at: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
     seg = np.linalg.norm(np.diff(path, axis=0), axis=1)
     arc = np.concatenate([[0.0], np.cumsum(seg)])
     stations = np.append(np.arange(spacing, arc[-1], spacing), arc[-1])
     if len(stations) > 1 and stations[-1] - stations[-2] < spacing / 2:
         stations = np.delete(stations, -2)  # no waypoint crowding the goal
     xy = np.stack([np.interp(stations, arc, path[:, 0]), np.interp(stations, arc, path[:, 1])], axis=1)
+    if ceiling_at is None:
+        return np.concatenate([xy, np.full((len(xy), 1), WALK_HEIGHT)], axis=1)
     # The whole body must fit under the ceiling: look half a body length either way.
     probe = xy[:, :1] + np.linspace(-HALF_BODY_LENGTH, HALF_BODY_LENGTH, 9)[None]
-    ceiling = layout.ceiling_at(probe).min(axis=1)
+    ceiling = ceiling_at(probe).min(axis=1)
     height = np.minimum(WALK_HEIGHT, ceiling - c.TRUNK_HALF_HEIGHT - CEILING_MARGIN)
     return np.concatenate([xy, height[:, None]], axis=1)

@@ -14,7 +14,7 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult
-from sim2real.sim.quadruped import frames, layouts, planner
+from sim2real.sim.quadruped import frames, layouts, planner, steering
 from sim2real.sim.quadruped.base import BaseState, QuadrupedTask
 from sim2real.sim.quadruped.scene import add_flat_floor
 
@@ -66,13 +66,24 @@ class Waypoints(QuadrupedTask):
         target_speed: Speed (m/s) above which moving to a waypoint earns nothing more.
         show_waypoints: Draw the waypoints as discs on the floor (for pictures and
             videos; off by default because they slow the rangefinders down).
+        guidance: ``planner``: the planner's waypoints (the hierarchy); ``goal``: no
+            planner, the goal alone at walking height (the end-to-end comparison: the
+            policy finds its way with the rangefinders).
+        reference_crouch: Whether the gait reference crouches for low waypoints
+            (``gait_residual``; off for a velocity policy steered along the path).
+
+    In ``gait_residual`` mode the trot reference steps for the twist and crouch that
+    pure pursuit of the observed waypoints asks for (:mod:`.steering`), and the policy
+    sees them (observation block ``reference``): the hierarchy's follower learns the
+    corrections (balance, foot placement, clearing walls and ceilings).
     """
 
     name: ClassVar[str] = "waypoints"
-    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos",)  # no commanded twist for a gait reference
+    action_modes: ClassVar[tuple[str, ...]] = ("joint_pos", "gait_residual")
     render_camera: ClassVar[str | None] = "chase"
     REWARD_WEIGHTS: ClassVar[dict[str, float]] = WAYPOINT_WEIGHTS
     TRUNK_CONTACT_ENDS_EPISODE: ClassVar[bool] = False
+    episode_seconds: ClassVar[float] = 30.0  # three sections are 8-10 m of path: 16 s at 0.6 m/s
 
     def __init__(
         self,
@@ -83,6 +94,8 @@ class Waypoints(QuadrupedTask):
         waypoint_spacing: float = 0.4,
         target_speed: float = 0.6,
         show_waypoints: bool = False,
+        guidance: str = "planner",
+        reference_crouch: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
@@ -97,11 +110,18 @@ class Waypoints(QuadrupedTask):
             raise ConfigError("waypoint_spacing", f"must be in [0.1, 2.0] m, got {waypoint_spacing}")
         if not np.isfinite(target_speed) or not 0.05 <= target_speed <= 2.0:
             raise ConfigError("target_speed", f"must be in [0.05, 2.0] m/s, got {target_speed}")
+        if guidance not in ("planner", "goal"):
+            raise ConfigError("guidance", f"must be planner or goal, got {guidance!r}")
+        if not isinstance(reference_crouch, bool):
+            raise ConfigError("reference_crouch", f"must be true or false, got {reference_crouch!r}")
+        self.guidance = guidance
+        self.reference_crouches = reference_crouch
         self.show_waypoints = bool(show_waypoints)
         self.num_sections = int(num_sections)
         self.section_kinds = kinds
         self.spacing = float(waypoint_spacing)
         self.target_speed = float(target_speed)
+        self.pursuit = steering.PursuitGains(speed=self.target_speed, crouched_speed=0.6 * self.target_speed)
         self.layouts: list[layouts.Layout | None] = [None] * num_envs
         self.waypoints: list[np.ndarray] = [np.zeros((1, 3))] * num_envs
         # The same waypoints padded into one array (by repeating the last) for batched lookups.
@@ -111,6 +131,10 @@ class Waypoints(QuadrupedTask):
         self._rows = np.arange(num_envs)[:, None]
         self.index = np.zeros(num_envs, dtype=int)
         self._prev_index = np.zeros(num_envs, dtype=int)
+        self.command = np.zeros((num_envs, 3))
+        """The pure-pursuit twist the gait reference steps for (gait_residual mode)."""
+        self.crouch = np.zeros(num_envs)
+        """The pure-pursuit crouch (m) of the gait reference (gait_residual mode)."""
 
     # -- model ---------------------------------------------------------------------------
     def build_world(self, spec: mujoco.MjSpec) -> None:
@@ -151,6 +175,7 @@ class Waypoints(QuadrupedTask):
             ("last_action", 12),
             ("waypoints", 3 * NUM_WAYPOINTS_OBSERVED),
             ("ranges", len(RANGEFINDERS)),
+            *([("reference", 4), ("gait_clock", 2)] if self.gait is not None else []),
         ]
 
     def privileged_layout(self) -> list[tuple[str, int]]:
@@ -158,7 +183,8 @@ class Waypoints(QuadrupedTask):
 
     def observation_noise(self) -> np.ndarray:
         noise = super().observation_noise()
-        start = sum(n for name, n in self.present_layout() if name != "ranges")
+        names = [name for name, _ in self.present_layout()]
+        start = sum(n for _, n in self.present_layout()[: names.index("ranges")])
         noise[start : start + len(RANGEFINDERS)] = 0.02  # rangefinder noise (m)
         return noise
 
@@ -166,7 +192,17 @@ class Waypoints(QuadrupedTask):
     def reset_task(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         layout = layouts.generate(rng, self.num_sections, self.section_kinds)
         self.layouts[env_id] = layout
-        wps = planner.plan(layout, np.zeros(2), self.spacing)
+        if self.guidance == "planner":
+            wps = planner.plan(layout, np.zeros(2), self.spacing)
+        else:
+            wps = np.array([[*layout.goal, planner.WALK_HEIGHT]])
+        self.set_path(env_id, wps)
+        layouts.place(layout, model, data, wps)
+
+    def set_path(self, env_id: int, waypoints: np.ndarray) -> None:
+        """Follow ``waypoints [K, 3]`` (x, y, allowed trunk height; the last is the goal)
+        from the first: a new episode's plan, or a deployed robot's new path."""
+        wps = np.asarray(waypoints, dtype=float).reshape(-1, 3)
         self.waypoints[env_id] = wps
         if len(wps) > self._padded.shape[1]:
             grown = np.repeat(self._padded[:, -1:], len(wps), axis=1)
@@ -175,10 +211,26 @@ class Waypoints(QuadrupedTask):
         self._padded[env_id, : len(wps)] = wps
         self._padded[env_id, len(wps) :] = wps[-1]
         self._count[env_id] = len(wps)
-        self._goal[env_id] = layout.goal
-        layouts.place(layout, model, data, wps)
+        self._goal[env_id] = wps[-1, :2]
         self.index[env_id] = 0
         self._prev_index[env_id] = 0
+        self.command[env_id] = 0.0
+        self.crouch[env_id] = 0.0
+
+    def pass_reached(self, pos_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Advance past the waypoints within :data:`REACH_RADIUS` of ``pos_xy [B, 2]``
+        (a fast robot may pass two in one step; at most three per call). Returns the
+        current target ``[B, 3]`` and the xy vector to it."""
+        counts, rows = self._count, self._rows[:, 0]
+        passed = 0
+        while True:
+            target = self._padded[rows, np.minimum(self.index, counts - 1)]
+            to_target = target[:, :2] - pos_xy
+            reached = ((to_target * to_target).sum(axis=1) < REACH_RADIUS**2) & (self.index < counts)
+            if passed == 3 or not reached.any():
+                return target, to_target  # both belong to the final index
+            self.index += reached
+            passed += 1
 
     def spawn(self, env_id: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
         # Roughly facing down the course: finding the way is the planner's job.
@@ -190,6 +242,15 @@ class Waypoints(QuadrupedTask):
         idx = np.minimum(self.index[:, None] + np.arange(k), self._count[:, None] - 1)
         return self._padded[self._rows, idx]
 
+    def reference_twist(self) -> np.ndarray:
+        return self.command
+
+    def reference_crouch(self) -> np.ndarray | None:
+        return self.crouch if self.gait is not None else None
+
+    def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
+        self.advance_reference()  # with the twist that was just acted on
+
     def ranges(self, phys: PhysicsBatch) -> np.ndarray:
         r = phys.sensordata[:, self.range_idx]
         return np.where((r < 0) | (r > MAX_RANGE), MAX_RANGE, r)
@@ -199,11 +260,17 @@ class Waypoints(QuadrupedTask):
         targets = self.current_targets()
         rel_xy = frames.world_to_heading(st.yaw, targets[:, :, :2] - st.pos[:, None, :2])
         rel_z = targets[:, :, 2:] - st.pos[:, None, 2:]
-        return {
+        blocks = {
             **self.proprioception(st),
             "waypoints": np.concatenate([rel_xy, rel_z], axis=2),
             "ranges": self.ranges(phys),
         }
+        if self.gait is not None:  # the next control period's reference, from what is observed
+            self.command, crouch = steering.pursue(rel_xy, targets[:, :, 2], self.index >= self._count,
+                                                         self.pursuit)
+            self.crouch = crouch if self.reference_crouches else np.zeros_like(crouch)
+            blocks["reference"] = np.concatenate([self.command, self.crouch[:, None]], axis=1)
+        return blocks
 
     def privileged_blocks(self, phys: PhysicsBatch) -> dict[str, np.ndarray]:
         st = self.base_state(phys)
@@ -220,19 +287,9 @@ class Waypoints(QuadrupedTask):
     def evaluate(self, phys: PhysicsBatch, action: np.ndarray) -> StepResult:
         st = self.base_state(phys)
         fell = self.fallen(st, phys)
-        # Advance past reached waypoints first, so the reward looks at the next one
-        # (a fast robot may pass two in one step).
+        # Advance past reached waypoints first, so the reward looks at the next one.
         counts = self._count
-        rows = self._rows[:, 0]
-        passed = 0
-        while True:
-            target = self._padded[rows, np.minimum(self.index, counts - 1)]
-            to_target = target[:, :2] - st.pos[:, :2]
-            reached = ((to_target * to_target).sum(axis=1) < REACH_RADIUS**2) & (self.index < counts)
-            if passed == 3 or not reached.any():
-                break  # target and to_target belong to the final index
-            self.index += reached
-            passed += 1
+        target, to_target = self.pass_reached(st.pos[:, :2])
         at_goal = self.index >= counts
         direction = to_target / np.maximum(np.sqrt((to_target * to_target).sum(axis=1)), 1e-6)[:, None]
         world_vel = phys.qvel[:, 0:2]  # the free joint's linear velocity is in the world frame
@@ -259,6 +316,11 @@ class Waypoints(QuadrupedTask):
                 "fell": fell.astype(float),
             },
         )
+
+    def course(self, env_id: int) -> dict[str, Any] | None:
+        layout = self.layouts[env_id]
+        # The spawn (spawn()) is where a new course's path starts.
+        return None if layout is None else {**layout.to_dict(), "start": [0.0, 0.0]}
 
     def task_state(self, env_id: int) -> dict[str, Any]:
         layout = self.layouts[env_id]

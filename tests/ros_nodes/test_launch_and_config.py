@@ -43,11 +43,15 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
     (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ROBOT"]
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
-    assert set(args) == {"backend", "policy", "record", "discovery", "console"}
+    assert set(args) - {"planner"} == {"backend", "policy", "record", "discovery", "console"}
+    assert ("planner" in args) == (robot == "quadruped")  # the robot with a path-following policy
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
     assert args["discovery"].default == "auto"
     started = {n.name: n for n in nodes(robot)}
-    assert set(started) - {"hardware_bridge"} == {"sim_bridge", "safety_filter", "policy", "recorder", "console"}
+    assert set(started) - {"hardware_bridge", "planner"} == {"sim_bridge", "safety_filter", "policy", "recorder",
+                                                             "console"}
+    if "planner" in started:
+        assert started["planner"].when == ("planner", "true")
     assert started["console"].when == ("console", "true")
     assert started["sim_bridge"].when == ("backend", "sim") and started["recorder"].when == ("record", "true")
     assert started["policy"].overrides == {"policy": "policy"}
@@ -81,7 +85,7 @@ def test_the_launch_command_line_reaches_the_node() -> None:
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_config_keys_are_declared_parameters_with_their_types(robot: str) -> None:
     doc = yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())
-    assert set(doc) - {"hardware_bridge"} == {"sim_bridge", "policy", "safety_filter", "recorder", "console"}
+    assert set(doc) - {"hardware_bridge", "planner"} == {"sim_bridge", "policy", "safety_filter", "recorder", "console"}
     for node, section in doc.items():
         params = section["ros__parameters"]
         known = declared(node, robot)

@@ -9,6 +9,7 @@ import pytest
 
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
+from sim2real.ros_nodes import path_messages as P
 from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 from sim2real.ros_nodes.sim_robot import SimRobot
 from sim2real.sim.core.deployment import Measurements
@@ -19,6 +20,15 @@ def through_messages(robot: SimRobot) -> Measurements:
     m = robot.measure()
     stamp = M.sec_to_stamp(1.0)
     out = Measurements(goal=m.goal, cmd_vel=m.cmd_vel)
+    if m.path is not None:  # the planner's path, in the odometry's frame
+        path = P.parse_path(P.path(m.path, stamp))
+        assert not isinstance(path, str)
+        out.path = path
+    if m.ranges is not None:  # one sensor_msgs/Range per rangefinder
+        info = robot.info
+        ranges = [P.parse_range(P.range_reading(v, stamp, f"range_{n}", info.range_max))
+                  for n, v in zip(info.rangefinders, m.ranges, strict=True)]
+        out.ranges = np.array(ranges)
     if robot.info.joints:
         msg = M.joint_state(robot.info.joints[::-1], m.joint_pos[::-1], m.joint_vel[::-1], None, stamp)
         out.joint_pos, out.joint_vel, _ = M.parse_joint_state(msg, robot.info.joints)  # reordered on the wire
@@ -93,6 +103,9 @@ REFERENCE_MODES = [
      {"start": "air", "residual_scale": 0.5, "residual_tilt_gate": [2, 10]}),
     ("quadruped", "QuadrupedVelocity", "gait_residual", "joint_pos",  # the node keeps the history itself
      {"lin_vel_x": [0.4, 0.8], "zero_command_probability": 0.0, "resample_seconds": 100.0, "history_steps": 3}),
+    # The hierarchy's follower: the planner's path and the rangefinders from their topics,
+    # the pure-pursuit reference rebuilt from them (two sections: its waypoints pass).
+    ("quadruped", "QuadrupedWaypoints", "gait_residual", "joint_pos", {"num_sections": 2}),
 ]
 
 
@@ -129,7 +142,7 @@ def test_reference_mode_deployment_replays_training_exactly(
 
 
 @pytest.mark.parametrize(("robot", "task_name"), [("drone", "DroneWaypoints"), ("arm", "ArmMaze"),
-                                                  ("quadruped", "QuadrupedWaypoints")])
+                                                  ("drone", "DroneGates")])
 def test_observations_without_a_topic_source_are_refused(robot: str, task_name: str) -> None:
     """Fail closed: a policy whose observation the topics cannot rebuild is refused at
     configure time, with the blocks named, instead of acting on zeros."""
@@ -175,3 +188,58 @@ def test_restart_forgets_the_observation_history() -> None:
     builder.restart()
     obs = builder.build(through_messages(sim), action)
     np.testing.assert_allclose(obs[start["history"]:], np.tile(obs[cols], 2))
+
+
+def test_the_policy_nodes_copy_of_the_waypoints_task_follows_the_path_from_its_topic() -> None:
+    """The robot carried along its plan (and then a new plan arriving mid-way): the node's
+    own task, fed only the path, the rangefinders and odometry through their messages,
+    passes the same waypoints and observes exactly what the simulator's task does."""
+    import mujoco
+
+    import sim2real.sim as S
+    from sim2real.sim import robot_deployment
+    from sim2real.sim.quadruped import constants as C
+
+    opts = {"num_sections": 2}
+    train = S.make("sim2real/QuadrupedWaypoints-v0", action_mode="gait_residual", dr=None, seed=5, **opts)
+    train_obs, _ = train.reset(seed=5)
+    sim_task = train.task
+    info = robot_deployment("quadruped")
+    read = info.state_reader(sim_task, train.model)
+
+    class Driver:  # what the robot's driver publishes, for through_messages
+        def __init__(self) -> None:
+            self.info = info
+
+        def measure(self) -> Measurements:
+            return read(train.data, train.engine.phys)
+
+    node_task = make_task("QuadrupedWaypoints", "gait_residual", opts)
+    node_task.gait.phase[:] = sim_task.gait.phase
+    builder = ObservationBuilder("quadruped", node_task, 12)
+    wps = sim_task.waypoints[0].copy()
+
+    def carry_to(x: float, y: float) -> np.ndarray:
+        """The robot put at (x, y) and one control period run; the node's observation."""
+        obs = builder.build(through_messages(Driver()), np.zeros(12))
+        node_task.deploy_command(np.zeros(12), obs, lambda a: C.DEFAULT_POSE + 0.3 * a)  # its clock advances
+        train.data.qpos[:2] = [x, y]
+        train.data.qvel[:] = 0.0
+        mujoco.mj_forward(train.model, train.data)
+        sim_obs, *_ = train.step(np.zeros(12))
+        return sim_obs
+
+    np.testing.assert_allclose(builder.build(through_messages(Driver()), np.zeros(12)), train_obs, atol=1e-9)
+    for x, y, _ in wps[: len(wps) // 2]:
+        sim_obs = carry_to(x, y)
+        np.testing.assert_allclose(builder.build(through_messages(Driver()), np.zeros(12)), sim_obs, atol=1e-9)
+        assert node_task.index[0] == sim_task.index[0]
+    assert node_task.index[0] >= len(wps) // 2 - 1
+    # A new plan (re-planned from here): both follow it from its first waypoint.
+    here = train.data.qpos[:2].copy()
+    replanned = np.vstack([[here[0] + 0.6, here[1], 0.2], wps[-1]])
+    sim_task.set_path(0, replanned)
+    sim_obs = carry_to(*here)
+    np.testing.assert_allclose(builder.build(through_messages(Driver()), np.zeros(12)), sim_obs, atol=1e-9)
+    assert node_task.index[0] == sim_task.index[0] == 0
+    np.testing.assert_allclose(node_task.waypoints[0], replanned)

@@ -110,7 +110,7 @@ def test_gait_residual_task_wiring() -> None:
     env.step(np.zeros(12))
     np.testing.assert_allclose(t.gait.phase, (phase + t.gait.frequency * t.control_dt) % 1.0)
     with pytest.raises(ConfigError, match="action_mode"):
-        S.make("sim2real/QuadrupedWaypoints-v0", action_mode="gait_residual")
+        S.make("sim2real/QuadrupedWaypoints-v0", action_mode="ee_delta")
     with pytest.raises(ConfigError, match="gait"):
         Velocity(num_envs=1, action_mode="gait_residual", gait_step_height=0.5)
 

@@ -32,8 +32,8 @@ def test_layouts_constrain_but_stay_passable(seed: int) -> None:
     layout = layouts.generate(np.random.default_rng(seed), num_sections=4)
     for sec in layout.sections:
         if sec.kind in ("low_ceiling", "low_tunnel"):
-            # Lower than the standing robot, higher than its lowest crouch.
-            assert CROUCH_TOP < sec.ceiling < STANDING_TOP
+            # Lower than the walking robot's trunk, higher than a crouched trot's.
+            assert layouts.CRAWLING_TRUNK_TOP < sec.ceiling < layouts.WALKING_TRUNK_TOP < STANDING_TOP
         if sec.kind in ("tunnel", "low_tunnel"):
             assert 2 * planner.ROBOT_HALF_WIDTH < sec.width < 0.6
             # The sides reach the corridor walls: the passage is the only way through.
@@ -79,17 +79,17 @@ def test_obstacles_are_placed_and_sensed() -> None:
     sec = env.task.layouts[0].sections[0]
     m, d = env.model, env.data
     # Put the trunk under the ceiling: the upward rangefinder sees it.
-    d.qpos[:3] = [sec.x0 + sec.length / 2, 0.0, 0.2]
+    d.qpos[:3] = [sec.x0 + sec.length / 2, 0.0, 0.14]
     d.qpos[3:7] = [1, 0, 0, 0]
     mujoco.mj_forward(m, d)
     up = env.task.observation_layout()
     obs = env.engine.observe()[0]
-    start = sum(n for name, n in up if name != "ranges")
+    start = sum(n for name, n in up[: [name for name, _ in up].index("ranges")])
     from sim2real.sim.quadruped.waypoints import RANGEFINDERS
 
     ranges = dict(zip(RANGEFINDERS, obs[start:]))
-    assert ranges["up"] == pytest.approx(sec.ceiling - 0.2 - 0.06, abs=1e-3)
-    assert ranges["down"] == pytest.approx(0.2 - 0.06, abs=1e-3)
+    assert ranges["up"] == pytest.approx(sec.ceiling - 0.14 - 0.06, abs=1e-3)
+    assert ranges["down"] == pytest.approx(0.14 - 0.06, abs=1e-3)
     assert ranges["left"] == pytest.approx(layouts.CORRIDOR_HALF_WIDTH - 0.05, abs=1e-3)
     # Standing up under it is a trunk collision.
     d.qpos[2] = sec.ceiling - c.TRUNK_HALF_HEIGHT + 0.01
@@ -125,3 +125,39 @@ def test_waypoints_advance_and_goal_is_success() -> None:
             assert not terminated
     assert terminated and not truncated and info["is_success"]
     assert info["metrics"]["waypoint_fraction"] == 1.0
+
+
+def test_the_gait_residual_follower_steps_for_pure_pursuit_of_the_observed_waypoints() -> None:
+    """In ``gait_residual`` mode the reference's twist and crouch are pure pursuit of the
+    waypoints the policy observes, shown to it as the ``reference`` block; a zero
+    residual gives exactly the reference's servo targets."""
+    from sim2real.sim.quadruped.steering import pursue
+
+    env = S.make("QuadrupedWaypoints", seed=0, num_sections=1, section_kinds=["low_ceiling"],
+                 action_mode="gait_residual")
+    obs, _ = env.reset(seed=0)
+    task = env.task
+    layout = task.observation_layout()
+    names = [name for name, _ in layout]
+    assert names[-2:] == ["reference", "gait_clock"]
+
+    def block(o: np.ndarray, name: str) -> np.ndarray:
+        start = sum(n for _, n in layout[: names.index(name)])
+        return o[start : start + dict(layout)[name]]
+
+    for _ in range(30):
+        waypoints = block(obs, "waypoints").reshape(-1, 3)
+        allowed = task.current_targets()[0, :, 2]
+        twist, crouch = pursue(waypoints[None, :, :2], allowed[None], np.array([False]), task.pursuit)
+        np.testing.assert_allclose(block(obs, "reference"), np.append(twist[0], crouch[0]), atol=1e-5)
+        ctrl = task.action_to_ctrl(np.zeros((1, 12)), env.engine.phys)
+        np.testing.assert_allclose(ctrl, np.clip(c.DEFAULT_POSE + task.gait.joint_offsets(twist, crouch),
+                                                 task.ctrl_low, task.ctrl_high), atol=1e-5)
+        obs, _, terminated, truncated, _ = env.step(np.zeros(12))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    # The observation noise stays on the rangefinders' block.
+    noise = task.observation_noise()
+    ranges = sum(n for _, n in layout[: names.index("ranges")])
+    assert np.all(noise[ranges : ranges + dict(layout)["ranges"]] == 0.02)
+    assert np.all(noise[ranges + dict(layout)["ranges"] :] != 0.02)
