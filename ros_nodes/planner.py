@@ -148,9 +148,11 @@ class PlannerNode(ManagedNode):
         self.last_error = reason
         self.log_throttled("refused", reason, level="error")
 
+    def summary(self) -> dict[str, Any]:
+        return {"plans": self.plans, "refused": self.refused, "last_error": self.last_error}
+
     def report(self) -> None:
-        values = {"plans": self.plans, "refused": self.refused, "last_error": self.last_error}
-        self.publish_status(1 if self.plans == 0 else 0, f"{self.plans} paths", values)
+        self.publish_status(1 if self.plans == 0 else 0, f"{self.plans} paths", self.summary())
 
 
 def main(args: list[str] | None = None) -> int:

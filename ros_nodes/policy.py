@@ -11,6 +11,10 @@ tick rebuilds the observation from the latest state topics (through the task's o
 state (the safety filter's watchdog then takes over) and publishes the raw command on
 ``raw_command`` in physical units with the element names in the layout.
 
+A path-following policy (the hierarchy's ``QuadrupedWaypoints`` follower) also needs the
+planner's path on ``plan`` (``nav_msgs/Path``) and the rangefinders on ``ranges/<name>``;
+a malformed path is refused and, with no valid path, the node does not act.
+
 ``policy: classical`` runs the robot's classical controller instead (arm: Cartesian
 reaching, quadruped: PD stand, drone: cascaded PID) through the same path.
 """

@@ -109,3 +109,27 @@ def test_the_planner_node_plans_the_course_replans_for_a_new_goal_and_refuses_ga
         course.publish(String(data=json.dumps({"goal": [1.0], "blocks": [], "ceilings": []})))
         assert wait_for(lambda: node.refused == 2, 5.0)
         assert len(paths) == 2 and "no path" in node.last_error and "malformed" in node.last_error
+
+
+@pytest.mark.slow
+def test_the_graph_walks_the_shipped_follower_along_the_planned_path_to_the_goal() -> None:
+    """``sim2real deploy`` of the hierarchy's follower: the sim bridge publishes the course
+    and the rangefinders, the planner plans, the policy node follows ``plan`` through
+    the safety filter, and the simulated robot reaches the course's goal."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from ros_harness import unique_domain_id
+
+    follower = Path(__file__).resolve().parents[2] / "policies" / "baselines" / "QuadrupedWaypoints"
+    cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "quadruped", "--policy", str(follower),
+           "--duration", "25", "--domain-id", str(unique_domain_id()), "--json"]
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["task"] == "QuadrupedWaypoints"
+    assert summary["task_success"]["successes"] >= 1, (summary["task_success"], done.stderr[-3000:])
+    assert "planner]: path of" in done.stderr
