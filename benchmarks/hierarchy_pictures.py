@@ -54,7 +54,7 @@ def draw(course: int, runs: dict[str, tuple[Any, np.ndarray, np.ndarray, bool]],
     from matplotlib.patches import Rectangle
 
     layout, waypoints, _, _ = next(iter(runs.values()))
-    fig, (top, side) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    fig, (top, side) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     for xmin, xmax, ymin, ymax in layout.wall_boxes():
         top.add_patch(Rectangle((xmin, ymin), xmax - xmin, ymax - ymin, color="0.55"))
     top.plot(waypoints[:, 0], waypoints[:, 1], "k.--", lw=0.8, ms=4, label="planned waypoints")
@@ -63,20 +63,21 @@ def draw(course: int, runs: dict[str, tuple[Any, np.ndarray, np.ndarray, bool]],
         side.add_patch(Rectangle((cx - half, z), 2 * half, 0.05, color="tab:cyan", alpha=0.7))
         top.add_patch(Rectangle((cx - half, -layouts.CORRIDOR_HALF_WIDTH), 2 * half, 2 * layouts.CORRIDOR_HALF_WIDTH,
                                 color="tab:cyan", alpha=0.12))
-    side.plot(waypoints[:, 0], waypoints[:, 2], "k.--", lw=0.8, ms=4, label="allowed trunk height")
+    side.plot(waypoints[:, 0], waypoints[:, 2] + c.TRUNK_HALF_HEIGHT, "k.--", lw=0.8, ms=4,
+              label="the planner's allowed trunk top")
     for name, (_, _, path, success) in runs.items():
         label = f"{name} ({'reached the goal' if success else 'failed'})"
         top.plot(path[:, 0], path[:, 1], color=COLOURS.get(name, "tab:red"), lw=1.5, label=label)
         side.plot(path[:, 0], path[:, 2] + c.TRUNK_HALF_HEIGHT, color=COLOURS.get(name, "tab:red"), lw=1.5)
+    top.set_xlim(-0.5, float(layout.goal[0]) + 0.7)
     top.set_ylim(-layouts.CORRIDOR_HALF_WIDTH, layouts.CORRIDOR_HALF_WIDTH)
     top.set_ylabel("y (m)")
-    top.set_aspect("equal")
     top.legend(loc="upper left", fontsize=7, ncol=2)
     top.set_title(f"held-out course {course} (seed {SEED + course}): top view; blue bands: low ceilings")
     side.set_ylim(0.0, 0.45)
     side.set_xlabel("x (m)")
     side.set_ylabel("trunk top (m)")
-    side.set_title("side view: ceilings (cyan), the planner's allowed height (dashed), the trunk's top")
+    side.set_title("side view: ceilings (cyan), the planner's allowed trunk top (dashed), the trunk's top")
     fig.tight_layout()
     path = out / f"course_{course}.png"
     fig.savefig(path, dpi=110)
