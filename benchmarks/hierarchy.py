@@ -35,6 +35,7 @@ import numpy as np
 
 from sim2real.policies.common.evaluation import Episode, Evaluator, wilson_interval
 from sim2real.policies.deploy import OnnxPolicy
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.registry import REGISTRY
 from sim2real.sim.quadruped import layouts
 
@@ -43,18 +44,10 @@ SEED = 90_000
 """First evaluation seed: training draws its courses from seeds below 10,000."""
 
 
-def _slices(layout: list[tuple[str, int]]) -> dict[str, slice]:
-    out, start = {}, 0
-    for name, size in layout:
-        out[name] = slice(start, start + size)
-        start += size
-    return out
-
-
 def velocity_on_the_path(policy: OnnxPolicy, waypoint_layout: list[tuple[str, int]]) -> Controller:
     """The velocity policy fed the waypoints task's proprioception, with pure pursuit's
     twist (the ``reference`` block's first three values) as its command."""
-    have = _slices(waypoint_layout)
+    have = layout_slices(waypoint_layout)
     wanted = [(block["name"], int(block["size"])) for block in policy.metadata["observation"]["layout"]]
 
     def act(obs: np.ndarray) -> np.ndarray:
