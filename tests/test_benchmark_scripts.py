@@ -134,3 +134,14 @@ def test_the_hierarchy_comparison_runs_its_controllers_on_the_same_held_out_cour
         assert row["courses"] == "slalom" and row["episodes"] == 2
         assert 0.0 <= row["waypoint_fraction"] <= 1.0 and row["clean_successes"] <= row["successes"]
     assert rows["velocity_pursuit"]["waypoint_fraction"] > rows["classical"]["waypoint_fraction"]
+
+
+def test_the_gate_comparison_runs_the_pids_on_the_same_held_out_courses(capsys: pytest.CaptureFixture[str]) -> None:
+    script = _load("gates")
+    assert script.main(["--episodes", "2", "--n-envs", "2", "--dr", "none", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    rows = {row["controller"]: row for row in report["rows"]}
+    assert sorted(rows) == ["pid_gates", "pid_path"]
+    for row in rows.values():
+        assert row["episodes"] == 2 and 0.0 <= row["gates_passed"] <= 4.0 and row["crashes"] <= 2
+        assert (row["lap_time_s"] is None) == (row["successes"] == 0)

@@ -19,12 +19,15 @@ import numpy as np
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone import gate_path
 from sim2real.sim.drone.base import DroneTask, yaw_quat
 
 GATE_OPENING_HALF: float = 0.2
 """m, half the side of the square opening (0.4 m, about 4x the drone's span)."""
 GATE_BAR_HALF: float = 0.015
 """m, half the thickness of the frame bars."""
+TAKEOFF_HEIGHT: float = 0.3
+"""m above the pad where the planned path starts."""
 
 
 def add_gate(spec: mujoco.MjSpec, name: str) -> None:
@@ -81,6 +84,12 @@ class Gates(DroneTask):
 
     Options:
         n_gates: Number of gates (1-8).
+        guidance: ``gates``: the position controller's target (and the observed target
+            offset) is the next gate's centre; ``path``: the hierarchy's, a carrot
+            ``lookahead`` metres along the gate planner's path
+            (:mod:`~sim2real.sim.drone.gate_path`), which crosses each gate along its
+            normal.
+        lookahead: Carrot distance (m) along the path (``path`` guidance).
     """
 
     name: ClassVar[str] = "gates"
@@ -90,11 +99,22 @@ class Gates(DroneTask):
     progress_gain: ClassVar[float] = 5.0
 
     def __init__(
-        self, num_envs: int, action_mode: str | None = None, start: str = "ground", n_gates: int = 4, **options: Any
+        self, num_envs: int, action_mode: str | None = None, start: str = "ground", n_gates: int = 4,
+        guidance: str = "gates", lookahead: float = 0.6, **options: Any
     ) -> None:
         super().__init__(num_envs, action_mode, start, **options)
         if int(n_gates) != n_gates or not 1 <= n_gates <= 8:
             raise ConfigError("n_gates", f"must be a whole number in [1, 8], got {n_gates}")
+        if guidance not in ("gates", "path"):
+            raise ConfigError("guidance", f"must be gates or path, got {guidance!r}")
+        if not np.isfinite(lookahead) or not 0.1 <= lookahead <= 3.0:
+            raise ConfigError("lookahead", f"must be in [0.1, 3] m, got {lookahead}")
+        self.guidance, self.lookahead = guidance, float(lookahead)
+        self.path = np.zeros((num_envs, 1, 3))
+        """The planned path's samples per env (``path`` guidance), padded with its last."""
+        self.path_count = np.ones(num_envs, dtype=np.int64)
+        self.progress = np.zeros(num_envs, dtype=np.int64)
+        """Index of the path sample nearest the drone (never decreases)."""
         self.n_gates = int(n_gates)
         self.gate_pos = np.zeros((num_envs, self.n_gates, 3))
         self.gate_normal = np.zeros((num_envs, self.n_gates, 3))
@@ -126,6 +146,23 @@ class Gates(DroneTask):
         self.index[env_id] = 0
         self.target[env_id] = self.gate_pos[env_id, 0]
         self.prev_distance[env_id] = np.nan  # marks the episode's first step: no segment to test yet
+        if self.guidance == "path":
+            self._plan(env_id)
+
+    def _plan(self, env_id: int) -> None:
+        """The gate planner's path from above the pad, the carrot at its start."""
+        path = gate_path.plan_through_gates(np.array([0.0, 0.0, TAKEOFF_HEIGHT]), self.gate_pos[env_id],
+                                            self.gate_normal[env_id])
+        if len(path) > self.path.shape[1]:
+            grown = np.repeat(self.path[:, -1:], len(path), axis=1)
+            grown[:, : self.path.shape[1]] = self.path
+            self.path = grown
+        self.path[env_id, : len(path)] = path
+        self.path[env_id, len(path) :] = path[-1]
+        self.path_count[env_id] = len(path)
+        self.progress[env_id] = 0
+        self.target[env_id] = gate_path.carrot(self.path[env_id : env_id + 1], self.path_count[env_id : env_id + 1],
+                                               self.progress[env_id : env_id + 1], self.lookahead)[0]
 
     def task_observation(self, phys: PhysicsBatch) -> list[np.ndarray]:
         rows = np.arange(phys.batch_size)
@@ -169,10 +206,15 @@ class Gates(DroneTask):
         done = self.index >= self.n_gates
         rows = np.arange(len(pos))
         k = np.minimum(self.index, self.n_gates - 1)
-        self.target = self.gate_pos[rows, k]
+        gate = self.gate_pos[rows, k]
         self.prev_pos = pos.copy()
-        self.prev_distance = np.linalg.norm(pos - self.target, axis=1)
+        self.prev_distance = np.linalg.norm(pos - gate, axis=1)
         held = self.update_tolerance(self.prev_distance)
+        if self.guidance == "path":  # the position controller follows the carrot
+            self.progress = gate_path.advance_along(self.path, self.path_count, self.progress, pos)
+            self.target = gate_path.carrot(self.path, self.path_count, self.progress, self.lookahead)
+        else:
+            self.target = gate
         return StepResult(
             reward=reward,
             terminated=crashed | done,
