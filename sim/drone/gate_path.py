@@ -45,7 +45,8 @@ def advance_along(path: np.ndarray, count: np.ndarray, progress: np.ndarray, pos
     return idx[np.arange(len(pos)), np.argmin(distance, axis=1)]
 
 
-def carrot(path: np.ndarray, count: np.ndarray, progress: np.ndarray, lookahead: float, step: float = STEP) -> np.ndarray:
+def carrot(path: np.ndarray, count: np.ndarray, progress: np.ndarray, lookahead: float,
+           step: float = STEP) -> np.ndarray:
     """``[B, 3]`` the point ``lookahead`` metres along the path from ``progress``."""
     idx = np.minimum(progress + int(round(lookahead / step)), count - 1)
     return path[np.arange(len(progress)), idx]
