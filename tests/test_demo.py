@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run_demo(*args: str) -> dict:
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
@@ -53,3 +55,15 @@ def test_classical_demo_runs_every_case(tmp_path: Path) -> None:
     reach = next(c for c in summary["cases"] if c["task"] == "ArmReach")
     assert reach["successes"] == 1  # the operational-space controller reaches its target
     assert (tmp_path / "report.md").is_file()
+
+
+@pytest.mark.slow
+def test_the_quadruped_also_crosses_a_confined_course_through_the_graph(tmp_path: Path) -> None:
+    """The hierarchy's run of `make demo`: the planner's path followed by the shipped
+    follower, through the safety filter; its video replays the recorded course too."""
+    summary = run_demo("--robot", "quadruped", "--seconds", "15", "--no-emulators", "--out", str(tmp_path))
+    confined = summary["robots"]["quadruped_confined"]
+    assert confined["task"] == "QuadrupedWaypoints" and confined["task_success"]["successes"] >= 1, confined
+    assert confined["interventions"]["rejected_commands"] == 0
+    assert "## quadruped_confined (sim)" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "quadruped_confined.mp4").stat().st_size > 10_000

@@ -47,13 +47,20 @@ def _run_ros(args: argparse.Namespace) -> int:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     from rich.table import Table
 
-    from sim2real.demo.ros_demo import ROBOTS, run_emulated, run_robot, write_report
+    from sim2real.baselines import BASELINES_DIR
+    from sim2real.demo.ros_demo import CONFINED, ROBOTS, run_emulated, run_robot, write_report
 
     runs, start = [], time.perf_counter()
+    robots = args.robot or ROBOTS
     with console.status("deploying") as status:
-        for i, robot in enumerate(args.robot or ROBOTS):
+        for i, robot in enumerate(robots):
             status.update(f"{robot}: sim bridge -> policy -> safety filter over DDS ({args.seconds:.0f} s)")
             runs.append(run_robot(robot, i, args.seconds, args.out, args.seed, video=not args.no_video))
+        robot, task, name = CONFINED
+        if robot in robots:  # the hierarchy: planner -> path -> the learned follower, through the same graph
+            status.update(f"{name}: planner -> policy -> safety filter over DDS ({args.seconds:.0f} s)")
+            runs.append(run_robot(robot, len(robots), args.seconds, args.out, args.seed, video=not args.no_video,
+                                  policy=str(BASELINES_DIR / task), name=name))
         for i, robot in enumerate([] if args.no_emulators else args.robot or ROBOTS):
             status.update(f"{robot}: backend:=real against its protocol emulator ({args.seconds:.0f} s)")
             runs.append(run_emulated(robot, i, args.seconds, args.seed))
@@ -63,7 +70,7 @@ def _run_ros(args: argparse.Namespace) -> int:
         "demo": "ros2",
         "seconds": round(seconds, 1),
         "report": str(report),
-        "robots": {r.robot: r.summary for r in runs if r.backend == "sim"},
+        "robots": {r.label: r.summary for r in runs if r.backend == "sim"},
         "emulated": {r.robot: r.summary for r in runs if r.backend != "sim"},
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))

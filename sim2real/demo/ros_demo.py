@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 
 ROBOTS = ("arm", "quadruped", "drone")
+CONFINED = ("quadruped", "QuadrupedWaypoints", "quadruped_confined")
+"""The hierarchy's run: (robot, shipped policy, run name): the quadruped crossing a
+confined course, the planner's path followed by the learned follower."""
 
 
 @dataclass
@@ -32,6 +35,12 @@ class RobotRun:
     plot: str | None
     backend: str = "sim"
     """``sim`` (the sim bridge) or the real robot's backend run against its emulator."""
+    name: str = ""
+    """The run's name in the report and its files (empty: the robot's)."""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.robot
 
     def row(self) -> dict[str, Any]:
         s = self.summary
@@ -42,7 +51,7 @@ class RobotRun:
             s["deadline_misses"],
         )
         return {
-            "robot": self.robot,
+            "robot": self.label,
             "backend": self.backend,
             "policy": Path(str(s["policy"])).parent.name if str(s["policy"]).endswith(".onnx") else s["policy"],
             "task": s["task"],
@@ -61,18 +70,24 @@ def domain_for(index: int) -> int:
     return 100 + (os.getpid() * 7 + index * 31) % 100
 
 
-def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, video: bool) -> RobotRun:
+def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, video: bool, policy: str = "",
+              name: str = "") -> RobotRun:
+    """One robot's graph for ``duration`` s with its default policy, or ``policy`` (then
+    its run is ``name``: files, report section), recorded and replayed."""
     from sim2real.ros_nodes.deployment import DeployOptions, run_deployment
     from sim2real.ros_nodes.graph import config_dir, load_config
 
-    bag = out / "bags" / robot
+    label = name or robot
+    bag = out / "bags" / label
     if bag.is_dir():
         # rosbag2 refuses an existing output folder; this one is the previous demo's own
         # recording of this robot (the report is rewritten too), so it is replaced.
         shutil.rmtree(bag)
-    topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(replay_topics(robot)))
+    topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(replay_topics(robot))
+                    | ({"course", "plan"} if policy else set()))
     opts = DeployOptions(
         robot=robot,
+        policy=policy,
         duration=duration,
         seed=seed,
         record=str(bag),
@@ -87,11 +102,11 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
 
         frames = replay_frames(robot, str(summary["task"]), states)
         if frames:
-            video_name = f"{robot}.mp4"
+            video_name = f"{label}.mp4"
             iio.imwrite(out / video_name, np.stack(frames), fps=REPLAY_FPS, codec="libx264", macro_block_size=8)
-            iio.imwrite(out / f"{robot}.png", frames[len(frames) // 2])
-    plot_name = f"{robot}_commands.png" if plot_commands(robot, commands, out / f"{robot}_commands.png") else None
-    return RobotRun(robot, summary, video_name, plot_name)
+            iio.imwrite(out / f"{label}.png", frames[len(frames) // 2])
+    plot_name = f"{label}_commands.png" if plot_commands(robot, commands, out / f"{label}_commands.png") else None
+    return RobotRun(robot, summary, video_name, plot_name, name=name)
 
 
 def replay_topics(robot: str) -> list[str]:
@@ -107,23 +122,26 @@ def replay_topics(robot: str) -> list[str]:
 REPLAY_FPS = 10
 
 
-def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, np.ndarray]]], dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """The recorded robot states ``[(t, {joint_pos, base_pos, base_quat, goal})]`` in
-    time order, and the raw/filtered command series ``(t [N], values [N, K])``."""
+def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, Any]]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The recorded robot states ``[(t, {joint_pos, base_pos, base_quat, goal, course})]``
+    in time order (``course``: a course's JSON), and the raw/filtered command series
+    ``(t [N], values [N, K])``."""
     from rosbags.highlevel import AnyReader
 
-    states: list[tuple[float, dict[str, np.ndarray]]] = []
+    states: list[tuple[float, dict[str, Any]]] = []
     series: dict[str, list[tuple[float, np.ndarray]]] = {"raw_command": [], "command": []}
     with AnyReader([bag]) as reader:
         for conn, stamp, raw in reader.messages():
             topic, t = conn.topic.lstrip("/"), stamp * 1e-9
-            if topic not in series and topic not in ("joint_states", "odom", "goal"):
+            if topic not in series and topic not in ("joint_states", "odom", "goal", "course"):
                 continue
             msg: Any = reader.deserialize(raw, conn.msgtype)
             if topic in series:
                 series[topic].append((t, np.asarray(msg.data, dtype=float)))
             elif topic == "joint_states":
                 states.append((t, {"joint_pos": np.asarray(msg.position, dtype=float)}))
+            elif topic == "course":
+                states.append((t, {"course": str(msg.data)}))
             elif topic == "odom":
                 p, q = msg.pose.pose.position, msg.pose.pose.orientation
                 states.append((t, {"base_pos": np.array([p.x, p.y, p.z]), "base_quat": np.array([q.w, q.x, q.y, q.z])}))
@@ -138,11 +156,15 @@ def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, np.ndarray]]], dict
     return states, out
 
 
-def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, np.ndarray]]]) -> list[np.ndarray]:
-    """Pose the robot's model from the recorded state at ``REPLAY_FPS`` and render it."""
+def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, Any]]]) -> list[np.ndarray]:
+    """Pose the robot's model from the recorded state at ``REPLAY_FPS`` and render it
+    (with the recorded course's walls and ceilings, where there is one)."""
+    import json
+
     import mujoco
 
     from sim2real.sim import make, robot_deployment
+    from sim2real.sim.quadruped import layouts
 
     env = make(task, render_mode="rgb_array", width=320, height=240)
     env.reset(seed=0)
@@ -151,8 +173,12 @@ def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, np.
     target_mocap = int(model.body_mocapid[target]) if target >= 0 else -1
     joint_qpos = [int(model.jnt_qposadr[model.joint(name).id]) for name in robot_deployment(robot).joints]
     frames, latest, next_t = [], {}, states[0][0]
+    shown_course = None
     for t, values in states:
         latest.update(values)
+        if latest.get("course") is not None and latest["course"] != shown_course:
+            shown_course = latest["course"]
+            layouts.place(layouts.Layout.from_dict(json.loads(shown_course)), model, data)
         if t < next_t:
             continue
         next_t = t + 1.0 / REPLAY_FPS
@@ -234,10 +260,10 @@ def write_report(out: Path, runs: list[RobotRun], seconds: float) -> Path:
             f"{r['safe_action_steps']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['deadline_misses']} |"
         )
     for run in runs:
-        lines += ["", f"## {run.robot} ({run.backend})", ""]
+        lines += ["", f"## {run.label} ({run.backend})", ""]
         if run.video:
             lines += [
-                f"![{run.robot}]({run.robot}.png)",
+                f"![{run.label}]({run.label}.png)",
                 "",
                 f"Video (the bag's states replayed): [{run.video}]({run.video})",
                 "",
