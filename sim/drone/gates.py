@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.padding import store_padded
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone import gate_path
@@ -153,12 +154,7 @@ class Gates(DroneTask):
         """The gate planner's path from above the pad, the carrot at its start."""
         path = gate_path.plan_through_gates(np.array([0.0, 0.0, TAKEOFF_HEIGHT]), self.gate_pos[env_id],
                                             self.gate_normal[env_id])
-        if len(path) > self.path.shape[1]:
-            grown = np.repeat(self.path[:, -1:], len(path), axis=1)
-            grown[:, : self.path.shape[1]] = self.path
-            self.path = grown
-        self.path[env_id, : len(path)] = path
-        self.path[env_id, len(path) :] = path[-1]
+        self.path = store_padded(self.path, env_id, path)
         self.path_count[env_id] = len(path)
         self.progress[env_id] = 0
         self.target[env_id] = gate_path.carrot(self.path[env_id : env_id + 1], self.path_count[env_id : env_id + 1],

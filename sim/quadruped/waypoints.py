@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.padding import store_padded
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 from sim2real.sim.quadruped import frames, layouts, planner, steering
 from sim2real.sim.quadruped.base import BaseState, QuadrupedTask
@@ -204,12 +205,7 @@ class Waypoints(QuadrupedTask):
         from the first: a new episode's plan, or a deployed robot's new path."""
         wps = np.asarray(waypoints, dtype=float).reshape(-1, 3)
         self.waypoints[env_id] = wps
-        if len(wps) > self._padded.shape[1]:
-            grown = np.repeat(self._padded[:, -1:], len(wps), axis=1)
-            grown[:, : self._padded.shape[1]] = self._padded
-            self._padded = grown
-        self._padded[env_id, : len(wps)] = wps
-        self._padded[env_id, len(wps) :] = wps[-1]
+        self._padded = store_padded(self._padded, env_id, wps)
         self._count[env_id] = len(wps)
         self._goal[env_id] = wps[-1, :2]
         self.index[env_id] = 0
