@@ -53,6 +53,26 @@ def arm_graph(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -
         proc.communicate(timeout=60)
 
 
+def _free_port_pair() -> int:
+    """A loopback TCP port free now with the next one (transitions, weights). A port made
+    from the process id may be one of the graph's DDS ports (7400 + 250 x domain + ...)."""
+    import socket
+
+    for _ in range(100):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            if port >= 65535:
+                continue
+            try:
+                with socket.socket() as second:
+                    second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no two adjacent free ports on loopback")
+
+
 def _config() -> HilConfig:
     return HilConfig.from_dict({"env": {"task": "ArmPegInsert", "cameras": ["wrist", "front"],
                                         "graph": {"reset_scene_service": "/franka/reset_scene",
@@ -185,7 +205,7 @@ def test_a_hil_run_on_the_emulated_arm_streams_its_transitions_to_the_learner(
     """``sim2real hil run --env ros``: learner and actor as a user starts them, the actor on
     the graph; its transitions reach the learner and the learner's weights reach it."""
     cmd = [sys.executable, "-m", "sim2real", "hil", "run", "--env", "ros", "--cameras", "wrist,front", "--steps", "160",
-           "--device", "none", "--run-dir", str(tmp_path / "run"), "--port", str(20000 + os.getpid() % 20000),
+           "--device", "none", "--run-dir", str(tmp_path / "run"), "--port", str(_free_port_pair()),
            "--set", "env.graph.reset_scene_service=/franka/reset_scene", "--set", "env.graph.start_timeout=60",
            "--set", "env.max_episode_steps=40", "--set", "learner.warmup_steps=60", "--set", "learner.batch_size=16",
            "--set", "learner.publish_seconds=1", "--json"]
