@@ -3,8 +3,10 @@
     ros2 launch sim2real drone.launch.py                      # simulated robot, classical controller
     ros2 launch sim2real drone.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real drone.launch.py record:=true         # MCAP rosbag2 of the run
+    ros2 launch sim2real drone.launch.py planner:=true policy:=policies/baselines/DroneWaypoints
 
 Nodes (parameters from share/sim2real/config/drone.yaml, ros__parameters form):
+planner (planner:=true: a waypoint mission's sequence on `plan`, for DroneWaypoints),
 sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
 Crazyflie through cflib's CRTP link; try it against `sim2real hardware emulate --robot
 drone`), policy, safety_filter, recorder (record:=true),

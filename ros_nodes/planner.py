@@ -1,7 +1,8 @@
 """``planner``: the hierarchy's upper level on ROS 2. It plans a path from the robot to
 its goal and publishes it on ``plan`` (``nav_msgs/Path`` in the odometry frame, each
 pose's z the height the robot may have there), where the policy node of a path-following
-policy (``QuadrupedWaypoints``) takes its waypoints.
+policy (``QuadrupedWaypoints``; a drone's waypoint mission, ``DroneWaypoints``, whose
+path is its waypoints) takes its waypoints.
 
 Inputs:
 

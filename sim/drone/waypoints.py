@@ -108,5 +108,20 @@ class Waypoints(DroneTask):
             self.time_in_tolerance[advance] = 0.0
         return StepResult(reward=reward, terminated=crashed, success=success, metrics=metrics)
 
+    def follow_mission(self, waypoints: np.ndarray, goal: np.ndarray) -> None:
+        """A deployed drone's mission (env 0): the sequence ``waypoints [K, 3]`` and the
+        current one, ``goal`` (the waypoint nearest it; among equals, the one nearest
+        the current index). The sequence may differ in length from training's."""
+        wps = np.asarray(waypoints, dtype=float).reshape(-1, 3)
+        if wps.shape != self.waypoints.shape[1:] or not np.array_equal(wps, self.waypoints[0]):
+            self.n_waypoints = len(wps)
+            self.waypoints = np.repeat(wps[None], self.num_envs, axis=0)
+        distance = np.linalg.norm(wps - goal, axis=1)
+        nearest = np.flatnonzero(distance <= distance.min() + 1e-9)
+        self.index[0] = nearest[np.argmin(np.abs(nearest - self.index[0]))]
+
+    def course(self, env_id: int) -> dict[str, Any] | None:
+        return {"waypoints": self.waypoints[env_id].tolist()}
+
     def task_state(self, env_id: int) -> dict[str, Any]:
         return {"waypoints": np.round(self.waypoints[env_id], 4).tolist(), "index": int(self.index[env_id])}

@@ -44,7 +44,7 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
     assert set(args) - {"planner"} == {"backend", "policy", "record", "discovery", "console"}
-    assert ("planner" in args) == (robot == "quadruped")  # the robot with a path-following policy
+    assert ("planner" in args) == (robot in ("quadruped", "drone"))  # the robots with path-following policies
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
     assert args["discovery"].default == "auto"
     started = {n.name: n for n in nodes(robot)}

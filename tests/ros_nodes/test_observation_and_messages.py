@@ -106,6 +106,9 @@ REFERENCE_MODES = [
     # The hierarchy's follower: the planner's path and the rangefinders from their topics,
     # the pure-pursuit reference rebuilt from them (two sections: its waypoints pass).
     ("quadruped", "QuadrupedWaypoints", "gait_residual", "joint_pos", {"num_sections": 2}),
+    # A drone's waypoint mission: the current waypoint on goal, the sequence on plan.
+    ("drone", "DroneWaypoints", "ctbr_residual", "ctbr",
+     {"start": "air", "residual_scale": 0.1, "n_waypoints": 3, "hold_seconds": 0.1}),
 ]
 
 
@@ -141,8 +144,7 @@ def test_reference_mode_deployment_replays_training_exactly(
     np.testing.assert_allclose(robot_sim.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)
 
 
-@pytest.mark.parametrize(("robot", "task_name"), [("drone", "DroneWaypoints"), ("arm", "ArmMaze"),
-                                                  ("drone", "DroneGates")])
+@pytest.mark.parametrize(("robot", "task_name"), [("arm", "ArmMaze"), ("drone", "DroneGates")])
 def test_observations_without_a_topic_source_are_refused(robot: str, task_name: str) -> None:
     """Fail closed: a policy whose observation the topics cannot rebuild is refused at
     configure time, with the blocks named, instead of acting on zeros."""
@@ -243,3 +245,43 @@ def test_the_policy_nodes_copy_of_the_waypoints_task_follows_the_path_from_its_t
     np.testing.assert_allclose(builder.build(through_messages(Driver()), np.zeros(12)), sim_obs, atol=1e-9)
     assert node_task.index[0] == sim_task.index[0] == 0
     np.testing.assert_allclose(node_task.waypoints[0], replanned)
+
+
+def test_the_policy_nodes_copy_of_a_drone_mission_knows_which_waypoint_is_current() -> None:
+    """DroneWaypoints deployed: the current waypoint on ``goal``, the sequence on ``plan``.
+    At every waypoint of the mission, and for a plan of another length, the node's own
+    task observes what the simulator's does."""
+    import sim2real.sim as S
+    from sim2real.sim import robot_deployment
+
+    opts = {"start": "air", "n_waypoints": 4}
+    train = S.make("sim2real/DroneWaypoints-v0", action_mode="ctbr_residual", dr=None, seed=2, **opts)
+    train.reset(seed=2)
+    sim_task = train.task
+    read = robot_deployment("drone").state_reader(sim_task, train.model)
+
+    class Driver:  # what the robot's driver and the mission publish, for through_messages
+        info = robot_deployment("drone")
+
+        def measure(self) -> Measurements:
+            return read(train.data, train.engine.phys)
+
+    node_task = make_task("DroneWaypoints", "ctbr_residual", opts)
+    builder = ObservationBuilder("drone", node_task, 4)
+    for k in range(4):  # the mission moves on, as the simulated task does after each hold
+        sim_task.index[0] = k
+        sim_task.target[0] = sim_task.waypoints[0, k]
+        train.step(np.zeros(4))
+        expected = sim_task.observe(train.engine.phys)[0]
+        np.testing.assert_allclose(builder.build(through_messages(Driver()), np.zeros(4)), expected, atol=1e-9)
+        assert node_task.index[0] == k
+    # A longer mission than training's: the node follows it (what is left, what comes next).
+    longer = np.vstack([sim_task.waypoints[0], [[0.5, 0.5, 1.0], [1.0, 0.5, 1.2]]])
+    m = through_messages(Driver())
+    m.path, m.goal = longer, longer[4]
+    obs = builder.build(m, np.zeros(4))
+    layout = node_task.observation_layout()
+    start = {name: sum(n for _, n in layout[:i]) for i, (name, _) in enumerate(layout)}
+    np.testing.assert_allclose(obs[start["next_waypoint_offset"] : start["next_waypoint_offset"] + 3],
+                               longer[5] - longer[4], atol=1e-9)
+    assert obs[start["waypoints_left"]] == pytest.approx(1 / 5)

@@ -133,3 +133,14 @@ def test_the_graph_walks_the_shipped_follower_along_the_planned_path_to_the_goal
     assert summary["task"] == "QuadrupedWaypoints"
     assert summary["task_success"]["successes"] >= 1, (summary["task_success"], done.stderr[-3000:])
     assert "planner]: path of" in done.stderr
+
+
+def test_a_drones_waypoint_mission_is_its_own_path() -> None:
+    drone = robot_deployment("drone")
+    waypoints = [[0.0, 0.0, 1.0], [0.8, 0.2, 1.2], [1.5, -0.3, 0.9]]
+    np.testing.assert_array_equal(drone.plan(np.zeros(3), None, 0.4, course={"waypoints": waypoints}), waypoints)
+    for bad in ({}, {"waypoints": []}, {"waypoints": [[0.0, float("nan"), 1.0]]}, {"waypoints": "up"}):
+        with pytest.raises(ValueError):
+            drone.plan(np.zeros(3), None, 0.4, course=bad)
+    with pytest.raises(ValueError, match="no path planner"):
+        robot_deployment("arm").plan(np.zeros(3), None, 0.4, course={})
