@@ -122,7 +122,7 @@ class PolicyNode(ManagedNode):
         self.get_logger().info(f"loaded {source}; {rate:.0f} Hz; observation {self.builder.layout}")
 
     def _subscribe(self, info: RobotDeployment) -> None:
-        self.streams = StateStreams(self, info, self._on_state)
+        self.streams = StateStreams(self, info, self._on_state, ranges="ranges" in self.required)
         self.create_subscription(PoseStamped, "goal", lambda m: self._on_goal(m, "mission"), mission_qos())
         self.create_subscription(Twist, "cmd_vel", lambda m: self._on_cmd_vel(m, "mission"), mission_qos())
         self.create_subscription(Path, "plan", self._on_plan, mission_qos())

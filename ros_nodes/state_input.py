@@ -4,9 +4,9 @@ reads them (the policy, the safety filter, the console).
 Which streams exist is the robot's own description
 (:class:`~sim2real.sim.core.deployment.RobotDeployment`): ``joint_states`` when it has
 joints, ``odom`` (and ``imu``, for nodes that ask) when it has a floating base,
-``ee_pose`` and ``ee_pose_desired`` when it has an end effector, ``ranges/<name>`` per
-rangefinder (assembled into one ``ranges`` stream that flows only while every
-rangefinder is fresh, so one dead sensor stops it). A message that fails
+``ee_pose`` and ``ee_pose_desired`` when it has an end effector, and for nodes that ask,
+``ranges/<name>`` per rangefinder (assembled into one ``ranges`` stream that flows only
+while every rangefinder is fresh, so one dead sensor stops it). A message that fails
 its check (unknown or missing joints, wrong lengths, NaN or inf, an orientation that is
 not a rotation) is counted and logged and never reaches the node.
 """
@@ -54,12 +54,13 @@ class StateStreams:
     Args:
         imu: Also subscribe ``imu`` (attitude, body rates and specific force), for a
             floating base.
+        ranges: Also subscribe the robot's rangefinders (a path follower's observation).
         on_reject: Called with ``(topic, reason)`` for each refused message, after it is
             counted in :attr:`rejected` and logged (throttled).
     """
 
     def __init__(self, node: StreamNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
-                 on_reject: Callable[[str, str], None] | None = None) -> None:
+                 on_reject: Callable[[str, str], None] | None = None, ranges: bool = False) -> None:
         self.node, self.joints, self.on_state, self.on_reject = node, deployment.joints, on_state, on_reject
         self.rejected: Counter[str] = Counter()
         """Refused messages per topic."""
@@ -76,7 +77,7 @@ class StateStreams:
             node.create_subscription(PoseStamped, "ee_pose_desired",
                                      lambda m: self._on_pose(m, "ee_pose_desired", "ee_pos_desired", "ee_quat_desired"),
                                      qos)
-        self.rangefinders = deployment.rangefinders
+        self.rangefinders = deployment.rangefinders if ranges else ()
         self._ranges = np.full(len(self.rangefinders), np.nan)
         self._range_arrivals = np.full(len(self.rangefinders), -np.inf)
         for i, name in enumerate(self.rangefinders):

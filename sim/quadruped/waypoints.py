@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.padding import store_padded
 from sim2real.sim.core.task import PhysicsBatch, StepResult
 from sim2real.sim.quadruped import frames, layouts, planner, steering
@@ -184,9 +185,7 @@ class Waypoints(QuadrupedTask):
 
     def observation_noise(self) -> np.ndarray:
         noise = super().observation_noise()
-        names = [name for name, _ in self.present_layout()]
-        start = sum(n for _, n in self.present_layout()[: names.index("ranges")])
-        noise[start : start + len(RANGEFINDERS)] = 0.02  # rangefinder noise (m)
+        noise[layout_slices(self.present_layout())["ranges"]] = 0.02  # rangefinder noise (m)
         return noise
 
     # -- episode -----------------------------------------------------------------------

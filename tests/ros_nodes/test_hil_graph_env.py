@@ -30,6 +30,7 @@ from ros_harness import unique_domain_id, wait_for
 
 from sim2real.errors import Sim2RealError
 from sim2real.policies.hil.config import HilConfig
+from sim2real.policies.hil.transport import free_port_pair
 
 SECONDS = 30.0
 """How long the graph runs (the test ends it sooner)."""
@@ -51,26 +52,6 @@ def arm_graph(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -
         if proc.poll() is None:
             proc.terminate()
         proc.communicate(timeout=60)
-
-
-def _free_port_pair() -> int:
-    """A loopback TCP port free now with the next one (transitions, weights). A port made
-    from the process id may be one of the graph's DDS ports (7400 + 250 x domain + ...)."""
-    import socket
-
-    for _ in range(100):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port >= 65535:
-                continue
-            try:
-                with socket.socket() as second:
-                    second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no two adjacent free ports on loopback")
 
 
 def _config() -> HilConfig:
@@ -205,7 +186,7 @@ def test_a_hil_run_on_the_emulated_arm_streams_its_transitions_to_the_learner(
     """``sim2real hil run --env ros``: learner and actor as a user starts them, the actor on
     the graph; its transitions reach the learner and the learner's weights reach it."""
     cmd = [sys.executable, "-m", "sim2real", "hil", "run", "--env", "ros", "--cameras", "wrist,front", "--steps", "160",
-           "--device", "none", "--run-dir", str(tmp_path / "run"), "--port", str(_free_port_pair()),
+           "--device", "none", "--run-dir", str(tmp_path / "run"), "--port", str(free_port_pair()),
            "--set", "env.graph.reset_scene_service=/franka/reset_scene", "--set", "env.graph.start_timeout=60",
            "--set", "env.max_episode_steps=40", "--set", "learner.warmup_steps=60", "--set", "learner.batch_size=16",
            "--set", "learner.publish_seconds=1", "--json"]

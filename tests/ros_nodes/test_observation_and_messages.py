@@ -253,6 +253,7 @@ def test_the_policy_nodes_copy_of_a_drone_mission_knows_which_waypoint_is_curren
     task observes what the simulator's does."""
     import sim2real.sim as S
     from sim2real.sim import robot_deployment
+    from sim2real.sim.core.layout import layout_slices
 
     opts = {"start": "air", "n_waypoints": 4}
     train = S.make("sim2real/DroneWaypoints-v0", action_mode="ctbr_residual", dr=None, seed=2, **opts)
@@ -280,8 +281,6 @@ def test_the_policy_nodes_copy_of_a_drone_mission_knows_which_waypoint_is_curren
     m = through_messages(Driver())
     m.path, m.goal = longer, longer[4]
     obs = builder.build(m, np.zeros(4))
-    layout = node_task.observation_layout()
-    start = {name: sum(n for _, n in layout[:i]) for i, (name, _) in enumerate(layout)}
-    np.testing.assert_allclose(obs[start["next_waypoint_offset"] : start["next_waypoint_offset"] + 3],
-                               longer[5] - longer[4], atol=1e-9)
-    assert obs[start["waypoints_left"]] == pytest.approx(1 / 5)
+    blocks = layout_slices(node_task.observation_layout())
+    np.testing.assert_allclose(obs[blocks["next_waypoint_offset"]], longer[5] - longer[4], atol=1e-9)
+    assert obs[blocks["waypoints_left"]][0] == pytest.approx(1 / 5)

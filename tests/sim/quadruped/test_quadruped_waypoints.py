@@ -131,6 +131,7 @@ def test_the_gait_residual_follower_steps_for_pure_pursuit_of_the_observed_waypo
     """In ``gait_residual`` mode the reference's twist and crouch are pure pursuit of the
     waypoints the policy observes, shown to it as the ``reference`` block; a zero
     residual gives exactly the reference's servo targets."""
+    from sim2real.sim.core.layout import layout_slices
     from sim2real.sim.quadruped.steering import pursue
 
     env = S.make("QuadrupedWaypoints", seed=0, num_sections=1, section_kinds=["low_ceiling"],
@@ -138,12 +139,11 @@ def test_the_gait_residual_follower_steps_for_pure_pursuit_of_the_observed_waypo
     obs, _ = env.reset(seed=0)
     task = env.task
     layout = task.observation_layout()
-    names = [name for name, _ in layout]
-    assert names[-2:] == ["reference", "gait_clock"]
+    assert [name for name, _ in layout][-2:] == ["reference", "gait_clock"]
+    blocks = layout_slices(layout)
 
     def block(o: np.ndarray, name: str) -> np.ndarray:
-        start = sum(n for _, n in layout[: names.index(name)])
-        return o[start : start + dict(layout)[name]]
+        return o[blocks[name]]
 
     for _ in range(30):
         waypoints = block(obs, "waypoints").reshape(-1, 3)
@@ -158,6 +158,5 @@ def test_the_gait_residual_follower_steps_for_pure_pursuit_of_the_observed_waypo
             obs, _ = env.reset()
     # The observation noise stays on the rangefinders' block.
     noise = task.observation_noise()
-    ranges = sum(n for _, n in layout[: names.index("ranges")])
-    assert np.all(noise[ranges : ranges + dict(layout)["ranges"]] == 0.02)
-    assert np.all(noise[ranges + dict(layout)["ranges"] :] != 0.02)
+    assert np.all(noise[blocks["ranges"]] == 0.02)
+    assert np.all(noise[blocks["ranges"].stop :] != 0.02)
