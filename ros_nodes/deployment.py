@@ -88,8 +88,6 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         # The policy's metadata decides the task; the bridge must simulate the same one.
         # Loading it here (files, hash, sizes) makes a bad policy one clear error before
         # any node starts, instead of a node that cannot configure.
-        import json
-
         from sim2real.policies.deploy import OnnxPolicy
 
         meta = OnnxPolicy(policy).metadata
@@ -104,8 +102,16 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
         planned = _planner_parameters(opts.robot, task, meta["action_mode"], meta.get("task_options") or {})
-        if planned is not None:
-            extra["planner"] = planned
+    elif policy == "classical":  # the controller runs the task the bridge simulates
+        node, info = merge(params, extra)["policy"], robot_deployment(opts.robot)
+        task = opts.task or node.get("task") or info.task
+        extra["policy"]["task"] = task
+        planned = _planner_parameters(opts.robot, task, node.get("action_mode") or info.action_mode,
+                                      json.loads(node.get("task_options") or "{}"))
+    else:
+        planned = None
+    if planned is not None:
+        extra["planner"] = planned
     nodes = ["safety_filter"] + (["policy"] if policy != EXTERNAL else []) \
         + (["sim_bridge"] if opts.backend == "sim" else [])
     if opts.backend == "real" and has_driver:
@@ -126,7 +132,26 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         latch = Path(tempfile.gettempdir()) / f"sim2real-latch-{os.getpid()}-{opts.domain_id}-{opts.robot}.json"
         latch.unlink(missing_ok=True)
         extra.setdefault("safety_filter", {})["latch_file"] = str(latch)
-    return merge(merge(params, extra), opts.overrides), nodes
+    merged = merge(params, extra)
+    return merge(merged, {node: {k: typed_like(v, merged.get(node, {}).get(k)) for k, v in values.items()}
+                          for node, values in opts.overrides.items()}), nodes
+
+
+def typed_like(value: Any, like: Any) -> Any:
+    """An override ``value`` (as YAML read it from ``--set``) in the type of the value it
+    replaces: ``[-7, -7, -0.5]`` for a list of doubles is all doubles, ``2`` for a double
+    is ``2.0``; a list mixing ints and floats is all floats (ROS parameters have one
+    element type)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if isinstance(value, list) and value and all(number(v) for v in value):
+        as_float = any(isinstance(v, float) for v in value) or (
+            isinstance(like, list) and any(isinstance(v, float) for v in like))
+        return [float(v) for v in value] if as_float else value
+    if isinstance(like, float) and (isinstance(value, int) and not isinstance(value, bool)):
+        return float(value)
+    return value
 
 
 LIVE_VIEW = {"image_rate": 20.0, "image_width": 320, "image_height": 240}

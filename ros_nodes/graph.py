@@ -126,6 +126,14 @@ def node_class(name: str) -> type:
     return getattr(importlib.import_module(NODE_MODULES[name]), NODE_CLASSES[name])
 
 
+def _parameter(parameter: Any, node: str, name: str, value: Any) -> Any:
+    """A ROS parameter, or a one-line error naming it (a list mixing types, a mapping)."""
+    try:
+        return parameter(name, value=value)
+    except TypeError as exc:
+        raise ConfigError(f"{node}.{name}", f"{value!r} is not a ROS parameter value ({exc})") from None
+
+
 class InProcessGraph:
     """The nodes in this process on one executor, in their own context.
 
@@ -147,21 +155,22 @@ class InProcessGraph:
         from rclpy.context import Context
         from rclpy.parameter import Parameter
 
+        self.executor_kind, self.threads = executor, threads
+        self.executor: Any = None
+        self._thread: threading.Thread | None = None
+        self.error: Exception | None = None
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.nodes: dict[str, Any] = {}
         try:
             for name in START_ORDER:
                 if name in nodes:
-                    overrides = [Parameter(k, value=v) for k, v in params.get(name, {}).items() if k != "autostart"]
+                    overrides = [_parameter(Parameter, name, k, v) for k, v in params.get(name, {}).items()
+                                 if k != "autostart"]
                     self.nodes[name] = node_class(name)(context=self.context, parameter_overrides=overrides)
         except Exception:
             self.shutdown()
             raise
-        self.executor_kind, self.threads = executor, threads
-        self.executor: Any = None
-        self._thread: threading.Thread | None = None
-        self.error: Exception | None = None
 
     def start(self) -> None:
         """Configure and activate every node (robot first), then spin in a thread."""

@@ -13,7 +13,9 @@ state (the safety filter's watchdog then takes over) and publishes the raw comma
 
 A path-following policy (the hierarchy's ``QuadrupedWaypoints`` follower) also needs the
 planner's path on ``plan`` (``nav_msgs/Path``) and the rangefinders on ``ranges/<name>``;
-a malformed path is refused and, with no valid path, the node does not act.
+a drone's gate course (``DroneGates``) its gates on ``course`` (``std_msgs/String``, JSON,
+as the sim bridge publishes it) and the gate planner's path on ``plan``. A malformed path
+or course is refused and, with no valid one, the node does not act.
 
 ``policy: classical`` runs the robot's classical controller instead (arm: Cartesian
 reaching, quadruped: PD stand, drone: cascaded PID) through the same path.
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Path
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 
 from sim2real.policies.classical import controller_for
 from sim2real.policies.safety.spaces import command_space
@@ -61,8 +63,9 @@ class PolicyNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("policy", PolicySettings, **kwargs)
         self.m = Measurements()
-        self.mission: dict[tuple[str, str], tuple[np.ndarray, float]] = {}
-        """(``goal`` | ``cmd_vel``, ``mission`` | ``operator``) -> (value, arrival time)."""
+        self.mission: dict[tuple[str, str], tuple[Any, float]] = {}
+        """(``goal`` | ``cmd_vel`` | ``path`` | ``course``, ``mission`` | ``operator``) ->
+        (value, arrival time)."""
         self.state_header: dict[str, float] = {}
         self.ticks = 0
         self.published = 0
@@ -126,6 +129,8 @@ class PolicyNode(ManagedNode):
         self.create_subscription(PoseStamped, "goal", lambda m: self._on_goal(m, "mission"), mission_qos())
         self.create_subscription(Twist, "cmd_vel", lambda m: self._on_cmd_vel(m, "mission"), mission_qos())
         self.create_subscription(Path, "plan", self._on_plan, mission_qos())
+        if "course" in self.builder.missing(Measurements()):  # a gate course's gates
+            self.create_subscription(String, "course", self._on_course, mission_qos())
         # A person steering through the correction console overrides the mission while fresh.
         self.create_subscription(PoseStamped, "operator_goal", lambda m: self._on_goal(m, "operator"), command_qos())
         self.create_subscription(Twist, "operator_cmd_vel", lambda m: self._on_cmd_vel(m, "operator"), command_qos())
@@ -197,10 +202,22 @@ class PolicyNode(ManagedNode):
             return
         self.mission[("path", "mission")] = (parsed, self.now_s())
 
+    def _on_course(self, msg: String) -> None:
+        try:
+            course = json.loads(msg.data)
+            why = "" if isinstance(course, dict) else "not a JSON object"
+        except ValueError as exc:
+            course, why = None, f"not JSON ({exc})"
+        if why:  # fail closed, as for a bad plan
+            self.mission.pop(("course", "mission"), None)
+            self.log_throttled("course", f"rejected course: {why}; not acting until a valid one arrives", level="error")
+            return
+        self.mission[("course", "mission")] = (course, self.now_s())
+
     def _mission_inputs(self, now: float) -> None:
         """The goal and velocity command the observation uses: the operator's while fresh
         (``operator_hold``), else the mission's."""
-        for name in ("goal", "cmd_vel", "path"):
+        for name in ("goal", "cmd_vel", "path", "course"):
             operator = self.mission.get((name, "operator"))
             mission = self.mission.get((name, "mission"))
             fresh = operator is not None and 0.0 <= now - operator[1] <= self.operator_hold
@@ -235,7 +252,7 @@ class PolicyNode(ManagedNode):
             action = np.asarray(self.runner(obs), dtype=np.float64).reshape(-1)
         except Exception as exc:  # a failing inference must not stop the node; the watchdog acts
             self.skipped += 1
-            self.log_throttled("inference", f"not acting: inference failed ({exc})", level="error")
+            self.log_throttled("inference", f"not acting: observation or inference failed ({exc})", level="error")
             return
         self.last_action = np.clip(np.nan_to_num(action), -1.0, 1.0)
         # Reference modes (quadruped trot, drone PID) add their reference here.

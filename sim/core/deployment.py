@@ -53,6 +53,9 @@ class Measurements:
     robot may have there: a quadruped's trunk, a drone's altitude); the last is the goal."""
     ranges: np.ndarray | None = None
     """The robot's rangefinders (m), in the order its task names them."""
+    course: dict[str, Any] | None = None
+    """A course's description (JSON-ready, :meth:`Task.course`) for the tasks whose
+    observation reads it (a drone's gates)."""
     stamps: dict[str, float] = field(default_factory=dict)
     """topic -> arrival time of its latest valid message."""
 
@@ -150,7 +153,8 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     has other blocks cannot be deployed (``tests/sim/test_deployment.py`` checks each
     claim against the simulator for every registered task)."""
     block_inputs: ClassVar[Mapping[str, str]] = {}
-    """Observation block -> the mission input it needs (``goal``, ``cmd_vel``)."""
+    """Observation block -> the mission input it needs (``goal``, ``cmd_vel``, ``path``,
+    ``ranges``, ``course``)."""
     driver_modes: ClassVar[Mapping[str, str]] = {}
     """Policy action mode -> the mode the driver executes, where they differ (reference
     modes publish commands with the reference already added)."""
@@ -210,10 +214,15 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
         """Observation blocks of ``task`` that no stream provides."""
         return [b for b, _ in task.observation_layout() if b not in self.observable]
 
+    def inputs(self, task: Task) -> Mapping[str, str]:
+        """:attr:`block_inputs` for ``task`` (a robot whose tasks read their blocks from
+        different inputs overrides this)."""
+        return self.block_inputs
+
     def required(self, task: Task) -> list[str]:
         """:class:`Measurements` fields the observation of ``task`` needs."""
         names = {b for b, _ in task.observation_layout()}
-        extra = [m for b, m in self.block_inputs.items() if b in names]
+        extra = [m for b, m in self.inputs(task).items() if b in names]
         return list(self.measured) + list(dict.fromkeys(extra))
 
     def joint_reader(self, model: mujoco.MjModel) -> Callable[[mujoco.MjData, Measurements], None]:

@@ -1,6 +1,9 @@
 """The drone as a deployment sees it: odometry (and an IMU) only; the position target
 comes on ``goal``, and for a waypoint mission (``DroneWaypoints``) the whole sequence on
-``plan``: the goal is the current waypoint, the plan tells which one and what follows."""
+``plan``: the goal is the current waypoint, the plan tells which one and what follows.
+A gate course (``DroneGates``) comes on ``course`` (the gates and the way each faces) and
+the gate planner's path on ``plan``: the policy node tracks the gates passed and the
+carrot along the path itself, as the task does in training."""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ from sim2real.sim.core.deployment import (
     StateWriter,
 )
 from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.drone import gate_path
 from sim2real.sim.drone.base import DroneTask
+from sim2real.sim.drone.gates import Gates, parse_gate_course
 from sim2real.sim.drone.waypoints import Waypoints
 
 
@@ -32,7 +37,8 @@ class DroneDeployment(RobotDeployment[DroneTask]):
     floating_base = True
     measured = ("base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
     observable = frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action",
-                            "next_waypoint_offset", "waypoints_left"})
+                            "next_waypoint_offset", "waypoints_left", "gate_normal", "next_gate_offset",
+                            "gates_left"})
     block_inputs: ClassVar = {"pos_error": "goal", "next_waypoint_offset": "path", "waypoints_left": "path"}
     # A person flies the setpoint; the policy (or PID) holds it, through the filter.
     live_cameras = ("chase", "follow")
@@ -46,9 +52,21 @@ class DroneDeployment(RobotDeployment[DroneTask]):
     driver_modes: ClassVar = {"ctbr_residual": "ctbr"}
     motors_off_without_command = True
 
+    def inputs(self, task: Task) -> Mapping[str, str]:
+        if isinstance(task, Gates):  # the gates and the path replace the goal
+            return {"gate_normal": "course", "next_gate_offset": "course", "gates_left": "course",
+                    "pos_error": "path" if task.guidance == "path" else "course"}
+        return self.block_inputs
+
     def plan(self, start: np.ndarray, goal: np.ndarray | None, spacing: float, course: Mapping[str, Any] | None = None,
              grid: ClearanceGrid | None = None) -> np.ndarray:
-        """A waypoint mission's path is its waypoints (open air: nothing to plan around)."""
+        """A gate course's path is the gate planner's, from the course's start (its
+        height above the pad) through each gate along its normal; a waypoint mission's
+        path is its waypoints (open air: nothing to plan around)."""
+        if course is not None and "gates" in course:
+            centres, normals, begin = parse_gate_course(course)
+            begin[:2] = np.asarray(start, dtype=float).reshape(-1)[:2]
+            return gate_path.plan_through_gates(begin, centres, normals)
         try:
             waypoints = np.asarray((course or {})["waypoints"], dtype=float).reshape(-1, 3)
         except (KeyError, TypeError, ValueError) as exc:
@@ -61,6 +79,10 @@ class DroneDeployment(RobotDeployment[DroneTask]):
         out.goal = np.asarray(task.target[0], dtype=np.float64).copy()
         if isinstance(task, Waypoints):
             out.path = task.waypoints[0].copy()
+        if isinstance(task, Gates):
+            out.course = task.course(0)
+            if task.guidance == "path":
+                out.path = task.path[0, : task.path_count[0]].copy()
 
     def state_writer(self, task: Task, model: mujoco.MjModel) -> StateWriter:
         task = self.robot_task(task)
@@ -72,5 +94,7 @@ class DroneDeployment(RobotDeployment[DroneTask]):
                 task.target[0] = m.goal
                 if isinstance(task, Waypoints) and m.path is not None:
                     task.follow_mission(m.path, m.goal)
+            if isinstance(task, Gates) and m.course is not None and m.base_pos is not None:
+                task.follow_course(m.course, m.path, m.base_pos)
 
         return write

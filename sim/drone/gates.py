@@ -11,6 +11,7 @@ Success: every gate passed in order without a collision (the episode then ends).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import mujoco
@@ -45,6 +46,28 @@ def add_gate(spec: mujoco.MjSpec, name: str) -> None:
         # conaffinity 1 only: gates touch the drone (contype 1) and nothing else.
         body.add_geom(name=f"{name}_{side}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=pos, size=size,
                       rgba=[1.0, 0.45, 0.05, 1.0], contype=0, conaffinity=1, density=0)
+
+
+def parse_gate_course(course: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A gate course's description (:meth:`Gates.course`): the gate centres ``[G, 3]``, their
+    normals ``[G, 3]`` (the direction of flight, from ``gate_yaw``) and the planned path's
+    start (x, y from ``start``, ``start_height``).
+
+    Raises:
+        ValueError: missing or malformed fields, non-finite values, 0 or over 8 gates.
+    """
+    try:
+        centres = np.asarray(course["gates"], dtype=float).reshape(-1, 3)
+        yaw = np.asarray(course["gate_yaw"], dtype=float).reshape(-1)
+        start = np.array([*np.asarray(course.get("start", [0.0, 0.0]), dtype=float).reshape(2),
+                          float(course.get("start_height", TAKEOFF_HEIGHT))])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed gate course ({exc!r})") from None
+    if not 1 <= len(centres) <= 8 or len(yaw) != len(centres):
+        raise ValueError(f"a gate course needs 1-8 gates, each with a yaw (got {len(centres)} and {len(yaw)})")
+    if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(yaw)) and np.all(np.isfinite(start))):
+        raise ValueError("non-finite value in the gate course")
+    return centres, np.stack([np.cos(yaw), np.sin(yaw), np.zeros_like(yaw)], axis=1), start
 
 
 def _wrap(angle: float) -> float:
@@ -85,11 +108,10 @@ class Gates(DroneTask):
 
     Options:
         n_gates: Number of gates (1-8).
-        guidance: ``gates``: the position controller's target (and the observed target
-            offset) is the next gate's centre; ``path``: the hierarchy's, a carrot
-            ``lookahead`` metres along the gate planner's path
-            (:mod:`~sim2real.sim.drone.gate_path`), which crosses each gate along its
-            normal.
+        guidance: ``path`` (default, the hierarchy's): the position controller's target
+            (and the observed target offset) is a carrot ``lookahead`` metres along the
+            gate planner's path (:mod:`~sim2real.sim.drone.gate_path`), which crosses
+            each gate along its normal; ``gates``: the next gate's centre.
         lookahead: Carrot distance (m) along the path (``path`` guidance).
     """
 
@@ -101,7 +123,7 @@ class Gates(DroneTask):
 
     def __init__(
         self, num_envs: int, action_mode: str | None = None, start: str = "ground", n_gates: int = 4,
-        guidance: str = "gates", lookahead: float = 0.6, **options: Any
+        guidance: str = "path", lookahead: float = 0.6, **options: Any
     ) -> None:
         super().__init__(num_envs, action_mode, start, **options)
         if int(n_gates) != n_gates or not 1 <= n_gates <= 8:
@@ -222,6 +244,47 @@ class Gates(DroneTask):
                 "gates_passed": self.index.astype(np.float64),
             },
         )
+
+    def course(self, env_id: int) -> dict[str, Any] | None:
+        normal = self.gate_normal[env_id]
+        return {"gates": self.gate_pos[env_id].tolist(), "gate_yaw": np.arctan2(normal[:, 1], normal[:, 0]).tolist(),
+                "start": [0.0, 0.0], "start_height": TAKEOFF_HEIGHT}
+
+    def follow_course(self, course: Mapping[str, Any], path: np.ndarray | None, pos: np.ndarray) -> None:
+        """A deployed drone's course (env 0 of a one-env task), tracked as :meth:`evaluate`
+        tracks it: the gates from ``course`` (a new course starts at its first gate), the
+        planner's ``path`` (``path`` guidance; a new one is followed from its start),
+        then, at position ``pos``: a gate crossed moves on to the next, and the target (the
+        carrot, or the next gate's centre) follows.
+
+        Raises:
+            ValueError: a malformed course, or ``path`` guidance without a valid path.
+        """
+        centres, normals, _ = parse_gate_course(course)
+        if centres.shape != self.gate_pos.shape[1:] or not (np.allclose(centres, self.gate_pos[0], atol=1e-9)
+                                                            and np.allclose(normals, self.gate_normal[0], atol=1e-9)):
+            self.n_gates = len(centres)
+            self.gate_pos, self.gate_normal = centres[None].copy(), normals[None].copy()
+            self.index[0], self.prev_distance[0] = 0, np.nan
+        if self.guidance == "path":
+            path = np.asarray(path if path is not None else np.zeros((0, 3)), dtype=float)
+            if path.ndim != 2 or path.shape[1] != 3 or not len(path) or not np.all(np.isfinite(path)):
+                raise ValueError("path guidance needs the planner's path: [K, 3] finite samples")
+            if path.shape[0] != self.path_count[0] or not np.array_equal(path, self.path[0, : len(path)]):
+                self.path = store_padded(self.path, 0, path)
+                self.path_count[0], self.progress[0] = len(path), 0
+        pos = np.asarray(pos, dtype=float).reshape(1, 3)
+        if np.isnan(self.prev_distance[0]):
+            self.prev_pos[0] = pos[0]
+        passed, _, _ = self._crossing(pos)
+        self.index = self.index + passed
+        gate = self.gate_pos[0, min(int(self.index[0]), self.n_gates - 1)]
+        self.prev_pos[0], self.prev_distance[0] = pos[0], np.linalg.norm(pos[0] - gate)
+        if self.guidance == "path":
+            self.progress = gate_path.advance_along(self.path, self.path_count, self.progress, pos)
+            self.target = gate_path.carrot(self.path, self.path_count, self.progress, self.lookahead)
+        else:
+            self.target[0] = gate
 
     def task_state(self, env_id: int) -> dict[str, Any]:
         normal = self.gate_normal[env_id]

@@ -24,6 +24,20 @@ def unique_domain_id() -> int:
     return 1 + (os.getpid() * 31 + next(_counter) * 7) % 232
 
 
+def deploy_json(*args: str, timeout: float = 180.0) -> tuple[dict[str, Any], str]:
+    """``sim2real deploy ARGS --json`` in its own process on loopback DDS and a fresh
+    domain: (its summary, its log). Fails the test on a non-zero exit."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "sim2real", "deploy", *args, "--domain-id", str(unique_domain_id()), "--json"]
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout), done.stderr
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, step: float = 0.01) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -144,7 +144,7 @@ def test_reference_mode_deployment_replays_training_exactly(
     np.testing.assert_allclose(robot_sim.env.engine.phys.qpos, train.engine.phys.qpos, atol=1e-9)
 
 
-@pytest.mark.parametrize(("robot", "task_name"), [("arm", "ArmMaze"), ("drone", "DroneGates")])
+@pytest.mark.parametrize(("robot", "task_name"), [("arm", "ArmMaze"), ("arm", "ArmPush")])
 def test_observations_without_a_topic_source_are_refused(robot: str, task_name: str) -> None:
     """Fail closed: a policy whose observation the topics cannot rebuild is refused at
     configure time, with the blocks named, instead of acting on zeros."""

@@ -212,6 +212,29 @@ def test_deploy_refuses_a_misspelt_parameter_before_anything_moves(tmp_path) -> 
         graph.shutdown()
 
 
+def test_set_overrides_take_the_type_of_the_value_they_replace() -> None:
+    """``--set safety_filter.fence_low=[-7, -7, -0.5]`` (YAML: ints and a float) is a list of
+    doubles, as the file's; a value no ROS parameter can hold is one line naming it."""
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+    from sim2real.ros_nodes.graph import InProcessGraph
+
+    domain = unique_domain_id()
+    overrides = {"safety_filter": {"fence_low": [-7, -7, -1], "fence_high": [7, 7, 2.5], "max_tilt": 1}}
+    params, _ = graph_parameters(DeployOptions(robot="drone", domain_id=domain, overrides=overrides))
+    assert params["safety_filter"]["fence_low"] == [-7.0, -7.0, -1.0]
+    node = params["safety_filter"]
+    assert all(isinstance(v, float) for v in [*node["fence_low"], node["max_tilt"]])
+    graph = InProcessGraph(params, ["safety_filter"], domain)
+    try:
+        graph.start()
+        assert list(graph.nodes["safety_filter"].get_parameter("fence_high").value) == [7.0, 7.0, 2.5]
+    finally:
+        graph.shutdown()
+    params["safety_filter"]["fence_low"] = [1.0, "x"]
+    with pytest.raises(ConfigError, match=r"safety_filter\.fence_low"):
+        InProcessGraph(params, ["safety_filter"], domain)
+
+
 @pytest.mark.parametrize("text,words", [("safety_fliter:\n  ros__parameters:\n    max_tilt: 0.5\n", "no node named"),
                                         ("safety_filter: [1, 2\n", "not valid YAML"),
                                         ("- 1\n- 2\n", "node names mapped")])

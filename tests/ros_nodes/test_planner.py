@@ -116,23 +116,15 @@ def test_the_graph_walks_the_shipped_follower_along_the_planned_path_to_the_goal
     """``sim2real deploy`` of the hierarchy's follower: the sim bridge publishes the course
     and the rangefinders, the planner plans, the policy node follows ``plan`` through
     the safety filter, and the simulated robot reaches the course's goal."""
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
-    from ros_harness import unique_domain_id
+    from ros_harness import deploy_json
 
     follower = Path(__file__).resolve().parents[2] / "policies" / "baselines" / "QuadrupedWaypoints"
-    cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "quadruped", "--policy", str(follower),
-           "--duration", "25", "--domain-id", str(unique_domain_id()), "--json"]
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
+    summary, log = deploy_json("--robot", "quadruped", "--policy", str(follower), "--duration", "25")
     assert summary["task"] == "QuadrupedWaypoints"
-    assert summary["task_success"]["successes"] >= 1, (summary["task_success"], done.stderr[-3000:])
-    assert "planner]: path of" in done.stderr
+    assert summary["task_success"]["successes"] >= 1, (summary["task_success"], log[-3000:])
+    assert "planner]: path of" in log
 
 
 def test_a_drones_waypoint_mission_is_its_own_path() -> None:
