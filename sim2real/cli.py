@@ -27,6 +27,7 @@ COMMANDS = {
     "bag": "sim2real.commands.bag",
     "config": "sim2real.commands.config",
     "console": "sim2real.commands.console",
+    "robustness": "sim2real.commands.robustness",
 }
 
 

@@ -1,0 +1,209 @@
+"""Robustness curves: how a policy's success falls as one physical parameter moves from
+the middle of its training range to far beyond its edge, with the rest nominal, next to
+the task's classical reference controller on the same episodes (same seeds).
+
+An axis is a field of the robot's randomization (:mod:`sim2real.sim.core.randomization`).
+Its points are constant values (every episode runs at exactly that value):
+
+* a range the training preset samples on both sides of a centre ``c`` with half-width
+  ``h`` (mass 0.9-1.1): ``c + k h`` for ``k`` in -3..3, so 2 and 3 are one and two
+  half-widths beyond the training edge; clipped to the field's own bounds;
+* a magnitude trained from zero (wind 0-1.5 m/s, pushes 0-0.3 m/s): ``k hi`` for ``k``
+  in 0, 0.5, 1, 1.5, 2, 3;
+* latency (whole control steps): 0 to three times the training maximum;
+* observation noise (a multiplier): 0 to three times the training one.
+
+Combined points widen every axis at once by the same factor (1: the training preset's
+ranges, 2 and 3 beyond), sampled per episode as in training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.policies.common.evaluation import Evaluator
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.randomization import DomainRandomization, Range
+
+AXES: dict[str, str] = {
+    "mass": "mass_scale",
+    "friction": "friction",
+    "motor_strength": "motor_strength",
+    "latency": "latency_steps",
+    "push": "push_velocity",
+    "wind": "wind_speed",
+    "obs_noise": "obs_noise_scale",
+    "kp": "pd_gain_scale",
+}
+"""Axis name (the command line's) -> the randomization field it moves."""
+TWO_SIDED = (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)
+ONE_SIDED = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+COMBINED = (1.0, 2.0, 3.0)
+
+Controller = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a robot: its field, the training range and the points evaluated."""
+
+    name: str
+    field: str
+    train_low: float
+    train_high: float
+    values: tuple[float, ...]
+
+    def at(self, base: DomainRandomization, train: DomainRandomization, value: float) -> DomainRandomization:
+        """``base`` with this axis's field held at ``value`` (pushes at training's interval)."""
+        return _set(base, train, self.field, value, value)
+
+
+def axes_for(train: DomainRandomization, names: list[str] | None = None) -> tuple[list[Axis], dict[str, str]]:
+    """The axes of ``names`` (None: all) that ``train`` randomizes, and why the others are
+    left out.
+
+    Raises:
+        ConfigError: an unknown axis name.
+    """
+    unknown = sorted(set(names or []) - set(AXES))
+    if unknown:
+        raise ConfigError("--axes", f"unknown axis {', '.join(unknown)}; choose from {', '.join(AXES)}")
+    axes, skipped = [], {}
+    for name in names or list(AXES):
+        field = AXES[name]
+        if not hasattr(train, field):
+            skipped[name] = f"the robot has no {field}"
+            continue
+        low, high = _bounds_of(getattr(train, field))
+        if low == high and not (field == "obs_noise_scale" and high > 0):
+            skipped[name] = f"not randomized in training ({field} = {low:g})"
+            continue
+        axes.append(Axis(name, field, low, high, _points(train, field, low, high)))
+    return axes, skipped
+
+
+def combined(train: DomainRandomization, axes: list[Axis], factor: float) -> DomainRandomization:
+    """The training preset with every axis's range widened ``factor`` times about its
+    centre (magnitudes from zero: ``factor`` times their top)."""
+    dr = train
+    for axis in axes:
+        low, high = axis.train_low, axis.train_high
+        if _one_sided(axis.field, low):
+            dr = _set(dr, train, axis.field, 0.0, factor * high)
+        else:
+            c, h = (low + high) / 2, (high - low) / 2
+            lo, hi = _clip(train, axis.field, c - factor * h), _clip(train, axis.field, c + factor * h)
+            dr = _set(dr, train, axis.field, lo, hi)
+    return dr
+
+
+def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: dict[str, Controller], episodes: int,
+                   n_envs: int, seed: int, action_mode: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Each controller's success (with its 95 % interval) and task metrics on the same episodes."""
+    out = {}
+    for name, controller in controllers.items():
+        ev = Evaluator(task_cls, n_envs=n_envs, action_mode=action_mode, dr=dr, seed=seed, task_options=options)
+        d = ev.run(controller, episodes).to_dict()
+        out[name] = {k: d[k] for k in ("successes", "episodes", "success_rate", "ci_low", "ci_high", "metrics_final",
+                                       "metrics_mean")}
+    return out
+
+
+def reference_for(task_cls: type, action_mode: str, options: dict[str, Any], n_envs: int) -> Controller:
+    """The task's classical reference: in a residual mode the reference inside the task
+    (a zero residual: the drone's cascaded PID, the quadruped's trot), else the robot's
+    classical controller."""
+    from sim2real.policies.classical import controller_for
+
+    task = task_cls(num_envs=n_envs, action_mode=action_mode, **options)
+    act_size = sum(int(n) for _, n in task.action_layout())
+    if action_mode.endswith("_residual"):
+        return lambda obs: np.zeros((len(obs), act_size))
+    return controller_for(task, n_envs).act
+
+
+def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int, seed: int,
+          on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Curves of an exported ``policy`` (:class:`~sim2real.policies.deploy.OnnxPolicy`) and
+    its task's reference: every axis's points, then the combined points."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    mode = policy.action_mode
+    train = task_cls.dr_class.train()
+    axes, skipped = axes_for(train, axis_names)
+    controllers = {"policy": policy, "reference": reference_for(task_cls, mode, options, n_envs)}
+    base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
+
+    def point(dr: DomainRandomization, label: str) -> dict[str, Any]:
+        result = evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, mode, options)
+        on_point(label)
+        return result
+
+    curves = {}
+    for axis in axes:
+        curves[axis.name] = {
+            "field": axis.field, "train_range": [axis.train_low, axis.train_high],
+            "points": [{"value": v, **point(axis.at(base, train, v), f"{axis.name} {v:g}")} for v in axis.values],
+        }
+    mixed = [{"factor": f, **point(combined(train, axes, f), f"combined x{f:g}")} for f in COMBINED]
+    return {"policy": str(policy.path), "task": policy.task, "action_mode": mode, "task_options": options,
+            "episodes_per_point": episodes, "seed": seed, "axes": curves, "skipped_axes": skipped, "combined": mixed}
+
+
+def point_count(train: DomainRandomization, axis_names: list[str] | None) -> int:
+    """How many evaluation points :func:`study` runs (for a progress bar)."""
+    axes, _ = axes_for(train, axis_names)
+    return sum(len(a.values) for a in axes) + len(COMBINED)
+
+
+# -- helpers -----------------------------------------------------------------------------
+def _bounds_of(value: Any) -> tuple[float, float]:
+    if isinstance(value, Range):
+        return float(value.low), float(value.high)
+    if isinstance(value, tuple):  # latency_steps
+        return float(value[0]), float(value[1])
+    return 0.0, float(value)  # obs_noise_scale: trained at this multiplier
+
+
+def _one_sided(field: str, low: float) -> bool:
+    return field in ("latency_steps", "obs_noise_scale") or low == 0.0
+
+
+def _points(train: DomainRandomization, field: str, low: float, high: float) -> tuple[float, ...]:
+    if field == "latency_steps":
+        return tuple(float(k) for k in range(int(3 * high) + 1))
+    if _one_sided(field, low):
+        return tuple(k * high for k in ONE_SIDED)
+    c, h = (low + high) / 2, (high - low) / 2
+    return tuple(dict.fromkeys(round(_clip(train, field, c + k * h), 6) for k in TWO_SIDED))
+
+
+def _clip(train: DomainRandomization, field: str, value: float) -> float:
+    bounds = next(f for f in dataclasses.fields(train) if f.name == field).metadata.get("bounds")
+    if bounds is not None and bounds.ge is not None:
+        value = max(value, bounds.ge)
+    if bounds is not None and bounds.le is not None:
+        value = min(value, bounds.le)
+    return value
+
+
+def _set(dr: DomainRandomization, train: DomainRandomization, field: str, low: float, high: float
+         ) -> DomainRandomization:
+    if field == "latency_steps":
+        changes: dict[str, Any] = {field: (int(round(low)), int(round(high)))}
+    elif field == "obs_noise_scale":
+        changes = {field: float(high)}
+    else:
+        changes = {field: Range(float(low), float(high))}
+    if field == "push_velocity":
+        changes["push_interval_s"] = train.push_interval_s
+    out = dataclasses.replace(dr, enabled=True, **changes)
+    out.validate()
+    return out

@@ -1,0 +1,67 @@
+"""Robustness curves: each axis's points sit where the docs say (around and beyond the
+training range), every episode of a point really runs at its value, combined points widen
+every range, and the command writes its JSON and picture or refuses an unknown axis."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim2real.policies.common.evaluation import Evaluator
+from sim2real.policies.studies import robustness as R
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[3]
+HOVER = REGISTRY.get("DroneHover")
+
+
+def test_points_span_the_training_range_and_beyond() -> None:
+    train = HOVER.dr_class.train()
+    axes, skipped = R.axes_for(train)
+    by_name = {a.name: a for a in axes}
+    np.testing.assert_allclose(by_name["mass"].values, [0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3])
+    assert by_name["latency"].values == (0.0, 1.0, 2.0, 3.0)
+    np.testing.assert_allclose(by_name["wind"].values, [0.0, 0.75, 1.5, 2.25, 3.0, 4.5])  # trained 0-1.5 m/s
+    np.testing.assert_allclose(by_name["obs_noise"].values, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    assert "friction" in skipped and "kp" in skipped  # a drone trains neither
+    quad = R.axes_for(REGISTRY.get("QuadrupedVelocity").dr_class.train(), ["friction"])[0][0]
+    assert min(quad.values) == 0.0 and len(set(quad.values)) == len(quad.values)  # clipped at the bound, no repeats
+    with pytest.raises(ConfigError, match="unknown axis gravity"):
+        R.axes_for(train, ["mass", "gravity"])
+
+
+def test_every_episode_of_a_point_runs_at_its_value_and_combined_points_widen() -> None:
+    train = HOVER.dr_class.train()
+    mass = next(a for a in R.axes_for(train, ["mass"])[0])
+    base = HOVER.dr_class()
+    zero = lambda obs: np.zeros((len(obs), 4))  # noqa: E731
+    ev = Evaluator(HOVER, n_envs=2, action_mode="ctbr_residual", dr=mass.at(base, train, 1.3), seed=5)
+    draws = [e.draw for e in ev.run_episodes(zero, 2)]
+    assert all(np.allclose(d["mass_scale"], 1.3) for d in draws)
+    assert all(d["latency_steps"] == 0 for d in draws)  # the rest nominal
+    wide = R.combined(train, R.axes_for(train)[0], 3.0)
+    assert (wide.mass_scale.low, wide.mass_scale.high) == pytest.approx((0.7, 1.3))
+    assert wide.latency_steps == (0, 3) and wide.wind_speed.high == pytest.approx(4.5)
+    assert wide.com_shift == train.com_shift  # not an axis: as in training
+
+
+def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "sim2real", "robustness", str(ROOT / "policies" / "baselines" / "DroneHover"),
+           "--axes", "latency", "--episodes", "2", "--n-envs", "2", "--out", str(tmp_path), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    study = json.loads(done.stdout)
+    points = study["axes"]["latency"]["points"]
+    assert [p["value"] for p in points] == [0.0, 1.0, 2.0, 3.0]
+    assert all(p[w]["episodes"] == 2 for p in points for w in ("policy", "reference"))
+    assert [c["factor"] for c in study["combined"]] == [1.0, 2.0, 3.0]
+    assert json.loads((tmp_path / "robustness.json").read_text())["axes"].keys() == {"latency"}
+    assert (tmp_path / "robustness.png").read_bytes()[:4] == b"\x89PNG"
+    bad = subprocess.run([*cmd[:5], "--axes", "gravity"], capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode != 0 and "unknown axis gravity" in bad.stderr and "Traceback" not in bad.stderr
