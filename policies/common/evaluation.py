@@ -19,6 +19,7 @@ import numpy as np
 
 from sim2real.sim.core.engine import Engine
 from sim2real.sim.core.env import resolve_dr
+from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import Task
 
 PolicyFn = Callable[[np.ndarray], np.ndarray]
@@ -93,6 +94,7 @@ class Evaluator:
         seed: Re-applied at every :meth:`run`, so each run sees the same episodes.
         task_options: Passed to the task constructor.
         nthread: Physics threads (``None``: all cores).
+        solver: Another simulator configuration (sim-to-sim checks); default: the task's own.
     """
 
     def __init__(
@@ -104,9 +106,10 @@ class Evaluator:
         seed: int = 10_000,
         task_options: dict[str, Any] | None = None,
         nthread: int | None = None,
+        solver: SolverVariant | None = None,
     ) -> None:
         self.task = task_cls(num_envs=n_envs, action_mode=action_mode, **(task_options or {}))
-        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread)
+        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread, solver=solver)
         self.seed = seed
         self.obs_size = self.engine.obs_size
         self.act_size = self.engine.act_size

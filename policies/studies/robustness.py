@@ -29,6 +29,7 @@ import numpy as np
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.randomization import DomainRandomization, Range
+from sim2real.sim.core.solver import SIM2SIM, SolverVariant
 
 AXES: dict[str, str] = {
     "mass": "mass_scale",
@@ -103,11 +104,13 @@ def combined(train: DomainRandomization, axes: list[Axis], factor: float) -> Dom
 
 
 def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: dict[str, Controller], episodes: int,
-                   n_envs: int, seed: int, action_mode: str, options: dict[str, Any]) -> dict[str, Any]:
+                   n_envs: int, seed: int, action_mode: str, options: dict[str, Any],
+                   solver: SolverVariant | None = None) -> dict[str, Any]:
     """Each controller's success (with its 95 % interval) and task metrics on the same episodes."""
     out = {}
     for name, controller in controllers.items():
-        ev = Evaluator(task_cls, n_envs=n_envs, action_mode=action_mode, dr=dr, seed=seed, task_options=options)
+        ev = Evaluator(task_cls, n_envs=n_envs, action_mode=action_mode, dr=dr, seed=seed, task_options=options,
+                       solver=solver)
         d = ev.run(controller, episodes).to_dict()
         out[name] = {k: d[k] for k in ("successes", "episodes", "success_rate", "ci_low", "ci_high", "metrics_final",
                                        "metrics_mean")}
@@ -155,6 +158,29 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     mixed = [{"factor": f, **point(combined(train, axes, f), f"combined x{f:g}")} for f in COMBINED]
     return {"policy": str(policy.path), "task": policy.task, "action_mode": mode, "task_options": options,
             "episodes_per_point": episodes, "seed": seed, "axes": curves, "skipped_axes": skipped, "combined": mixed}
+
+
+def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
+            on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The policy and its reference under the training randomization, on the same
+    episodes, in each of :data:`~sim2real.sim.core.solver.SIM2SIM`'s simulator
+    configurations; ``change`` is each one's success minus the task's own."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    mode, train = policy.action_mode, task_cls.dr_class.train()
+    controllers = {"policy": policy, "reference": reference_for(task_cls, mode, options, n_envs)}
+    rows = []
+    for name, variant in SIM2SIM.items():
+        rows.append({"variant": name, "simulator": variant.describe(),
+                     **evaluate_point(task_cls, train, controllers, episodes, n_envs, seed, mode, options, variant)})
+        on_point(name)
+    for row in rows:
+        for who in controllers:
+            row[who]["change"] = row[who]["success_rate"] - rows[0][who]["success_rate"]
+    return {"policy": str(policy.path), "task": policy.task, "action_mode": mode, "episodes_per_point": episodes,
+            "seed": seed, "dr": "train", "sim2sim": rows}
 
 
 def point_count(train: DomainRandomization, axis_names: list[str] | None) -> int:

@@ -20,6 +20,7 @@ from mujoco import rollout as mj_rollout
 
 from sim2real.sim.core.errors import ActionError, ConfigError
 from sim2real.sim.core.randomization import DomainRandomization
+from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -60,6 +61,8 @@ class Engine:
         nthread: Rollout worker threads (default: all cores); ignored for one env.
         backend: ``"auto"`` (``mj_step`` for one env, ``rollout`` for more),
             ``"step"`` or ``"rollout"``.
+        solver: Another simulator configuration (integrator, finer timestep, softer
+            contacts) for sim-to-sim checks; default: the task's own.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class Engine:
         seed: int | None = None,
         nthread: int | None = None,
         backend: str = "auto",
+        solver: SolverVariant | None = None,
     ) -> None:
         self.task = task
         self.dr = dr if dr is not None else task.dr_class.none()
@@ -82,12 +86,15 @@ class Engine:
         if self.backend == "step" and self.num_envs != 1:
             raise ConfigError("backend", "the 'step' backend runs exactly one environment")
 
+        self.solver = solver or SolverVariant()
+        self.physics_dt = self.solver.physics_dt(task.physics_dt)
         self.nominal = task.build_model()
-        self.nominal.opt.timestep = task.physics_dt
-        self.decimation = _whole_ratio(task.control_dt, task.physics_dt, "control_dt")
+        self.solver.apply(self.nominal)
+        self.nominal.opt.timestep = self.physics_dt
+        self.decimation = _whole_ratio(task.control_dt, self.physics_dt, "control_dt")
         self.inner_steps = 1
         if task.inner_dt is not None:
-            self.inner_steps = _whole_ratio(task.inner_dt, task.physics_dt, "inner_dt")
+            self.inner_steps = _whole_ratio(task.inner_dt, self.physics_dt, "inner_dt")
             if self.decimation % self.inner_steps:
                 raise ConfigError("inner_dt", "control_dt must be a whole multiple of inner_dt")
 
@@ -297,7 +304,7 @@ class Engine:
             for k in range(nstep):
                 mujoco.mj_step(self.models[0], self.data)
                 readings[0, k] = self.data.sensordata
-            self.task.on_substeps(readings, self.task.physics_dt)
+            self.task.on_substeps(readings, self.physics_dt)
             return
         c = self._controls[:, :nstep]
         c[:, :, : self.nu] = ctrl[:, None]
@@ -322,7 +329,7 @@ class Engine:
         self.state[:] = out_s[:, -1]
         self.sensordata[:] = out_d[:, -1]
         if self.task.wants_substeps:
-            self.task.on_substeps(out_d, self.task.physics_dt)
+            self.task.on_substeps(out_d, self.physics_dt)
 
     def _check_divergence(self, time_before: np.ndarray) -> np.ndarray:
         """End episodes whose physics diverged rather than feed garbage to a learner.

@@ -9,12 +9,18 @@ training ranges), x2 and x3. Writes robustness.json and robustness.png into --ou
 success comes with its 95 percent Wilson interval. Axes the robot's training does not
 randomize are listed as skipped.
 
+--sim2sim runs the sim-to-sim check instead: the policy and its reference under the
+training randomization, on the same episodes, with the task's own simulator settings and
+with RK4, the implicit integrator, half the physics timestep, contacts twice as soft, and
+all three together; it writes sim2sim.json with each one's change in success.
+
 POLICY is an exported policy: its .onnx, metadata .json or folder (such as
 policies/baselines/DroneHover).
 
 Examples:
   sim2real robustness policies/baselines/DroneHover --out runs/robust-hover
   sim2real robustness policies/baselines/ArmReach --axes mass,latency,obs_noise --episodes 32 --json
+  sim2real robustness policies/baselines/QuadrupedVelocity --sim2sim --episodes 100
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation episodes")
     parser.add_argument("--out", type=Path, help="folder for robustness.json and robustness.png (default: "
                                                   "runs/robustness-<task>)")
+    parser.add_argument("--sim2sim", action="store_true",
+                        help="only the sim-to-sim check (other integrators, a finer timestep, softer contacts)")
     add_json_flag(parser)
 
 
@@ -53,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     names = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
     policy = OnnxPolicy(args.policy)
     train = REGISTRY.get(policy.task).dr_class.train()
-    total = R.point_count(train, names)  # also refuses unknown axes before anything runs
+    total = len(R.SIM2SIM) if args.sim2sim else R.point_count(train, names)  # refuses unknown axes first
     out = args.out or Path("runs") / f"robustness-{policy.task.split('/')[-1].removesuffix('-v0')}"
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
                   TimeElapsedColumn(), console=console) as progress:
@@ -62,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         def advance(label: str) -> None:
             progress.update(bar, advance=1, description=f"robustness: {label}")
 
+        if args.sim2sim:
+            return _sim2sim(R.sim2sim(policy, args.episodes, args.n_envs, args.seed, on_point=advance), out, args.json)
         study = R.study(policy, names, args.episodes, args.n_envs, args.seed, on_point=advance)
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "robustness.json", study)
@@ -90,6 +100,28 @@ def _print(study: dict) -> None:
     for name, why in study["skipped_axes"].items():
         stdout.print(f"skipped {name}: {why}")
     stdout.print(f"wrote {study['json_file']} and {study['png']}")
+
+
+def _sim2sim(check: dict, out: Path, as_json: bool) -> int:
+    from rich.table import Table
+
+    from sim2real.policies.common import atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic.write_json(out / "sim2sim.json", check)
+    check["json_file"] = str(out / "sim2sim.json")
+    if as_json:
+        emit_json(check)
+        return 0
+    table = Table(title=f"sim-to-sim check of {check['policy']} ({check['task']}, training randomization)")
+    for col in ("simulator", "policy success", "change", "reference success", "change"):
+        table.add_column(col)
+    for row in check["sim2sim"]:
+        p, r = row["policy"], row["reference"]
+        table.add_row(row["simulator"], _rate(p), f"{p['change']:+.2f}", _rate(r), f"{r['change']:+.2f}")
+    stdout.print(table)
+    stdout.print(f"wrote {check['json_file']}")
+    return 0
 
 
 def _rate(r: dict) -> str:

@@ -65,3 +65,16 @@ def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
     assert (tmp_path / "robustness.png").read_bytes()[:4] == b"\x89PNG"
     bad = subprocess.run([*cmd[:5], "--axes", "gravity"], capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode != 0 and "unknown axis gravity" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_sim2sim_check_reports_each_configurations_change(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "sim2real", "robustness", str(ROOT / "policies" / "baselines" / "ArmReach"),
+           "--sim2sim", "--episodes", "2", "--n-envs", "2", "--out", str(tmp_path), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout)["sim2sim"]
+    assert [r["variant"] for r in rows] == list(R.SIM2SIM)
+    assert rows[0]["policy"]["change"] == 0.0 and rows[0]["simulator"] == "the task's own"
+    for r in rows:
+        assert r["policy"]["change"] == pytest.approx(r["policy"]["success_rate"] - rows[0]["policy"]["success_rate"])
+    assert (tmp_path / "sim2sim.json").is_file()
