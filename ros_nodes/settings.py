@@ -49,8 +49,10 @@ class SimBridgeSettings(DriverSettings):
     """The task's action mode the commands are in (empty: the robot's driver mode)."""
     task_options: str = "{}"
     """Task constructor options as a JSON object."""
-    dr: Literal["none", "train", "heldout"] = "none"
-    """Randomization preset of the simulated robot."""
+    dr: str = "none"
+    """Randomization of the simulated robot: ``none``, ``train``, ``heldout``, or a YAML
+    file of field values over the training preset (fixed values make a robot with
+    hidden parameters, for ``sim2real sysid``)."""
     seed: NonNegativeInt = 0
     """Seed of the simulated episodes (targets, randomization)."""
     real_time_factor: Annotated[float, Bounds(ge=0.001, le=1000.0)] = 1.0

@@ -28,6 +28,7 @@ COMMANDS = {
     "config": "sim2real.commands.config",
     "console": "sim2real.commands.console",
     "robustness": "sim2real.commands.robustness",
+    "sysid": "sim2real.commands.sysid",
 }
 
 

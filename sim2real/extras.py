@@ -17,7 +17,7 @@ from __future__ import annotations
 
 EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["torch", "torchvision", "stable_baselines3", "tensorboard", "onnx", "onnxscript",
-                     "matplotlib", "imageio", "imageio_ffmpeg"], "train"),
+                     "matplotlib", "imageio", "imageio_ffmpeg", "cma"], "train"),
     **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",

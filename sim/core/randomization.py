@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -48,6 +49,32 @@ class Range:
     def contains(self, value: Any) -> bool:
         v = np.asarray(value)
         return bool(np.all((v >= self.low - 1e-12) & (v <= self.high + 1e-12)))
+
+
+def is_dr_file(name: str) -> bool:
+    """A randomization named by a file (``fitted.yaml``) rather than a preset name."""
+    return str(name).endswith((".yaml", ".yml"))
+
+
+def read_dr_file(path: str) -> dict[str, Any]:
+    """The field values of a randomization file: a YAML mapping of the robot's
+    randomization fields (ranges as ``[low, high]``), such as ``sim2real sysid``'s
+    ``fitted.yaml``; they replace the training preset's values.
+
+    Raises:
+        ConfigError: a missing file, invalid YAML or not a mapping (one line, naming the file).
+    """
+    import yaml
+
+    try:
+        values = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError("dr", f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError("dr", f"{path} is not valid YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(values, dict):
+        raise ConfigError("dr", f"{path} must hold a mapping of randomization fields")
+    return values
 
 
 def uniform(low: float, high: float, *, at_least: float | None = None, at_most: float | None = None) -> Any:
@@ -137,9 +164,13 @@ class DomainRandomization:
 
     @classmethod
     def preset(cls, name: str) -> DomainRandomization:
+        """A preset by name (``train``, ``heldout``, ``none``) or a YAML file of field
+        values replacing the training preset's (:func:`read_dr_file`)."""
+        if is_dr_file(name):
+            return cls.from_dict({**cls.train().to_dict(), **read_dr_file(name)})
         presets = {"train": cls.train, "heldout": cls.heldout, "none": cls.none}
         if name not in presets:
-            raise ConfigError("dr", f"unknown preset {name!r}; choose one of {list(presets)}")
+            raise ConfigError("dr", f"unknown preset {name!r}; choose one of {list(presets)} or a .yaml file")
         return presets[name]()
 
     # -- application ---------------------------------------------------------

@@ -22,7 +22,9 @@ from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="RUN_OR_POLICY", type=Path, help="run folder or exported .onnx policy")
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes")
-    parser.add_argument("--dr", choices=["train", "heldout", "none"], default="train", help="randomization preset")
+    parser.add_argument("--dr", default="train", metavar="PRESET",
+                        help="randomization: train, heldout, none, or a YAML file of field values over the training "
+                             "preset (sim2real sysid's fitted.yaml)")
     parser.add_argument("--video", type=Path, help="also write an mp4 from the task camera")
     parser.add_argument("--video-episodes", type=int, default=1, help="episodes in the video")
     parser.add_argument(

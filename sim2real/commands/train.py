@@ -32,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, help="total environment steps")
     parser.add_argument("--out", type=Path, help="run folder (default: runs/<Task>-<algo>-<timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    parser.add_argument("--dr", choices=["train", "heldout", "none"], help="randomization of the training envs")
+    parser.add_argument("--dr", metavar="PRESET",
+                        help="randomization of the training envs: train, heldout, none, or a YAML file of field "
+                             "values over the training preset (sim2real sysid's fitted.yaml; copied into the "
+                             "run's config as dr_overrides)")
     parser.add_argument("--action-mode", help="the task's action mode (default: the task's first)")
     parser.add_argument(
         "--cost-limit", type=float, help="ppo_lag/sac_lag: allowed expected cost per episode (lagrangian.cost_limit)"
@@ -63,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         "lagrangian.cost_limit": args.cost_limit,
     }
     flags.update(_reward_flags(args))
+    if args.dr is not None:
+        from sim2real.sim.core.randomization import is_dr_file, read_dr_file
+
+        if is_dr_file(args.dr):  # the file's values go into config.yaml: the run reproduces without it
+            flags.update({"dr": "train", "dr_overrides": read_dr_file(args.dr)})
     flags.update(parse_overrides(args.overrides))
     if args.resume:
         config, out = _resume_config(args, flags)
