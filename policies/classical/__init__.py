@@ -32,6 +32,20 @@ CONTROLLERS: dict[str, Callable[[Task, int], Controller]] = {
 }
 
 
+ORACLES: dict[str, Callable[[Task, int], tuple[Any, str]]] = {
+    "drone": drone.oracle_for,
+}
+"""Robots with an oracle: a model-based controller told each episode's true parameters
+(``on_reset(env_ids, draws)``), and the action mode it acts in. The quadruped's would be
+a privileged teacher policy; the arm's Cartesian controller is its reference already."""
+
+
+def oracle_for(task: Task, num_envs: int = 1) -> tuple[Any, str] | None:
+    """``task``'s robot's oracle and its action mode, or None where the robot has none."""
+    make = ORACLES.get(task.robot)
+    return None if make is None else make(task, num_envs)
+
+
 def controller_for(task: Task, num_envs: int = 1) -> Controller:
     """The classical controller of ``task``'s robot, for ``num_envs`` environments.
 

@@ -2,11 +2,18 @@
 :mod:`sim2real.sim.drone.position_control` (it lives in ``sim/`` because the
 ``ctbr_residual`` action mode runs it inside the task; this is its policy-side name)."""
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
+from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.position_control import HOVER_LAYOUT, REQUIRED_BLOCKS, CascadedPID, CascadedPIDGains
 
-__all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "controller_for"]
+__all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "DroneOracle", "controller_for",
+           "oracle_for"]
 
 
 def controller_for(task: Task, num_envs: int = 1) -> CascadedPID:
@@ -18,3 +25,27 @@ def controller_for(task: Task, num_envs: int = 1) -> CascadedPID:
     if task.action_mode != "ctbr":
         raise ConfigError("action_mode", f"the drone's cascaded PID acts in ctbr, not {task.action_mode!r}")
     return CascadedPID(num_envs=num_envs, observation_layout=task.observation_layout(), dt=float(task.control_dt))
+
+
+class DroneOracle(CascadedPID):
+    """The cascaded PID told each episode's true parameters (privileged): its thrust
+    feedforward uses the drone's real mass over its real thrust gain (mass scale, thrust
+    coefficient, mean motor strength), so it starts every episode with exact hover
+    thrust; the integrator is cleared at every reset. Where it fails, a PID that knows
+    the robot cannot fly the case either."""
+
+    def on_reset(self, env_ids: Sequence[int], draws: Sequence[dict[str, Any]]) -> None:
+        for i, draw in zip(env_ids, draws, strict=True):
+            mass = float(np.mean(draw.get("mass_scale", [1.0])))
+            thrust = float(draw.get("thrust_coefficient", 1.0)) * float(np.mean(draw.get("motor_strength", [1.0])))
+            self.mass[i] = C.MASS * mass / max(thrust, 1e-3)
+            self.reset(i)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.act(obs)
+
+
+def oracle_for(task: Task, num_envs: int = 1) -> tuple[DroneOracle, str]:
+    """The drone's oracle and the action mode it flies in (``ctbr``)."""
+    return DroneOracle(num_envs=num_envs, observation_layout=task.observation_layout(),
+                       dt=float(task.control_dt)), "ctbr"

@@ -125,6 +125,10 @@ class Evaluator:
         eng, n = self.engine, self.engine.num_envs
         eng.seed(self.seed)
         eng.reset()
+        # A privileged controller (an oracle) is told each episode's true parameters.
+        told = getattr(policy, "on_reset", None)
+        if told is not None:
+            told(list(range(n)), list(eng.dr_sampled))
         obs = eng.observe()
         # Fixed per-env quotas: counting whichever episodes finish first would favour short ones.
         quota = np.array([(episodes + i) // n for i in range(n)])
@@ -155,6 +159,8 @@ class Evaluator:
                     done_count[i] += 1
             if len(ids):
                 eng.reset(ids)
+                if told is not None:
+                    told(list(ids), [eng.dr_sampled[i] for i in ids])
                 obs[ids] = eng.observe()[ids]
                 ret[ids] = 0.0
                 length[ids] = 0

@@ -26,10 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.policies.common.evaluation import Evaluator
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.randomization import DomainRandomization, Range
-from sim2real.sim.core.solver import SIM2SIM, SolverVariant
 
 AXES: dict[str, str] = {
     "mass": "mass_scale",
@@ -103,90 +101,25 @@ def combined(train: DomainRandomization, axes: list[Axis], factor: float) -> Dom
     return dr
 
 
-def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: dict[str, Controller], episodes: int,
-                   n_envs: int, seed: int, action_mode: str, options: dict[str, Any],
-                   solver: SolverVariant | None = None) -> dict[str, Any]:
-    """Each controller's success (with its 95 % interval) and task metrics on the same episodes."""
-    out = {}
-    for name, controller in controllers.items():
-        ev = Evaluator(task_cls, n_envs=n_envs, action_mode=action_mode, dr=dr, seed=seed, task_options=options,
-                       solver=solver)
-        d = ev.run(controller, episodes).to_dict()
-        out[name] = {k: d[k] for k in ("successes", "episodes", "success_rate", "ci_low", "ci_high", "metrics_final",
-                                       "metrics_mean")}
-    return out
-
-
-def reference_for(task_cls: type, action_mode: str, options: dict[str, Any], n_envs: int) -> Controller:
-    """The task's classical reference: in a residual mode the reference inside the task
-    (a zero residual: the drone's cascaded PID, the quadruped's trot), else the robot's
-    classical controller."""
-    from sim2real.policies.classical import controller_for
-
-    task = task_cls(num_envs=n_envs, action_mode=action_mode, **options)
-    act_size = sum(int(n) for _, n in task.action_layout())
-    if action_mode.endswith("_residual"):
-        return lambda obs: np.zeros((len(obs), act_size))
-    return controller_for(task, n_envs).act
-
-
-def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int, seed: int,
-          on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Curves of an exported ``policy`` (:class:`~sim2real.policies.deploy.OnnxPolicy`) and
-    its task's reference: every axis's points, then the combined points."""
-    from sim2real.sim.core.registry import REGISTRY
-
-    task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
-    mode = policy.action_mode
-    train = task_cls.dr_class.train()
-    axes, skipped = axes_for(train, axis_names)
-    controllers = {"policy": policy, "reference": reference_for(task_cls, mode, options, n_envs)}
-    base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
-
-    def point(dr: DomainRandomization, label: str) -> dict[str, Any]:
-        result = evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, mode, options)
-        on_point(label)
-        return result
-
-    curves = {}
+def feasible_preset(train: DomainRandomization, axes: list[Axis], ok: dict[str, list[bool]]
+                    ) -> tuple[DomainRandomization, dict[str, list[float]]]:
+    """The training preset with each axis's range widened to the contiguous run of its
+    points around the training centre where ``ok`` (the oracle succeeds), never
+    narrower than training's; and those ranges per axis."""
+    dr, ranges = train, {}
     for axis in axes:
-        curves[axis.name] = {
-            "field": axis.field, "train_range": [axis.train_low, axis.train_high],
-            "points": [{"value": v, **point(axis.at(base, train, v), f"{axis.name} {v:g}")} for v in axis.values],
-        }
-    mixed = [{"factor": f, **point(combined(train, axes, f), f"combined x{f:g}")} for f in COMBINED]
-    return {"policy": str(policy.path), "task": policy.task, "action_mode": mode, "task_options": options,
-            "episodes_per_point": episodes, "seed": seed, "axes": curves, "skipped_axes": skipped, "combined": mixed}
-
-
-def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
-            on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """The policy and its reference under the training randomization, on the same
-    episodes, in each of :data:`~sim2real.sim.core.solver.SIM2SIM`'s simulator
-    configurations; ``change`` is each one's success minus the task's own."""
-    from sim2real.sim.core.registry import REGISTRY
-
-    task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
-    mode, train = policy.action_mode, task_cls.dr_class.train()
-    controllers = {"policy": policy, "reference": reference_for(task_cls, mode, options, n_envs)}
-    rows = []
-    for name, variant in SIM2SIM.items():
-        rows.append({"variant": name, "simulator": variant.describe(),
-                     **evaluate_point(task_cls, train, controllers, episodes, n_envs, seed, mode, options, variant)})
-        on_point(name)
-    for row in rows:
-        for who in controllers:
-            row[who]["change"] = row[who]["success_rate"] - rows[0][who]["success_rate"]
-    return {"policy": str(policy.path), "task": policy.task, "action_mode": mode, "episodes_per_point": episodes,
-            "seed": seed, "dr": "train", "sim2sim": rows}
-
-
-def point_count(train: DomainRandomization, axis_names: list[str] | None) -> int:
-    """How many evaluation points :func:`study` runs (for a progress bar)."""
-    axes, _ = axes_for(train, axis_names)
-    return sum(len(a.values) for a in axes) + len(COMBINED)
+        flags, values = ok[axis.name], axis.values
+        centre = (axis.train_low + axis.train_high) / 2
+        lo = hi = int(np.argmin([abs(v - centre) for v in values]))
+        if flags[lo]:
+            while lo > 0 and flags[lo - 1]:
+                lo -= 1
+            while hi < len(values) - 1 and flags[hi + 1]:
+                hi += 1
+        low, high = min(values[lo], axis.train_low), max(values[hi], axis.train_high)
+        dr = _set(dr, train, axis.field, low, high)
+        ranges[axis.name] = [low, high]
+    return dr, ranges
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 from sim2real.policies.common import atomic
 
-COLOURS = {"policy": "tab:blue", "reference": "tab:orange"}
+COLOURS = {"policy": "tab:blue", "reference": "tab:orange", "oracle": "tab:green"}
 
 
 def plot_study(study: dict[str, Any], out: str | Path) -> Path:
@@ -31,6 +31,8 @@ def plot_study(study: dict[str, Any], out: str | Path) -> Path:
             low, high = curve["train_range"]
             ax.axvspan(low, high if high > low else low + 1e-9, color="0.9", label="training range")
         for who, colour in COLOURS.items():
+            if who not in curve["points"][0]:
+                continue
             ys = [p[who]["success_rate"] for p in curve["points"]]
             ax.fill_between(xs, [p[who]["ci_low"] for p in curve["points"]],
                             [p[who]["ci_high"] for p in curve["points"]], color=colour, alpha=0.15)

@@ -68,7 +68,8 @@ class CascadedPID:
             hover layout. Must contain the blocks in :data:`REQUIRED_BLOCKS`.
         gains: Outer-loop gains.
         dt: Period of :meth:`act` in seconds (the task's ``control_dt``).
-        mass: Mass the thrust feedforward assumes (the integrator absorbs errors).
+        mass: Mass the thrust feedforward assumes (the integrator absorbs errors); one
+            value, or one per environment.
         target_yaw: Heading to hold in rad; ``None`` keeps the current heading.
     """
 
@@ -78,7 +79,7 @@ class CascadedPID:
         observation_layout: list[tuple[str, int]] | None = None,
         gains: CascadedPIDGains | None = None,
         dt: float = C.CONTROL_DT,
-        mass: float = C.MASS,
+        mass: float | np.ndarray = C.MASS,
         target_yaw: float | None = 0.0,
     ) -> None:
         layout = observation_layout or HOVER_LAYOUT
@@ -91,7 +92,7 @@ class CascadedPID:
         self.num_envs = num_envs
         self.gains = gains or CascadedPIDGains()
         self.dt = dt
-        self.mass = mass
+        self.mass = np.broadcast_to(np.asarray(mass, dtype=np.float64), (num_envs,)).copy()
         self.target_yaw = target_yaw
         self.integral = np.zeros((num_envs, 3))
 
@@ -121,7 +122,7 @@ class CascadedPID:
         acc = g.kp_vel * (v_des - vel) + g.ki_pos * self.integral
         acc[:, 2] = np.maximum(acc[:, 2], -0.8 * C.GRAVITY)  # never ask for less than a fifth of hover thrust
         acc[:, :2] = _limit_norm(acc[:, :2], np.tan(g.max_tilt) * (acc[:, 2] + C.GRAVITY))
-        force = self.mass * (acc + np.array([0.0, 0.0, C.GRAVITY]))
+        force = self.mass[:, None] * (acc + np.array([0.0, 0.0, C.GRAVITY]))
 
         b3 = rot[:, :, 2]
         collective = np.maximum(np.einsum("bi,bi->b", force, b3), 0.0)

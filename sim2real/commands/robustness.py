@@ -1,13 +1,17 @@
 """Robustness curves: success as each physical parameter moves beyond its training range.
 
-For each axis (a field of the robot's randomization), the policy and its task's reference
+For each axis (a field of the robot's randomization), the policy, its task's reference
 controller (a residual policy's PID or trot with a zero residual; else the robot's
-classical controller) run the same episodes at constant values from the middle of the
-training range to two half-widths beyond its edge (magnitudes trained from zero: to three
-times their top), the rest nominal; then with every axis widened together x1 (the
-training ranges), x2 and x3. Writes robustness.json and robustness.png into --out;
-success comes with its 95 percent Wilson interval. Axes the robot's training does not
-randomize are listed as skipped.
+classical controller) and, where the robot has one, its oracle (a model-based controller
+told each episode's true parameters: the drone's PID with the true mass and thrust) run
+with the same seeds at constant values from the middle of the training range to two
+half-widths beyond its edge (magnitudes trained from zero: to three times their top),
+the rest nominal; then every axis widened together x1 (the training ranges), x2 and x3;
+then the old held-out preset (the stress test). With an oracle it also finds the
+feasible held-out preset (each axis as far as the oracle still succeeds in 95 percent of
+episodes) and the policy's transfer ratio there (its success over the oracle's; target
+0.9). Writes robustness.json and robustness.png into --out; success comes with its 95
+percent Wilson interval. Axes the robot's training does not randomize are listed as skipped.
 
 --sim2sim runs the sim-to-sim check instead: the policy and its reference under the
 training randomization, on the same episodes, with the task's own simulator settings and
@@ -49,9 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from sim2real.policies.classical import ORACLES
     from sim2real.policies.common import atomic
     from sim2real.policies.deploy import OnnxPolicy
-    from sim2real.policies.studies import robustness as R
+    from sim2real.policies.studies import robustness_runs as R
     from sim2real.policies.studies.robustness_plot import plot_study
     from sim2real.sim.core.errors import ConfigError
     from sim2real.sim.core.registry import REGISTRY
@@ -60,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--episodes", "--episodes and --n-envs must be >= 1")
     names = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
     policy = OnnxPolicy(args.policy)
-    train = REGISTRY.get(policy.task).dr_class.train()
-    total = len(R.SIM2SIM) if args.sim2sim else R.point_count(train, names)  # refuses unknown axes first
+    task_cls = REGISTRY.get(policy.task)
+    train = task_cls.dr_class.train()
+    total = len(R.SIM2SIM) if args.sim2sim else R.point_count(train, names, task_cls.robot in ORACLES)
     out = args.out or Path("runs") / f"robustness-{policy.task.split('/')[-1].removesuffix('-v0')}"
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} points"),
                   TimeElapsedColumn(), console=console) as progress:
@@ -87,18 +93,27 @@ def run(args: argparse.Namespace) -> int:
 def _print(study: dict) -> None:
     from rich.table import Table
 
+    who = list(study["controllers"])
     table = Table(title=f"robustness of {study['policy']} ({study['task']})")
-    for col in ("axis", "training range", "value", "policy success", "reference success"):
+    for col in ("axis", "training range", "value", *(f"{w} success" for w in who)):
         table.add_column(col)
     for name, curve in study["axes"].items():
         low, high = curve["train_range"]
         for p in curve["points"]:
-            table.add_row(name, f"{low:g}-{high:g}", f"{p['value']:g}", _rate(p["policy"]), _rate(p["reference"]))
+            table.add_row(name, f"{low:g}-{high:g}", f"{p['value']:g}", *(_rate(p[w]) for w in who))
     for p in study["combined"]:
-        table.add_row("combined", "x1 = training", f"x{p['factor']:g}", _rate(p["policy"]), _rate(p["reference"]))
+        table.add_row("combined", "x1 = training", f"x{p['factor']:g}", *(_rate(p[w]) for w in who))
+    table.add_row("held-out preset", "", "", *(_rate(study["heldout"][w]) for w in who))
+    if study["feasible"] is not None:
+        table.add_row("feasible held-out", "", "", *(_rate(study["feasible"][w]) for w in who))
     stdout.print(table)
     for name, why in study["skipped_axes"].items():
         stdout.print(f"skipped {name}: {why}")
+    if study["transfer_ratio"] is not None:
+        stdout.print(f"feasible held-out preset: {study['feasible_preset']}")
+        stdout.print(f"transfer ratio {study['transfer_ratio']:.2f} ({study['transfer_note']})")
+    else:
+        stdout.print(f"transfer ratio: not computed ({study['transfer_note']})")
     stdout.print(f"wrote {study['json_file']} and {study['png']}")
 
 

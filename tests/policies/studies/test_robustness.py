@@ -4,6 +4,7 @@ every range, and the command writes its JSON and picture or refuses an unknown a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.policies.studies import robustness as R
+from sim2real.policies.studies import robustness_runs as RR
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY
 
@@ -51,6 +53,31 @@ def test_every_episode_of_a_point_runs_at_its_value_and_combined_points_widen() 
     assert wide.com_shift == train.com_shift  # not an axis: as in training
 
 
+def test_the_feasible_preset_follows_the_oracles_contiguous_successes() -> None:
+    train = HOVER.dr_class.train()
+    axes, _ = R.axes_for(train, ["mass", "wind"])
+    ok = {"mass": [False, True, True, True, True, True, False],  # 0.8-1.2 within reach
+          "wind": [True, True, True, False, True, True]}          # a gap at 2.25 m/s ends the run
+    dr, ranges = R.feasible_preset(train, axes, ok)
+    assert ranges == {"mass": [pytest.approx(0.8), pytest.approx(1.2)], "wind": [0.0, 1.5]}
+    assert (dr.mass_scale.low, dr.mass_scale.high) == pytest.approx((0.8, 1.2))
+    assert dr.latency_steps == train.latency_steps  # not an axis here: training's
+    dr, ranges = R.feasible_preset(train, axes[:1], {"mass": [False] * 7})
+    assert ranges["mass"] == [0.9, 1.1]  # out of reach everywhere: the training range
+
+
+def test_the_oracle_is_told_each_episodes_true_parameters() -> None:
+    from sim2real.policies.classical import oracle_for
+    from sim2real.sim.core.randomization import Range
+
+    task = HOVER(num_envs=2, action_mode="ctbr")
+    oracle, mode = oracle_for(task, 2)
+    assert mode == "ctbr"
+    dr = dataclasses.replace(HOVER.dr_class(), mass_scale=Range(1.2, 1.2), thrust_coefficient=Range(0.8, 0.8))
+    Evaluator(HOVER, n_envs=2, action_mode="ctbr", dr=dr, seed=1).run(oracle, 2)
+    np.testing.assert_allclose(oracle.mass, 0.027 * 1.2 / 0.8, rtol=1e-3)  # the feedforward's mass
+
+
 def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "sim2real", "robustness", str(ROOT / "policies" / "baselines" / "DroneHover"),
            "--axes", "latency", "--episodes", "2", "--n-envs", "2", "--out", str(tmp_path), "--json"]
@@ -59,8 +86,15 @@ def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
     study = json.loads(done.stdout)
     points = study["axes"]["latency"]["points"]
     assert [p["value"] for p in points] == [0.0, 1.0, 2.0, 3.0]
-    assert all(p[w]["episodes"] == 2 for p in points for w in ("policy", "reference"))
+    assert all(p[w]["episodes"] == 2 for p in points for w in ("policy", "reference", "oracle"))
+    assert study["controllers"] == {"policy": "ctbr_residual", "reference": "ctbr_residual", "oracle": "ctbr"}
     assert [c["factor"] for c in study["combined"]] == [1.0, 2.0, 3.0]
+    low, high = study["feasible_preset"]["latency"]
+    assert low == 0.0 and high >= 1.0  # never narrower than training's
+    oracle = study["feasible"]["oracle"]["success_rate"]
+    if oracle > 0:
+        assert study["transfer_ratio"] == pytest.approx(study["feasible"]["policy"]["success_rate"] / oracle)
+    assert "policy" in study["heldout"]
     assert json.loads((tmp_path / "robustness.json").read_text())["axes"].keys() == {"latency"}
     assert (tmp_path / "robustness.png").read_bytes()[:4] == b"\x89PNG"
     bad = subprocess.run([*cmd[:5], "--axes", "gravity"], capture_output=True, text=True, timeout=120, check=False)
@@ -73,7 +107,7 @@ def test_the_sim2sim_check_reports_each_configurations_change(tmp_path: Path) ->
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout)["sim2sim"]
-    assert [r["variant"] for r in rows] == list(R.SIM2SIM)
+    assert [r["variant"] for r in rows] == list(RR.SIM2SIM)
     assert rows[0]["policy"]["change"] == 0.0 and rows[0]["simulator"] == "the task's own"
     for r in rows:
         assert r["policy"]["change"] == pytest.approx(r["policy"]["success_rate"] - rows[0]["policy"]["success_rate"])

@@ -1,0 +1,143 @@
+"""Running a robustness study (:mod:`~sim2real.policies.studies.robustness` defines its
+points): the policy, its task's reference controller and, where the robot has one, the
+oracle (a model-based controller told each episode's true parameters) at every point,
+with the same evaluation seeds; then the feasible held-out preset (the ranges at which
+the oracle still succeeds in at least 95 % of episodes) and the policy's transfer ratio
+there; the old held-out preset as the stress test; and the sim-to-sim check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sim2real.policies.common.evaluation import Evaluator
+from sim2real.policies.studies.robustness import (
+    COMBINED,
+    Axis,
+    Controller,
+    axes_for,
+    combined,
+    feasible_preset,
+)
+from sim2real.sim.core.randomization import DomainRandomization
+from sim2real.sim.core.solver import SIM2SIM, SolverVariant
+
+FEASIBLE_SUCCESS = 0.95
+"""The oracle's success that marks a case physically within reach."""
+Controllers = dict[str, tuple[Controller, str]]
+"""Name -> (controller, the action mode it acts in)."""
+
+
+def controllers_for(policy: Any, task_cls: type, options: dict[str, Any], n_envs: int) -> Controllers:
+    """The policy, its task's reference (in a residual mode a zero residual: the drone's
+    PID, the quadruped's trot; else the robot's classical controller) and the robot's
+    oracle where it has one."""
+    from sim2real.policies.classical import controller_for, oracle_for
+
+    mode = policy.action_mode
+    task = task_cls(num_envs=n_envs, action_mode=mode, **options)
+    act_size = sum(int(n) for _, n in task.action_layout())
+    reference: Controller = ((lambda obs: np.zeros((len(obs), act_size))) if mode.endswith("_residual")
+                             else controller_for(task, n_envs).act)
+    out: Controllers = {"policy": (policy, mode), "reference": (reference, mode)}
+    oracle = oracle_for(task, n_envs)
+    if oracle is not None:
+        controller, oracle_mode = oracle
+        out["oracle"] = (controller, oracle_mode)
+    return out
+
+
+def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: Controllers, episodes: int, n_envs: int,
+                   seed: int, options: dict[str, Any], solver: SolverVariant | None = None) -> dict[str, Any]:
+    """Each controller's success (with its 95 % interval) and task metrics, same seeds."""
+    out = {}
+    for name, (controller, mode) in controllers.items():
+        ev = Evaluator(task_cls, n_envs=n_envs, action_mode=mode, dr=dr, seed=seed, task_options=options,
+                       solver=solver)
+        d = ev.run(controller, episodes).to_dict()
+        out[name] = {k: d[k] for k in ("successes", "episodes", "success_rate", "ci_low", "ci_high", "metrics_final",
+                                       "metrics_mean")}
+    return out
+
+
+def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int, seed: int,
+          on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Curves of an exported ``policy`` (:class:`~sim2real.policies.deploy.OnnxPolicy`),
+    its reference and its oracle: every axis's points, the combined points, the
+    feasible held-out preset with the transfer ratio, and the held-out stress test."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    train = task_cls.dr_class.train()
+    axes, skipped = axes_for(train, axis_names)
+    controllers = controllers_for(policy, task_cls, options, n_envs)
+    base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
+
+    def point(dr: DomainRandomization, label: str) -> dict[str, Any]:
+        result = evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, options)
+        on_point(label)
+        return result
+
+    curves = {axis.name: {"field": axis.field, "train_range": [axis.train_low, axis.train_high],
+                          "points": [{"value": v, **point(axis.at(base, train, v), f"{axis.name} {v:g}")}
+                                     for v in axis.values]}
+              for axis in axes}
+    out: dict[str, Any] = {
+        "policy": str(policy.path), "task": policy.task, "action_mode": policy.action_mode, "task_options": options,
+        "episodes_per_point": episodes, "seed": seed, "controllers": {k: m for k, (_, m) in controllers.items()},
+        "axes": curves, "skipped_axes": skipped,
+        "combined": [{"factor": f, **point(combined(train, axes, f), f"combined x{f:g}")} for f in COMBINED],
+        "heldout": point(task_cls.dr_class.heldout(), "held-out preset"),
+    }
+    out.update(_feasible(train, axes, curves, point) if "oracle" in controllers else
+               {"feasible_preset": None, "feasible": None, "transfer_ratio": None,
+                "transfer_note": f"no oracle for the {task_cls.robot}: the transfer ratio needs one"})
+    return out
+
+
+def _feasible(train: DomainRandomization, axes: list[Axis], curves: dict[str, Any],
+              point: Callable[[DomainRandomization, str], dict[str, Any]]) -> dict[str, Any]:
+    """The feasible held-out preset from the oracle's curves, the policy's transfer ratio on it."""
+    oracle_ok = {name: [p["oracle"]["success_rate"] >= FEASIBLE_SUCCESS for p in c["points"]]
+                 for name, c in curves.items()}
+    dr, ranges = feasible_preset(train, axes, oracle_ok)
+    result = point(dr, "feasible held-out preset")
+    oracle = result["oracle"]["success_rate"]
+    ratio = result["policy"]["success_rate"] / oracle if oracle > 0 else None
+    return {"feasible_preset": ranges, "feasible": result, "transfer_ratio": ratio,
+            "transfer_note": "policy success / oracle success on the feasible held-out preset (target >= 0.9)"}
+
+
+def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
+            on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The policy and its reference under the training randomization, same seeds, in
+    each of :data:`~sim2real.sim.core.solver.SIM2SIM`'s simulator configurations;
+    ``change`` is each one's success minus the task's own."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    train = task_cls.dr_class.train()
+    controllers = controllers_for(policy, task_cls, options, n_envs)
+    controllers.pop("oracle", None)
+    rows = []
+    for name, variant in SIM2SIM.items():
+        rows.append({"variant": name, "simulator": variant.describe(),
+                     **evaluate_point(task_cls, train, controllers, episodes, n_envs, seed, options, variant)})
+        on_point(name)
+    for row in rows:
+        for who in controllers:
+            row[who]["change"] = row[who]["success_rate"] - rows[0][who]["success_rate"]
+    return {"policy": str(policy.path), "task": policy.task, "action_mode": policy.action_mode,
+            "episodes_per_point": episodes, "seed": seed, "dr": "train", "sim2sim": rows}
+
+
+def point_count(train: DomainRandomization, axis_names: list[str] | None, has_oracle: bool) -> int:
+    """How many evaluation points :func:`study` runs (for a progress bar)."""
+    axes, _ = axes_for(train, axis_names)
+    return sum(len(a.values) for a in axes) + len(COMBINED) + 1 + int(has_oracle)
