@@ -32,6 +32,8 @@ PARAMS: dict[str, tuple[str, float, float]] = {
 }
 """Parameter name -> (the randomization field it sets, search bounds). ``latency`` is
 searched over whole control steps."""
+DEFAULT_PARAMS = {"quadruped": "mass,kp_scale,friction,latency", "drone": "mass,thrust,latency"}
+"""What ``sim2real sysid`` fits unless told: what each robot's recordings identify."""
 SCALES = {"base_pos": 0.02, "base_rot": 0.05, "base_vel": 0.1, "joint_pos": 0.05, "joint_vel": 1.0}
 """Each predicted quantity's error is divided by this (m, rad, m/s, rad, rad/s)."""
 
@@ -60,7 +62,7 @@ class Replay:
     """Windows of a recording replayed in one batched engine, ``batch`` candidates at a time."""
 
     def __init__(self, robot: str, task_name: str, action_mode: str, rec: Recording, window_steps: int,
-                 max_windows: int, batch: int, max_latency: int) -> None:
+                 max_windows: int, batch: int, max_latency: int, settle_steps: int = 5) -> None:
         from sim2real.policies.safety.spaces import command_space
         from sim2real.sim import robot_deployment
         from sim2real.sim.core.engine import Engine
@@ -75,8 +77,8 @@ class Replay:
         if rec.commands.shape[1] != self.space.size:
             raise RecordingError(f"the recorded commands have {rec.commands.shape[1]} elements; the {robot}'s "
                                  f"{mode} command has {self.space.size} ({', '.join(self.space.names)})")
-        self.rec, self.L = rec, int(window_steps)
-        self.starts = _windows(rec, self.control_dt, self.L, max_latency, max_windows)
+        self.rec, self.L, self.settle = rec, int(window_steps), int(settle_steps)
+        self.starts = _windows(rec, self.control_dt, self.settle + self.L, max_latency, max_windows)
         if len(self.starts) < 2:
             raise RecordingError(f"only {len(self.starts)} undisturbed {self.L * self.control_dt:.2f} s windows in "
                                  f"{rec.duration:.1f} s of recording; record longer (at least "
@@ -95,8 +97,14 @@ class Replay:
 
     def losses(self, drs: list[DomainRandomization], latency: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Each candidate's mean scaled error over every window, and per quantity the
-        squared errors ``[candidates]`` (unscaled)."""
-        eng, W, L = self.engine, len(self.starts), self.L
+        squared errors ``[candidates]`` (unscaled).
+
+        Each window first runs ``settle`` steps with the body held on the recording (its
+        state written back after every step) while the commands drive the state nobody
+        records (rotor thrusts, an inner controller's memory) to where the real robot's
+        was; then it runs free and is scored.
+        """
+        eng, W, L, S = self.engine, len(self.starts), self.L, self.settle
         eng.reset()
         rng = np.random.default_rng(0)
         for c, dr in enumerate(drs):
@@ -104,17 +112,23 @@ class Replay:
                 dr.apply(eng.models[c * W + w], eng.nominal, rng)
         n = len(drs) * W
         starts = np.tile(self.starts, len(drs))
-        self._set_state(np.arange(n), starts)
+        envs = np.arange(n)
+        self._set_state(envs, starts)
+        eng.phys.act[envs] = 0.0
         sq: dict[str, np.ndarray] = {k: np.zeros(n) for k in SCALES}
-        for k in range(L):
+        for k in range(S + L):
             idx = self.cmd_index[starts + k - latency]
             acts = np.where((idx >= 0)[:, None], self.actions[np.maximum(idx, 0)], self.hold)
             full = np.tile(self.hold, (eng.num_envs, 1))
             full[:n] = acts
             eng.step(full)
+            if k < S:
+                self._set_state(envs, starts + k + 1)
+                continue
             for key, err in self._errors(n, starts + k + 1).items():
                 sq[key] += err / L
-        total = np.sum([sq[k] / SCALES[k] ** 2 for k in SCALES], axis=0)
+        # A candidate whose simulation diverged is as bad as can be, not NaN.
+        total = np.nan_to_num(np.sum([sq[k] / SCALES[k] ** 2 for k in SCALES], axis=0), nan=1e6, posinf=1e6)
         per_candidate = total.reshape(len(drs), W).mean(axis=1)
         return per_candidate, {k: v.reshape(len(drs), W).mean(axis=1) for k, v in sq.items()}
 
@@ -126,7 +140,6 @@ class Replay:
         if self.nj:
             p.qpos[envs[:, None], self.qadr[None]] = q[:, -self.nj:]
             p.qvel[envs[:, None], self.vadr[None]] = v[:, -self.nj:]
-        p.act[envs] = 0.0
 
     def _errors(self, n: int, rows: np.ndarray) -> dict[str, np.ndarray]:
         p, q, v = self.engine.phys, self.rec.qpos[rows], self.rec.qvel[rows]

@@ -9,8 +9,10 @@ randomization file centred on the fit, for `--dr FILE` in `train`, `eval` and th
 bridge's `dr` parameter.
 
 Parameters: mass, friction, motor_strength, kp_scale (position-servo gains), thrust
-(the drone's thrust coefficient), latency. Robots: those whose commands act on the
-recorded state alone (quadruped joint targets).
+(the drone's thrust coefficient), latency. Robots: the quadruped (joint targets) and the
+drone (collective thrust and body rates; the state nobody records, its rotor thrusts and
+rate controller, settles on the recording before each window is scored). Defaults:
+mass,kp_scale,friction,latency for the quadruped, mass,thrust,latency for the drone.
 
 Examples:
   sim2real deploy --robot quadruped --duration 30 --record bags/walk
@@ -28,9 +30,9 @@ from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bag", type=Path, help="bag folder or .mcap file")
-    parser.add_argument("--robot", required=True, choices=["quadruped"], help="the recorded robot")
-    parser.add_argument("--params", default="mass,kp_scale,friction,latency",
-                        help="comma-separated parameters to fit (default: mass,kp_scale,friction,latency)")
+    parser.add_argument("--robot", required=True, choices=["quadruped", "drone"], help="the recorded robot")
+    parser.add_argument("--params", default="",
+                        help="comma-separated parameters to fit (default: the robot's, see above)")
     parser.add_argument("--task", default="", help="task whose scene the robot ran in (default: the robot's)")
     parser.add_argument("--action-mode", default="", help="the policy's action mode (default: the robot's)")
     parser.add_argument("--window", type=float, default=0.5, help="s, length of each replayed window")
@@ -51,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sim import robot_deployment
     from sim2real.sim.core.errors import ConfigError
 
-    names = [p.strip() for p in args.params.split(",") if p.strip()]
+    from sim2real.policies.sysid.fit import DEFAULT_PARAMS
+
+    names = [p.strip() for p in (args.params or DEFAULT_PARAMS[args.robot]).split(",") if p.strip()]
     if not names:
         raise ConfigError("--params", "name at least one parameter")
     if args.window <= 0 or args.windows < 2 or args.iterations < 1 or not 0 <= args.max_latency <= 10:
