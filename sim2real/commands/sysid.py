@@ -48,12 +48,10 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from sim2real.policies.common import atomic
-    from sim2real.policies.sysid.fit import Replay, fit, fitted_preset
+    from sim2real.policies.sysid.fit import DEFAULT_PARAMS, Replay, fit, fitted_preset
     from sim2real.policies.sysid.recording import read_recording
     from sim2real.sim import robot_deployment
     from sim2real.sim.core.errors import ConfigError
-
-    from sim2real.policies.sysid.fit import DEFAULT_PARAMS
 
     names = [p.strip() for p in (args.params or DEFAULT_PARAMS[args.robot]).split(",") if p.strip()]
     if not names:
