@@ -146,3 +146,25 @@ def test_the_gate_comparison_runs_the_pids_on_the_same_held_out_courses(capsys: 
     for row in rows.values():
         assert row["episodes"] == 2 and 0.0 <= row["gates_passed"] <= 4.0 and row["crashes"] <= 2
         assert (row["lap_time_s"] is None) == (row["successes"] == 0)
+
+
+def test_transfer_report_renders_a_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = _load("transfer_report")
+
+    def r(rate: float) -> dict:
+        return {"success_rate": rate}
+
+    study = {"task": "sim2real/DroneHover-v0", "action_mode": "ctbr_residual", "episodes_per_point": 4,
+             "controllers": {"policy": "ctbr_residual", "oracle": "ctbr"},
+             "axes": {"mass": {"train_range": [0.9, 1.1], "points": [{"value": 0.7, "policy": r(0.5),
+                                                                      "oracle": r(1.0)}]}},
+             "combined": [{"factor": 2.0, "policy": r(0.25), "oracle": r(0.75)}],
+             "heldout": {"policy": r(0.5), "oracle": r(0.5)}, "skipped_axes": {"kp": "not randomized"},
+             "feasible": {"policy": r(0.9), "oracle": r(1.0)}, "feasible_preset": {"mass": [0.7, 1.2]},
+             "transfer_ratio": 0.9, "transfer_note": ""}
+    (tmp_path / "robustness.json").write_text(json.dumps(study))
+    assert script.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Transfer ratio **0.90**" in out and "| mass (0.9-1.1) | 0.7: 50/100 |" in out and "x2: 25/75" in out
+    with pytest.raises(SystemExit):
+        script.main([str(tmp_path / "none")])

@@ -181,3 +181,28 @@ def controller_for(task: Task, num_envs: int = 1) -> ArmCartesianController:
         raise ConfigError("action_mode", f"the arm's classical controller acts in ee_delta or ee_impedance, "
                                          f"not {task.action_mode!r}")
     return ArmCartesianController.for_task(task)
+
+
+class ArmOracle:
+    """The arm's oracle: its Cartesian controller, reset at every episode (the evaluator's
+    ``on_reset``). It sees the full state, and the randomized dynamics (masses, servo
+    gains, friction, damping) act below the servos that track its setpoints, so no true
+    parameter would change what it commands: the best model-based controller the arm has."""
+
+    def __init__(self, controller: ArmCartesianController) -> None:
+        self.controller = controller
+
+    def on_reset(self, env_ids: list[int], draws: list[dict]) -> None:
+        self.controller.reset(env_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.controller.act(obs)
+
+
+def oracle_for(task: Task, num_envs: int = 1) -> tuple[ArmOracle, str] | None:
+    """The arm's oracle in the task's own Cartesian mode; None where the Cartesian
+    controller cannot act (joint-space modes, tasks it has no goal for)."""
+    try:
+        return ArmOracle(controller_for(task, num_envs)), task.action_mode
+    except (ConfigError, ValueError, KeyError):
+        return None
