@@ -5,7 +5,9 @@ safety filter -> sim bridge over DDS on loopback for a fixed time with
 randomized targets and commands, then prints per robot: task success,
 safety-filter interventions, control-loop latency p50/p99 and deadline misses.
 Writes OUT/report.md with plots (PNG), a short video (MP4) per robot from the
-bridge's camera topic, and the MCAP rosbag2 of each run.
+bridge's camera topic, the MCAP rosbag2 of each run, and each shipped policy's
+robustness curves with its transfer ratio (`sim2real robustness` at
+--transfer-episodes per point).
 
 `--classical` instead runs every robot's tasks in simulation under classical
 controllers (operational-space reaching, PD stand, cascaded PID), no ROS.
@@ -34,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-video", action="store_true", help="skip the MP4s")
     parser.add_argument("--no-emulators", action="store_true",
                         help="skip the backend:=real runs against each robot's protocol emulator")
+    parser.add_argument("--transfer-episodes", type=int, default=8,
+                        help="episodes per point of each shipped policy's robustness curves (0: skip them)")
     add_json_flag(parser)
 
 
@@ -49,6 +53,7 @@ def _run_ros(args: argparse.Namespace) -> int:
 
     from sim2real.baselines import BASELINES_DIR
     from sim2real.demo.ros_demo import CONFINED, ROBOTS, run_emulated, run_robot, write_report
+    from sim2real.demo.transfer import run_transfer
 
     runs, start = [], time.perf_counter()
     robots = args.robot or ROBOTS
@@ -64,14 +69,18 @@ def _run_ros(args: argparse.Namespace) -> int:
         for i, robot in enumerate([] if args.no_emulators else args.robot or ROBOTS):
             status.update(f"{robot}: backend:=real against its protocol emulator ({args.seconds:.0f} s)")
             runs.append(run_emulated(robot, i, args.seconds, args.seed))
+        transfer = (run_transfer(args.out, list(robots), args.transfer_episodes,
+                                 on_point=lambda label: status.update(f"transfer evidence: {label}"))
+                    if args.transfer_episodes > 0 else [])
     seconds = time.perf_counter() - start
-    report = write_report(args.out, runs, seconds)
+    report = write_report(args.out, runs, seconds, transfer, args.transfer_episodes)
     summary = {
         "demo": "ros2",
         "seconds": round(seconds, 1),
         "report": str(report),
         "robots": {r.label: r.summary for r in runs if r.backend == "sim"},
         "emulated": {r.robot: r.summary for r in runs if r.backend != "sim"},
+        "transfer_ratio": {t.policy: t.study["transfer_ratio"] for t in transfer},
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     if args.json:

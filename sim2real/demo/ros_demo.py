@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.demo.transfer import report_lines
+
 ROBOTS = ("arm", "quadruped", "drone")
 CONFINED = ("quadruped", "QuadrupedWaypoints", "quadruped_confined")
 """The hierarchy's run: (robot, shipped policy, run name): the quadruped crossing a
@@ -236,7 +238,8 @@ def run_emulated(robot: str, index: int, duration: float, seed: int) -> RobotRun
     return RobotRun(robot, summary, None, None, backend=f"real: {robot_deployment(robot).real_backend} emulator")
 
 
-def write_report(out: Path, runs: list[RobotRun], seconds: float) -> Path:
+def write_report(out: Path, runs: list[RobotRun], seconds: float, transfer: list[Any] | None = None,
+                 transfer_episodes: int = 0) -> Path:
     rows = [r.row() for r in runs]
     lines = [
         "# sim2real demo: shipped policies through the ROS 2 graph",
@@ -271,6 +274,7 @@ def write_report(out: Path, runs: list[RobotRun], seconds: float) -> Path:
         if run.plot:
             lines += [f"![commands]({run.plot})", ""]
         lines += ["```json", _json(run.summary), "```"]
+    lines += report_lines(transfer or [], transfer_episodes)
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path
