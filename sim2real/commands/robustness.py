@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", type=Path, help="exported policy (.onnx, its .json or folder)")
     parser.add_argument("--axes", help=f"comma-separated axes (default: all the robot trains on): {','.join(AXES)}")
     parser.add_argument("--episodes", type=int, default=64, help="episodes per point and controller")
+    parser.add_argument("--feasible-episodes", type=int, help="episodes on the feasible held-out preset, where the "
+                                                                 "transfer ratio is measured (default: --episodes)")
     parser.add_argument("--n-envs", type=int, default=16, help="environments stepped as one batch")
     parser.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation episodes")
     parser.add_argument("--out", type=Path, help="folder for robustness.json and robustness.png (default: "
@@ -61,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sim.core.errors import ConfigError
     from sim2real.sim.core.registry import REGISTRY
 
-    if args.episodes < 1 or args.n_envs < 1:
-        raise ConfigError("--episodes", "--episodes and --n-envs must be >= 1")
+    if args.episodes < 1 or args.n_envs < 1 or (args.feasible_episodes is not None and args.feasible_episodes < 1):
+        raise ConfigError("--episodes", "--episodes, --feasible-episodes and --n-envs must be >= 1")
     names = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
     policy = OnnxPolicy(args.policy)
     task_cls = REGISTRY.get(policy.task)
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
         if args.sim2sim:
             return _sim2sim(R.sim2sim(policy, args.episodes, args.n_envs, args.seed, on_point=advance), out, args.json)
-        study = R.study(policy, names, args.episodes, args.n_envs, args.seed, on_point=advance)
+        study = R.study(policy, names, args.episodes, args.n_envs, args.seed, on_point=advance,
+                        feasible_episodes=args.feasible_episodes)
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "robustness.json", study)
     study["png"] = str(plot_study(study, out / "robustness.png"))

@@ -80,10 +80,12 @@ def test_the_oracle_is_told_each_episodes_true_parameters() -> None:
 
 def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "sim2real", "robustness", str(ROOT / "policies" / "baselines" / "ArmReach"),
-           "--axes", "latency", "--episodes", "2", "--n-envs", "2", "--out", str(tmp_path), "--json"]
+           "--axes", "latency", "--episodes", "2", "--feasible-episodes", "4", "--n-envs", "2", "--out", str(tmp_path),
+           "--json"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     study = json.loads(done.stdout)
+    assert study["feasible_episodes"] == 4 and study["feasible"]["oracle"]["episodes"] == 4
     points = study["axes"]["latency"]["points"]
     assert [p["value"] for p in points] == [0.0, 1.0, 2.0, 3.0]
     assert all(p[w]["episodes"] == 2 for p in points for w in ("policy", "reference", "oracle"))
