@@ -46,8 +46,9 @@ def policy_section(folder: Path) -> str:
     s2s = folder / "sim2sim.json"
     if s2s.is_file():
         rows = json.loads(s2s.read_text())["sim2sim"]
-        lines += ["", "Sim-to-sim (training randomization): " + "; ".join(
-            f"{r['simulator']}: {rate(r['policy'])} ({100 * r['policy']['change']:+.0f})" for r in rows) + "."]
+        lines += ["", "Sim-to-sim (training randomization; policy, then its reference): " + "; ".join(
+            f"{r['simulator']}: {rate(r['policy'])} ({100 * r['policy']['change']:+.0f}), "
+            f"{rate(r['reference'])} ({100 * r['reference']['change']:+.0f})" for r in rows) + "."]
     return "\n".join(lines)
 
 
