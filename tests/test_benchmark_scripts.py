@@ -168,3 +168,20 @@ def test_transfer_report_renders_a_study(tmp_path: Path, capsys: pytest.CaptureF
     assert "Transfer ratio **0.90**" in out and "| mass (0.9-1.1) | 0.7: 50/100 |" in out and "x2: 25/75" in out
     with pytest.raises(SystemExit):
         script.main([str(tmp_path / "none")])
+
+
+def test_feasible_preset_reevaluates_a_policy_on_a_studys_preset(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.policies.studies.robustness_runs import study
+
+    script = _load("feasible_preset")
+    arm = str(ROOT / "policies" / "baselines" / "ArmReach")
+    path = tmp_path / "robustness.json"
+    path.write_text(json.dumps(study(OnnxPolicy(arm), ["latency"], 1, 1, 20_000)))
+    assert script.main([str(path), arm, "--episodes", "2", "--preset-episodes", "1", "--n-envs", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["feasible"]["policy"]["episodes"] == 2 and out["feasible"]["oracle"]["episodes"] == 2
+    assert out["feasible_preset"]["latency"][0] == 0.0 and out["train"] in (0, 1)
+    with pytest.raises(SystemExit):  # a policy of another task
+        script.main([str(path), str(ROOT / "policies" / "baselines" / "DroneHover")])

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.policies.errors import RunFolderError
+from sim2real.errors import Sim2RealError
 
 
-class RecordingError(RunFolderError):
+class RecordingError(Sim2RealError):
     """A bag that system identification cannot use (one line: what is missing)."""
 
 

@@ -144,6 +144,8 @@ class Gates(DroneTask):
         self.index = np.zeros(num_envs, dtype=np.int64)
         self.prev_pos = np.zeros((num_envs, 3))
         self.prev_distance = np.zeros(num_envs)
+        self._course_seen: Mapping[str, Any] | None = None
+        self._course_parsed: tuple[np.ndarray, np.ndarray] = (self.gate_pos[0], self.gate_normal[0])
 
     def add_task_bodies(self, spec: mujoco.MjSpec) -> None:
         for k in range(self.n_gates):
@@ -260,7 +262,9 @@ class Gates(DroneTask):
         Raises:
             ValueError: a malformed course, or ``path`` guidance without a valid path.
         """
-        centres, normals, _ = parse_gate_course(course)
+        if course is not self._course_seen:  # a new message: parse it once, not every tick
+            self._course_parsed, self._course_seen = parse_gate_course(course)[:2], course
+        centres, normals = self._course_parsed
         if centres.shape != self.gate_pos.shape[1:] or not (np.allclose(centres, self.gate_pos[0], atol=1e-9)
                                                             and np.allclose(normals, self.gate_normal[0], atol=1e-9)):
             self.n_gates = len(centres)
