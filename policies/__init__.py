@@ -15,5 +15,10 @@ in Stable-Baselines3; policy, algorithm and data kept apart, as in LeRobot)::
     plot.py                        learning curves (`sim2real plot`)
     classical/                     hand-written controllers
 
-Nothing is imported here, so ``import sim2real.policies.deploy`` stays free of torch.
+Nothing heavy is imported here (pathlib only), so ``import sim2real.policies.deploy`` stays free of torch.
 """
+
+from pathlib import Path
+
+BASELINES_DIR = Path(__file__).resolve().parent / "baselines"
+"""The shipped policies, one folder per task (``make baselines`` rebuilds them)."""

@@ -1,4 +1,5 @@
-"""The algorithm registry: one entry per folder (``ppo/``, ``sac/``, ``td3/``, ``ppo_lag/``, ``sac_lag/``)."""
+"""The algorithm registry: one entry per folder (``ppo/``, ``sac/``, ``td3/``, ``ppo_lag/``, ``sac_lag/``,
+``distill/``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ class AlgorithmSpec:
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
-    """The spec of ``ppo``, ``sac``, ``td3``, ``ppo_lag`` or ``sac_lag`` (imports torch and SB3)."""
+    """The spec of ``ppo``, ``sac``, ``td3``, ``ppo_lag``, ``sac_lag`` or ``distill`` (imports torch and SB3)."""
     if name == "ppo":
         from sim2real.policies.ppo import AdaptivePPO, build_ppo
 
@@ -48,4 +49,8 @@ def get_algorithm(name: str) -> AlgorithmSpec:
         from sim2real.policies.sac_lag import SACLagrangian, build_sac_lag
 
         return AlgorithmSpec("sac_lag", SACLagrangian, build_sac_lag, off_policy=True)
-    raise ConfigError("algo", f"must be ppo, sac, td3, ppo_lag or sac_lag, got {name!r}")
+    if name == "distill":
+        from sim2real.policies.distill import DAgger, build_distill
+
+        return AlgorithmSpec("distill", DAgger, build_distill, off_policy=False)
+    raise ConfigError("algo", f"must be ppo, sac, td3, ppo_lag, sac_lag or distill, got {name!r}")

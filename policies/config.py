@@ -22,7 +22,7 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Fraction, NonNegative, NonNegativeInt, Positive, PositiveInt, from_dict
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-Algo = Literal["ppo", "sac", "td3", "ppo_lag", "sac_lag"]
+Algo = Literal["ppo", "sac", "td3", "ppo_lag", "sac_lag", "distill"]
 DrPreset = Literal["train", "heldout", "none"]
 
 
@@ -41,6 +41,11 @@ class NetConfig:
     privileged state (the task's ``privileged_layout``: e.g. true base velocity, foot
     contacts, friction, payload), the actor only the observation; exports and
     deployment are unchanged (:mod:`sim2real.policies.ppo.asymmetric`)."""
+    actor_privileged: bool = False
+    """``ppo`` only: a privileged teacher. Actor and critic both read the observation
+    and the privileged state; the export takes both (layout blocks ``privileged.*``),
+    so it runs in simulation (an oracle, a teacher to distill with ``algo: distill``)
+    and is refused by a robot's deployment, which cannot measure that state."""
 
 
 @dataclass
@@ -87,6 +92,27 @@ class CheckpointConfig:
     """Write the ``last`` checkpoint every this many environment steps."""
     keep: PositiveInt = 2
     """Step checkpoints kept on disk (the newest is ``last``; older ones are deleted)."""
+
+
+@dataclass
+class DistillConfig:
+    """Teacher-student distillation (``algo: distill``, :mod:`sim2real.policies.distill`):
+    DAgger on the student's own states, labels from a privileged teacher. The rollout
+    settings (``n_envs``, ``ppo.n_steps``, ``ppo.log_std_init`` as the student's
+    exploration noise) come from the PPO block."""
+
+    teacher: str = ""
+    """The teacher's export folder or ``.onnx`` (a ``net.actor_privileged`` run, exported)."""
+    history_latent: PositiveInt = 32
+    """Size of the history encoder's output (the student's estimate of what the teacher knows)."""
+    learning_rate: Positive = 1e-3
+    """Adam step size of the imitation loss."""
+    epochs: PositiveInt = 5
+    """Passes over the aggregated dataset after each rollout."""
+    batch_size: PositiveInt = 2048
+    """Minibatch size of the imitation loss."""
+    dataset_rollouts: PositiveInt = 20
+    """Rollouts kept in the aggregated DAgger dataset (the oldest are dropped)."""
 
 
 @dataclass
@@ -246,6 +272,8 @@ class TrainConfig:
     """SAC hyperparameters (used when ``algo: sac``)."""
     td3: TD3Config = field(default_factory=TD3Config)
     """TD3 hyperparameters (used when ``algo: td3``)."""
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    """Teacher and imitation settings (used when ``algo: distill``)."""
     lagrangian: LagrangianConfig = field(default_factory=LagrangianConfig)
     """Cost limit and multiplier (``algo: ppo_lag`` with the ``ppo`` block, ``sac_lag`` with ``sac``)."""
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -255,18 +283,30 @@ class TrainConfig:
         """Raise :class:`ConfigError` naming the first invalid field."""
         if not self.task:
             raise ConfigError("task", "no task given (pass TASK or set `task:` in a config file)")
-        if self.net.critic_privileged and self.algo != "ppo":
-            raise ConfigError("net.critic_privileged", f"is supported with algo ppo only, not {self.algo!r}")
+        for flag in ("critic_privileged", "actor_privileged"):
+            if getattr(self.net, flag) and self.algo != "ppo":
+                raise ConfigError(f"net.{flag}", f"is supported with algo ppo only, not {self.algo!r}")
         self.reward.validate()
-        if self.algo in ("ppo", "ppo_lag") and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
+        if self.algo == "distill":
+            if not self.distill.teacher:
+                raise ConfigError("distill.teacher", "algo distill needs a teacher (an actor_privileged export)")
+            if self.normalize.obs:
+                raise ConfigError("normalize.obs", "must be false with algo distill: the student normalizes "
+                                                   "inside its network, the teacher in its own graph")
+        if self.algo in ("ppo", "ppo_lag", "distill") and self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
             raise ConfigError(
                 "ppo.batch_size",
                 f"{self.ppo.batch_size} exceeds one rollout (n_steps * n_envs = {self.ppo.n_steps * self.n_envs})",
             )
 
+    @property
+    def privileged_obs(self) -> bool:
+        """The training env appends the simulator's privileged state to each observation."""
+        return self.net.critic_privileged or self.net.actor_privileged or self.algo == "distill"
+
     def algo_config(self) -> PPOConfig | SACConfig | TD3Config:
-        """The hyperparameter block the algorithm reads (``ppo_lag`` reads ``ppo``, ``sac_lag`` ``sac``)."""
-        return getattr(self, {"ppo_lag": "ppo", "sac_lag": "sac"}.get(self.algo, self.algo))
+        """The hyperparameter block the algorithm reads (``ppo_lag`` and ``distill``: ``ppo``; ``sac_lag``: ``sac``)."""
+        return getattr(self, {"ppo_lag": "ppo", "sac_lag": "sac", "distill": "ppo"}.get(self.algo, self.algo))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -141,8 +141,21 @@ class OnnxPolicy:
     def action_mode(self) -> str:
         return str(self.metadata["action_mode"])
 
+    @property
+    def privileged_inputs(self) -> bool:
+        """A privileged teacher: it also reads simulator state no robot measures
+        (blocks ``privileged.*``), so it runs in simulation only."""
+        return any(name.startswith("privileged.") for name, _ in self.observation_layout)
+
     def check_observation_layout(self, layout: list[tuple[str, int]]) -> None:
-        """Raise :class:`PolicyFileError` unless ``layout`` equals the trained one."""
+        """Raise :class:`PolicyFileError` unless ``layout`` equals the trained one
+        (a privileged teacher never matches a robot's measurements: said so first)."""
+        if self.privileged_inputs:
+            raise PolicyFileError(
+                f"{self.path} is a privileged teacher: it reads simulator state no robot measures "
+                f"({', '.join(n for n, _ in self.observation_layout if n.startswith('privileged.'))}); "
+                "deploy a student distilled from it (algo: distill)"
+            )
         given = [(str(n), int(s)) for n, s in layout]
         if given != self.observation_layout:
             raise PolicyFileError(

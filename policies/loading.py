@@ -48,9 +48,10 @@ class LoadedRun:
 
     def policy(self, deterministic: bool = True) -> Any:
         """A numpy callable ``obs [B, O] -> action [B, A]`` on raw observations."""
+        teacher = self.config.net.actor_privileged
         if deterministic:
-            return TorchPolicy(self.actor())
-        return StochasticPolicy(self.model, self.vecnorm.normalize_obs if self.vecnorm.norm_obs else None)
+            return TorchPolicy(self.actor(), teacher)
+        return StochasticPolicy(self.model, self.vecnorm.normalize_obs if self.vecnorm.norm_obs else None, teacher)
 
 
 def load_run(path: str | Path, which: str = "auto") -> LoadedRun:
@@ -78,7 +79,7 @@ def load_run(path: str | Path, which: str = "auto") -> LoadedRun:
             f"{folder}: the checkpoint is for robot {state['robot']!r}, "
             f"but {state['task']} is a {task_cls.robot!r} task"
         )
-    info = task_description(task_cls, state.get("action_mode"), config.task_options)
+    info = task_description(task_cls, state.get("action_mode"), config.task_options, config.net.actor_privileged)
     checkpoint.check_compatible(
         state,
         task=info["task"],
@@ -93,11 +94,13 @@ def load_run(path: str | Path, which: str = "auto") -> LoadedRun:
     model_obs = int(model.observation_space.shape[0])
     stats = session.obs_statistics(vecnorm)
     norm_obs = model_obs if stats is None else int(stats[0].shape[0])
-    expected = info["obs_size"] + (info["privileged_size"] if config.net.critic_privileged else 0)
+    # A teacher's observation already holds the privileged state; others have it appended for the critic.
+    appended = config.privileged_obs and not config.net.actor_privileged
+    expected = info["obs_size"] + (info["privileged_size"] if appended else 0)
     if model_obs != expected or norm_obs != model_obs:
         raise CheckpointMismatchError(
             f"{folder}: the model expects {model_obs} observations and the normalization "
             f"{norm_obs}, but the task produces {expected}"
-            + (" (observation + privileged state)" if config.net.critic_privileged else "")
+            + (" (observation + privileged state)" if config.privileged_obs else "")
         )
     return LoadedRun(run, config, folder, state.get("kind", which), state, task_cls, model, vecnorm)

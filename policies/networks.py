@@ -57,7 +57,8 @@ class _TD3Actor(nn.Module):
         return self.mu(self.features(obs))
 
 
-_HEADS = {"ppo": _PPOMean, "sac": _SACMean, "td3": _TD3Actor, "ppo_lag": _PPOMean, "sac_lag": _SACMean}
+_HEADS = {"ppo": _PPOMean, "sac": _SACMean, "td3": _TD3Actor, "ppo_lag": _PPOMean, "sac_lag": _SACMean,
+          "distill": _PPOMean}
 
 
 class DeterministicActor(nn.Module):
@@ -106,10 +107,12 @@ class DeterministicActor(nn.Module):
 
 
 class TorchPolicy:
-    """A :class:`DeterministicActor` as a numpy callable ``obs [B, O] -> action [B, A]``."""
+    """A :class:`DeterministicActor` as a numpy callable ``obs [B, O] -> action [B, A]``
+    (``privileged_inputs``: a teacher, whose ``obs`` is observation + privileged state)."""
 
-    def __init__(self, actor: DeterministicActor) -> None:
+    def __init__(self, actor: DeterministicActor, privileged_inputs: bool = False) -> None:
         self.actor = actor.eval()
+        self.privileged_inputs = privileged_inputs
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
@@ -120,9 +123,10 @@ class TorchPolicy:
 class StochasticPolicy:
     """The SB3 model sampling its action distribution, on normalized observations."""
 
-    def __init__(self, model: Any, normalize: Any | None) -> None:
+    def __init__(self, model: Any, normalize: Any | None, privileged_inputs: bool = False) -> None:
         self.model = model
         self.normalize = normalize
+        self.privileged_inputs = privileged_inputs
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         x = np.asarray(obs, dtype=np.float32)

@@ -78,7 +78,8 @@ class Trainer:
         self.command = command
         self.spec = get_algorithm(config.algo)
         self.task_cls = task_class(config.task)
-        self.task_info = task_description(self.task_cls, config.action_mode, config.task_options)
+        self.task_info = task_description(self.task_cls, config.action_mode, config.task_options,
+                                          config.net.actor_privileged)
         self.resumed_from: int | None = None
         self.best: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
@@ -196,11 +197,12 @@ class Trainer:
         """The current policy as a numpy callable on raw observations."""
         n = self.config.normalize
         if not self.config.eval.deterministic:
-            return StochasticPolicy(self.model, self.env.normalize_obs if self.env.norm_obs else None)
+            return StochasticPolicy(self.model, self.env.normalize_obs if self.env.norm_obs else None,
+                                    self.config.net.actor_privileged)
         stats = session.obs_statistics(self.env)
         mean, var = stats if stats is not None else (None, None)
         actor = DeterministicActor(self.model.policy, self.config.algo, mean, var, n.clip_obs, n.epsilon)
-        return TorchPolicy(actor)
+        return TorchPolicy(actor, self.config.net.actor_privileged)
 
     def evaluate(self, step: int) -> dict[str, Any]:
         """Evaluate the current policy, log it, and save ``best`` when it improves."""

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-BASELINES_DIR = Path(__file__).resolve().parents[1] / "policies" / "baselines"
+from sim2real.policies import BASELINES_DIR
 
 
 def _cli(*args: str, capture: bool = False) -> str:

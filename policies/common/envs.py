@@ -41,7 +41,7 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         dr=randomization(config, config.dr),
         seed=config.seed,
         nthread=config.nthread,
-        privileged_obs=config.net.critic_privileged,
+        privileged_obs=config.privileged_obs,
         **config.task_options,
     )
     if config.reward.source == "clip":
@@ -61,10 +61,19 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
     )
 
 
-def task_description(task_cls: type[Task], action_mode: str | None, task_options: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint or an export records about its task, from the task itself."""
+PRIVILEGED_PREFIX = "privileged."
+"""Observation blocks a robot cannot measure (a privileged teacher's inputs) are named so."""
+
+
+def task_description(
+    task_cls: type[Task], action_mode: str | None, task_options: dict[str, Any], actor_privileged: bool = False
+) -> dict[str, Any]:
+    """What a checkpoint or an export records about its task, from the task itself
+    (``actor_privileged``: the policy also reads the privileged state, blocks ``privileged.*``)."""
     task = task_cls(num_envs=1, action_mode=action_mode, **task_options)
     obs = [[name, int(size)] for name, size in task.observation_layout()]
+    if actor_privileged:
+        obs += [[PRIVILEGED_PREFIX + name, int(size)] for name, size in task.privileged_layout()]
     act = [[name, int(size)] for name, size in task.action_layout()]
     from sim2real.sim.core.registry import gym_id
 

@@ -24,7 +24,8 @@ OUTPUT_NAME = "action"
 def export_onnx(actor: torch.nn.Module, obs_size: int, path: str | Path) -> None:
     """Write ``actor`` as an ONNX graph with a dynamic batch dimension (atomically)."""
     actor = actor.eval()
-    example = torch.zeros(1, obs_size)
+    # Batch 2, not 1: torch.export specializes a size-1 dimension that a reshape touches.
+    example = torch.zeros(2, obs_size)
     # The exporter reports progress on stdout; keep stdout clean for `--json`.
     with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
         warnings.simplefilter("ignore")

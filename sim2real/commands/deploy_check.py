@@ -124,6 +124,9 @@ def observation_item(robot: str, policy_path: str, samples: list[Any]) -> Any:
     from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 
     policy = OnnxPolicy(policy_path)
+    if policy.privileged_inputs:
+        return Item("observation (policy)", "FAIL", "a privileged teacher: it reads simulator state no robot "
+                    "measures (distill a student from it)", "every block")
     meta = policy.metadata
     norm = meta["observation"]["normalization"]
     if not norm.get("enabled"):

@@ -14,17 +14,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import get_args
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
+from sim2real.policies.config import Algo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", nargs="?", help="task name, e.g. ArmReach (optional with --config or --resume)")
     parser.add_argument(
         "--algo",
-        choices=["ppo", "sac", "td3", "ppo_lag", "sac_lag"],
-        help="algorithm (default: the config's); ppo_lag, sac_lag: PPO-/SAC-Lagrangian (--cost-limit)",
+        choices=list(get_args(Algo)),
+        help="algorithm (default: the config's); ppo_lag, sac_lag: PPO-/SAC-Lagrangian (--cost-limit); "
+             "distill: a student imitating a privileged teacher (distill.teacher)",
     )
     parser.add_argument("--config", type=Path, help="YAML config file layered over the defaults")
     parser.add_argument("--seed", type=int)
@@ -64,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         "dr": args.dr,
         "action_mode": args.action_mode,
         "lagrangian.cost_limit": args.cost_limit,
+        "total_steps": args.steps,
     }
     flags.update(_reward_flags(args))
     if args.dr is not None:
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         config, out = _resume_config(args, flags)
     else:
-        config = resolve_config(args.task, args.config, {**flags, "total_steps": args.steps})
+        config = resolve_config(args.task, args.config, flags)
         out = args.out or Path("runs") / default_run_name(config.task, config.algo)
     from sim2real.policies.trainer import train
 
@@ -126,6 +130,7 @@ def _resume_config(args: argparse.Namespace, flags: dict):
     config = run.read_config()
     if args.task and gym_id(REGISTRY.get(args.task)) != config.task:
         raise CheckpointMismatchError(f"{run.path} trains {config.task}, not {args.task}")
+    steps = flags.pop("total_steps", None)  # the one value a resumed run may change
     for key, value in flags.items():
         current = config
         for part in key.split("."):
@@ -133,8 +138,8 @@ def _resume_config(args: argparse.Namespace, flags: dict):
         if value is not None and value != current:
             flag = key.split(".")[-1].replace("_", "-")
             raise CheckpointMismatchError(f"cannot change --{flag} on resume: {run.path} uses {current!r}")
-    if args.steps is not None:
-        config.total_steps = args.steps
+    if steps is not None:
+        config.total_steps = steps
     return config, run.path
 
 

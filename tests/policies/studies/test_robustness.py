@@ -1,6 +1,7 @@
 """Robustness curves: each axis's points sit where the docs say (around and beyond the
 training range), every episode of a point really runs at its value, combined points widen
-every range, and the command writes its JSON and picture or refuses an unknown axis."""
+every range, the oracles (a told model-based controller, the quadruped's privileged teacher)
+act on what they are told, and the command writes its JSON and picture or refuses an unknown axis."""
 
 from __future__ import annotations
 
@@ -114,3 +115,27 @@ def test_the_sim2sim_check_reports_each_configurations_change(tmp_path: Path) ->
     for r in rows:
         assert r["policy"]["change"] == pytest.approx(r["policy"]["success_rate"] - rows[0]["policy"]["success_rate"])
     assert (tmp_path / "sim2sim.json").is_file()
+
+
+def test_the_quadrupeds_oracle_is_the_shipped_teacher_reading_the_privileged_state() -> None:
+    """The teacher acts on the present observation and the privileged state, also for a
+    student's task with a history block; tasks whose observation it cannot read get none."""
+    from sim2real.policies import BASELINES_DIR
+    from sim2real.policies.classical import oracle_for
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.sim import make_vec
+
+    teacher = OnnxPolicy(BASELINES_DIR / "QuadrupedVelocityTeacher")
+    env = make_vec("QuadrupedVelocity", 3, seed=2, action_mode="gait_residual", action_scale=0.3, history_steps=5,
+                   privileged_obs=True)
+    made = oracle_for(env.task, 3)
+    assert made is not None
+    oracle, mode = made
+    assert mode == "gait_residual" and oracle.privileged_inputs
+    obs = env.reset()
+    for _ in range(5):
+        obs, *_ = env.step(oracle(obs))
+    size, present = env.task_obs_size, env.task_obs_size - 5 * 36
+    np.testing.assert_allclose(oracle(obs), teacher(np.concatenate([obs[:, :present], obs[:, size:]], axis=1)))
+    waypoints = REGISTRY.get("QuadrupedWaypoints")(num_envs=1)
+    assert oracle_for(waypoints, 1) is None  # other observation blocks: no oracle
