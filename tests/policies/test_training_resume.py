@@ -114,3 +114,18 @@ def test_resume_without_any_checkpoint_starts_from_zero(tmp_path: Path, puck) ->
 
     result = train(cfg, tmp_path / "run", resume=True, progress=False)
     assert result.resumed_from is None and result.steps == 256
+
+
+def test_set_total_steps_is_applied_and_a_resume_may_extend_it(tmp_path: Path, puck) -> None:
+    """``--set total_steps=N`` once lost to the unset ``--steps`` flag, silently."""
+    from sim2real.cli import main
+
+    cfg = merge(TINY, {"total_steps": 10**6})
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    run = tmp_path / "run"
+    assert main(["train", "--config", str(tmp_path / "cfg.yaml"), "--set", "total_steps=256", "--out", str(run),
+                 "--no-progress"]) == 0
+    assert RunDir(run).read_config().total_steps == 256
+    assert main(["train", "--resume", "--out", str(run), "--set", "total_steps=512", "--no-progress"]) == 0
+    assert RunDir(run).read_config().total_steps == 512
+    assert checkpoint.read_state(checkpoint.locate(run / "checkpoints", "last"))["step"] >= 512
