@@ -20,9 +20,11 @@ def rate(r: dict[str, Any]) -> str:
 
 def policy_section(folder: Path) -> str:
     study = json.loads((folder / "robustness.json").read_text())
-    name = study["task"].split("/")[-1].removesuffix("-v0")
+    task = study["task"].split("/")[-1].removesuffix("-v0")
+    # The folder names the policy: two policies of one task (a student beside the shipped one) stay apart.
+    title = folder.name if folder.name == task else f"{folder.name} ({task})"
     who = list(study["controllers"])
-    lines = [f"#### {name} ({study['action_mode']}, {study['episodes_per_point']} episodes per point)", ""]
+    lines = [f"#### {title} ({study['action_mode']}, {study['episodes_per_point']} episodes per point)", ""]
     if study["transfer_ratio"] is not None:
         f = study["feasible"]
         ranges = ", ".join(f"{k} {lo:g}-{hi:g}" for k, (lo, hi) in study["feasible_preset"].items())

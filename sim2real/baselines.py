@@ -52,7 +52,9 @@ def build(task: str, runs: Path, episodes: int, train: bool = True) -> dict[str,
 
 
 def available() -> list[str]:
-    return sorted(p.parent.name for p in BASELINES_DIR.glob("*/config.yaml"))
+    """The shipped baselines, students (``algo: distill``) after the teachers they imitate."""
+    configs = sorted(BASELINES_DIR.glob("*/config.yaml"))
+    return [p.parent.name for p in sorted(configs, key=lambda p: "\nalgo: distill" in p.read_text())]
 
 
 def main(argv: list[str] | None = None) -> int:

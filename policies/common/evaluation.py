@@ -124,7 +124,16 @@ class Evaluator:
         """Run ``episodes`` episodes (spread evenly over the batch), one record each."""
         eng, n = self.engine, self.engine.num_envs
         eng.seed(self.seed)
-        eng.reset()
+        quota = np.array([(episodes + i) // n for i in range(n)])
+        done_count = np.zeros(n, dtype=np.int64)
+
+        def episode_rngs(ids: Any) -> list[np.random.Generator]:
+            # Env i's k-th episode draws from its own seed: every controller run with this
+            # seed meets the same episodes (parameters, start, latency), paired, however
+            # long each of its episodes lasts. Noise and pushes within an episode are not paired.
+            return [np.random.default_rng((self.seed, int(i), int(done_count[i]))) for i in ids]
+
+        eng.reset(rngs=episode_rngs(range(n)))
         # A privileged controller (an oracle) is told each episode's true parameters.
         told = getattr(policy, "on_reset", None)
         if told is not None:
@@ -132,9 +141,7 @@ class Evaluator:
         # A privileged teacher reads the simulator's privileged state after the observation.
         teacher = bool(getattr(policy, "privileged_inputs", False))
         obs = eng.observe()
-        # Fixed per-env quotas: counting whichever episodes finish first would favour short ones.
-        quota = np.array([(episodes + i) // n for i in range(n)])
-        done_count = np.zeros(n, dtype=np.int64)
+        # Fixed per-env quotas (above): counting whichever episodes finish first would favour short ones.
         ret, length = np.zeros(n), np.zeros(n, dtype=np.int64)
         sums: dict[str, np.ndarray] = {}
         rows: list[Episode] = []
@@ -161,7 +168,7 @@ class Evaluator:
                     rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean, draw))
                     done_count[i] += 1
             if len(ids):
-                eng.reset(ids)
+                eng.reset(ids, rngs=episode_rngs(ids))
                 if told is not None:
                     told(list(ids), [eng.dr_sampled[i] for i in ids])
                 obs[ids] = eng.observe()[ids]

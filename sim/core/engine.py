@@ -194,18 +194,27 @@ class Engine:
         self.rng = np.random.default_rng(seed)
         self._noise_cursor = len(self._noise_block)  # drop noise drawn from the old generator
 
-    def reset(self, env_ids: np.ndarray | list[int] | None = None) -> None:
-        """Re-randomize and reset the given environments (default: all)."""
-        ids = range(self.num_envs) if env_ids is None else env_ids
-        for i in ids:
-            self._reset_one(int(i))
+    def reset(self, env_ids: np.ndarray | list[int] | None = None,
+              rngs: list[np.random.Generator] | None = None) -> None:
+        """Re-randomize and reset the given environments (default: all).
 
-    def _reset_one(self, i: int) -> None:
+        ``rngs``: one generator per environment reset, for its randomization draws,
+        initial state and latency (paired evaluations: an episode's draws then follow
+        from its own seed, not from which environments happened to reset before it).
+        Default: the engine's own stream.
+        """
+        ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
+        if rngs is not None and len(rngs) != len(ids):
+            raise ValueError(f"{len(rngs)} generators for {len(ids)} environments")
+        for k, i in enumerate(ids):
+            self._reset_one(i, self.rng if rngs is None else rngs[k])
+
+    def _reset_one(self, i: int, rng: np.random.Generator) -> None:
         model = self.models[i]
-        self.dr_sampled[i] = self.dr.apply(model, self.nominal, self.rng)
+        self.dr_sampled[i] = self.dr.apply(model, self.nominal, rng)
         d = self._scratch
         mujoco.mj_resetData(model, d)
-        self.task.reset_env(i, model, d, self.rng)
+        self.task.reset_env(i, model, d, rng)
         mujoco.mj_forward(model, d)
         if self.backend == "rollout":
             mujoco.mj_getState(model, d, self.state[i], _FULL)
@@ -213,7 +222,7 @@ class Engine:
             self.mocap_pos[i] = d.mocap_pos
             self.mocap_quat[i] = d.mocap_quat
         self.step_count[i] = 0
-        self.latency[i] = self.dr.sample_latency(self.rng)
+        self.latency[i] = self.dr.sample_latency(rng)
         self._action_hist[:, i] = 0.0
         self._phys.last_action[i] = 0.0
 

@@ -69,3 +69,19 @@ def test_each_episode_records_the_randomization_it_ran_under() -> None:
     # a fresh draw per episode, not the batch's first one repeated
     assert len({row.draw["friction"] for row in rows}) == 6
     assert all(row.draw == {} for row in Evaluator(PuckTask, n_envs=2, dr="none").run_episodes(pd_controller, 2))
+
+
+def test_controllers_meet_the_same_episodes_however_long_each_of_theirs_lasts() -> None:
+    """Paired evaluation: env i's k-th episode has the same draws whichever controller runs,
+    even when one controller's episodes end early (here: env 0 pushed off the table)."""
+
+    def reckless(obs: np.ndarray) -> np.ndarray:
+        action = pd_controller(obs)
+        action[0] = 1.0
+        return action
+
+    ev = Evaluator(PuckTask, n_envs=2, dr="train", seed=7)
+    careful_rows, reckless_rows = ev.run_episodes(pd_controller, 6), ev.run_episodes(reckless, 6)
+    assert np.mean([r.length for r in reckless_rows]) < np.mean([r.length for r in careful_rows])
+    key = sorted((r.draw["friction"], r.draw["latency_steps"]) for r in careful_rows)
+    assert key == sorted((r.draw["friction"], r.draw["latency_steps"]) for r in reckless_rows)
