@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sim2real.policies import BASELINES_DIR
 from sim2real.ros_nodes.graph import (
     NODE_MODULES,
     InProcessGraph,
@@ -30,14 +31,13 @@ from sim2real.ros_nodes.graph import (
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.errors import ConfigError
 
-BASELINES = Path(__file__).resolve().parents[1] / "policies" / "baselines"
 EXTERNAL = "external"
 """``policy: external``: no policy node; another program publishes ``raw_command``."""
 
 
 def default_policy(robot: str) -> str:
     """The shipped baseline of the robot's deployment task when present, else ``classical``."""
-    path = BASELINES / robot_deployment(robot).task / "policy.onnx"
+    path = BASELINES_DIR / robot_deployment(robot).task / "policy.onnx"
     return str(path) if path.is_file() else "classical"
 
 

@@ -29,7 +29,7 @@ def _cli(*args: str, capture: bool = False) -> str:
     return out.stdout if capture else ""
 
 
-def build(task: str, runs: Path, episodes: int, train: bool = True) -> dict[str, Any]:
+def build(task: str, runs: Path, episodes: int, train: bool = True, last: bool = False) -> dict[str, Any]:
     folder = BASELINES_DIR / task
     config = folder / "config.yaml"
     if not config.is_file():
@@ -39,8 +39,11 @@ def build(task: str, runs: Path, episodes: int, train: bool = True) -> dict[str,
     if train:
         resume = ["--resume"] if (run / "checkpoints" / "last.json").is_file() else []
         _cli("train", "--config", str(config), "--out", str(run), "--no-progress", *resume)
-    _cli("export", str(run), "--out", str(folder))
-    metrics: dict[str, Any] = {"task": task, "run": str(run), "train_wall_s": round(time.perf_counter() - start, 1)}
+    # The best checkpoint is picked on a few evaluation episodes; --last ships the final one.
+    source = run / "checkpoints" / json.loads((run / "checkpoints" / "last.json").read_text())["dir"] if last else run
+    _cli("export", str(source), "--out", str(folder))
+    metrics: dict[str, Any] = {"task": task, "run": str(run), "exported": str(source),
+                               "train_wall_s": round(time.perf_counter() - start, 1)}
     for dr in ("train", "heldout"):
         report = json.loads(
             _cli("eval", str(folder / "policy.onnx"), "--dr", dr, "--episodes", str(episodes), "--json", capture=True)
@@ -65,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="where the training runs go")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes per randomization preset")
     parser.add_argument("--no-train", action="store_true", help="only export, evaluate and plot existing runs")
+    parser.add_argument("--last", action="store_true", help="ship the last checkpoint, not the best")
     args = parser.parse_args(argv)
     for task in args.tasks or available():
-        m = build(task, args.runs, args.episodes, train=not args.no_train)
+        m = build(task, args.runs, args.episodes, train=not args.no_train, last=args.last)
         print(json.dumps({k: m[k] for k in ("task", "train_wall_s")}))
     return 0
 

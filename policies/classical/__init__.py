@@ -35,10 +35,12 @@ CONTROLLERS: dict[str, Callable[[Task, int], Controller]] = {
 ORACLES: dict[str, Callable[[Task, int], tuple[Any, str] | None]] = {
     "arm": arm.oracle_for,
     "drone": drone.oracle_for,
+    "quadruped": quadruped.oracle_for,
 }
 """Robots with an oracle: a model-based controller told each episode's true parameters
-(``on_reset(env_ids, draws)``), and the action mode it acts in (None for a task it
-cannot act in). The quadruped's would be a privileged teacher policy: not trained yet."""
+(``on_reset(env_ids, draws)``) or a policy reading the simulator's privileged state
+(``privileged_inputs``: the quadruped's teacher), and the action mode it acts in (None
+for a task it cannot act in)."""
 
 
 def oracle_for(task: Task, num_envs: int = 1) -> tuple[Any, str] | None:

@@ -13,6 +13,7 @@ to ``q_target = q_default + action_scale * action``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -159,3 +160,39 @@ def controller_for(task: Task, num_envs: int = 1) -> StandController:
                                          f"{task.robot} {task.action_mode!r}")
     return StandController(task.observation_layout(), num_envs=num_envs, action_scale=task.action_scale,
                            control_dt=float(task.control_dt))
+
+
+TEACHER = "QuadrupedVelocityTeacher"
+"""The shipped privileged teacher (``policies/baselines/``): the quadruped's oracle."""
+
+
+class TeacherOracle:
+    """A privileged teacher as an oracle: it reads the present observation and the
+    simulator's privileged state (friction, payload, CoM, motor strength, true
+    velocity, contacts), never a history block a student's task may add."""
+
+    privileged_inputs = True
+
+    def __init__(self, teacher: Any, present: int, observed: int) -> None:
+        self.teacher, self.present, self.observed = teacher, present, observed
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        return self.teacher(np.concatenate([inputs[:, : self.present], inputs[:, self.observed :]], axis=1))
+
+
+def oracle_for(task: Task, num_envs: int = 1) -> tuple[TeacherOracle, str] | None:
+    """The shipped teacher where it reads ``task``'s observation (QuadrupedVelocity with the
+    same blocks, any history), else None."""
+    from sim2real.policies import BASELINES_DIR
+    from sim2real.policies.deploy import OnnxPolicy
+
+    folder = BASELINES_DIR / TEACHER
+    if not (folder / "policy.onnx").is_file():
+        return None
+    teacher = OnnxPolicy(folder)
+    layout = [(str(n), int(s)) for n, s in task.observation_layout()]
+    present = layout[:-1] if layout and layout[-1][0] == "history" else layout
+    privileged = [("privileged." + n, int(s)) for n, s in task.privileged_layout()]
+    if teacher.observation_layout != present + privileged or teacher.action_mode != task.action_mode:
+        return None
+    return TeacherOracle(teacher, sum(s for _, s in present), sum(s for _, s in layout)), teacher.action_mode

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from ros_harness import Harness, export_tiny_policy, unique_domain_id, wait_for
 
+from sim2real.policies import BASELINES_DIR as BASELINES
 from sim2real.ros_nodes.graph import InProcessGraph, ProcessGraph, config_dir, load_config, merge
 
-BASELINES = Path(__file__).resolve().parents[2] / "policies" / "baselines"
 NODES = ["sim_bridge", "safety_filter", "policy"]
 
 
