@@ -29,6 +29,8 @@ COMMANDS = {
     "console": "sim2real.commands.console",
     "robustness": "sim2real.commands.robustness",
     "sysid": "sim2real.commands.sysid",
+    "import": "sim2real.commands.import_policy",
+    "sim2sim": "sim2real.commands.sim2sim",
 }
 
 

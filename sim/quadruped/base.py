@@ -59,6 +59,19 @@ class BaseState:
     joint_vel: np.ndarray  # [B, 12]
 
 
+def _gains(name: str, value: Any) -> np.ndarray | None:
+    """A servo gain option: None, one non-negative number, or 12 of them."""
+    if value is None:
+        return None
+    try:
+        gains = np.broadcast_to(np.asarray(value, dtype=float), (c.NUM_JOINTS,)).copy()
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"must be one number or {c.NUM_JOINTS}, got {value!r}") from None
+    if not np.all(np.isfinite(gains)) or np.any(gains < 0) or (name == "servo_kp" and np.any(gains == 0)):
+        raise ConfigError(name, f"must be finite and {'> 0' if name == 'servo_kp' else '>= 0'}, got {value!r}")
+    return gains
+
+
 class QuadrupedTask(Task):
     """Base of the quadruped tasks (not registered itself).
 
@@ -79,6 +92,9 @@ class QuadrupedTask(Task):
             ``history`` block, :mod:`~sim2real.sim.core.history`), so the policy
             can infer payload, friction and motor strength from how the legs
             responded. 0 (default): no history.
+        servo_kp, servo_kd: The joint servos' stiffness (Nm/rad) and damping (Nm s/rad),
+            one value or 12 (leg order FR, FL, RR, RL). Default: the model's (Kp 35,
+            Kd 1). A policy trained with other gains (an imported one) runs with its own.
 
     Action modes: ``joint_pos`` (servo targets around the default pose) and, in
     tasks that command a body twist, ``gait_residual`` (the same targets added to
@@ -112,6 +128,8 @@ class QuadrupedTask(Task):
         gait_frequency_hz: float = 3.0,
         gait_step_height: float = 0.08,
         history_steps: int = 0,
+        servo_kp: float | list[float] | None = None,
+        servo_kd: float | list[float] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
@@ -128,6 +146,7 @@ class QuadrupedTask(Task):
         if isinstance(history_steps, bool) or not isinstance(history_steps, int) or not 0 <= history_steps <= 50:
             raise ConfigError("history_steps", f"must be a whole number in [0, 50], got {history_steps!r}")
         self.history_steps = history_steps
+        self.servo_gains = {"servo_kp": _gains("servo_kp", servo_kp), "servo_kd": _gains("servo_kd", servo_kd)}
         self.history: ObservationHistory | None = None
         self.action_scale = float(action_scale)
         self.init_joint_noise = float(init_joint_noise)
@@ -168,6 +187,12 @@ class QuadrupedTask(Task):
         self.build_world(spec)
         model = spec.compile()
         self._index(model)
+        ids = [model.actuator(n).id for n in c.ACTUATOR_NAMES]
+        if self.servo_gains["servo_kp"] is not None:  # MuJoCo's position servo: force = kp (target - q) - kd qdot
+            model.actuator_gainprm[ids, 0] = self.servo_gains["servo_kp"]
+            model.actuator_biasprm[ids, 1] = -self.servo_gains["servo_kp"]
+        if self.servo_gains["servo_kd"] is not None:
+            model.actuator_biasprm[ids, 2] = -self.servo_gains["servo_kd"]
         return model
 
     def build_world(self, spec: mujoco.MjSpec) -> None:

@@ -1,0 +1,85 @@
+"""rl_sar's policy folders (``policy/<robot>/<name>/config.yaml`` beside the TorchScript
+file, ``policy/<robot>/base.yaml`` one level up): the schema rl_sar uses for the Isaac Gym
+(legged_gym, HIMLoco) and Isaac Lab (robot_lab) policies it deploys.
+
+Read: ``observations`` in order with ``lin_vel_scale``, ``ang_vel_scale``,
+``commands_scale``, ``dof_pos_scale``, ``dof_vel_scale``; ``clip_obs``; ``default_dof_pos``,
+``action_scale``, ``clip_actions_lower/upper``, ``rl_kp``, ``rl_kd`` (the policy's joint
+order); ``joint_mapping`` (policy joint i is the robot's joint ``joint_mapping[i]``) and
+``joint_names`` (the robot's order, from base.yaml); ``dt`` times ``decimation``.
+``observations_history`` other than none or ``[0]`` is refused: an imported policy is a
+stateless graph over one observation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sim2real.policies.importers.spec import ForeignSpec
+from sim2real.sim.core.errors import ConfigError
+
+SCALE_KEYS = {"lin_vel": "lin_vel_scale", "ang_vel": "ang_vel_scale", "commands": "commands_scale",
+              "dof_pos": "dof_pos_scale", "dof_vel": "dof_vel_scale"}
+
+
+def _block(path: Path) -> dict[str, Any]:
+    """The one top-level block of an rl_sar YAML (keyed ``go2`` or ``go2/robot_lab``)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(str(path), f"is not readable YAML ({exc})") from None
+    if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+        raise ConfigError(str(path), "is not an rl_sar config (one top-level key holding the settings)")
+    return next(iter(data.values()))
+
+
+def read(path: Path) -> ForeignSpec:
+    """The spec of the rl_sar policy folder (or its config.yaml) at ``path``."""
+    config_path = path / "config.yaml" if path.is_dir() else path
+    folder = config_path.parent
+    cfg = {**_block(folder.parent / "base.yaml"), **_block(config_path)} if (folder.parent / "base.yaml").is_file() \
+        else _block(config_path)
+
+    def get(key: str) -> Any:
+        if key not in cfg:
+            raise ConfigError(key, f"missing from {config_path} (and base.yaml)")
+        return cfg[key]
+
+    history = cfg.get("observations_history") or []
+    if list(history) not in ([], [0]):
+        raise ConfigError("observations_history", f"{history}: a stacked observation history is not supported "
+                                                  "(imported policies are stateless graphs over one observation)")
+    if cfg.get("wheel_indices"):
+        raise ConfigError("wheel_indices", "wheeled legs are not supported (the quadruped has 12 leg joints)")
+    names, mapping = list(get("joint_names")), list(get("joint_mapping"))
+    if sorted(mapping) != list(range(len(names))):
+        raise ConfigError("joint_mapping", f"{mapping} is not a permutation of the {len(names)} joints")
+    terms = list(get("observations"))
+    scales = {t: np.asarray(cfg[SCALE_KEYS[t]], dtype=float) for t in terms if t in SCALE_KEYS}
+    model = folder / str(get("model_name"))
+    if not model.is_file():
+        raise ConfigError("model_name", f"{model} does not exist")
+    spec = ForeignSpec(
+        source_format="rl_sar",
+        policy_file=model,
+        terms=terms,
+        scales=scales,
+        joint_names=[names[i] for i in mapping],
+        default_pos=np.asarray(get("default_dof_pos"), dtype=float),
+        action_scale=np.asarray(get("action_scale"), dtype=float),
+        action_clip=(np.asarray(get("clip_actions_lower"), dtype=float),
+                     np.asarray(get("clip_actions_upper"), dtype=float)),
+        obs_clip=float(get("clip_obs")),
+        kp=np.asarray(get("rl_kp"), dtype=float),
+        kd=np.asarray(get("rl_kd"), dtype=float),
+        control_dt=float(get("dt")) * int(get("decimation")),
+        notes=["angular velocity in the body frame (rl_sar's ang_vel_axis: body, as on a real robot)",
+               "gravity_vec: the unit gravity direction in the body frame"],
+    )
+    if spec.obs_size != int(get("num_observations")):
+        raise ConfigError("num_observations", f"{get('num_observations')}, but the terms {terms} make {spec.obs_size}")
+    return spec
