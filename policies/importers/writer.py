@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +56,16 @@ def load_network(spec: ForeignSpec) -> Any:
     return network
 
 
-def recorded_observations(module: Any, options: dict[str, Any], steps: int = 100, n_envs: int = 4) -> np.ndarray:
-    """Observations of our simulator with the imported policy acting (for the parity check)."""
-    import torch
-
+def recorded_observations(act: Callable[[np.ndarray], np.ndarray], options: dict[str, Any], steps: int = 100,
+                          n_envs: int = 4) -> np.ndarray:
+    """Observations of our simulator with ``act`` (the imported policy) acting."""
     from sim2real.sim import make_vec
 
     env = make_vec(TASK, n_envs, seed=0, action_mode=ACTION_MODE, dr="train", **options)
     obs, rows = env.reset(), []
     for _ in range(steps):
         rows.append(obs)
-        with torch.no_grad():
-            action = module(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-        obs, *_ = env.step(action)
+        obs, *_ = env.step(act(np.asarray(obs, dtype=np.float32)))
     return np.concatenate(rows).astype(np.float32)
 
 
@@ -97,7 +95,11 @@ def import_policy(spec: ForeignSpec, out: Path) -> dict[str, Any]:
         torch.onnx.export(module, (torch.zeros(2, state["obs_size"]),), str(path), input_names=[INPUT_NAME],
                           output_names=[OUTPUT_NAME], dynamo=False,
                           dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
-    obs = recorded_observations(module, options)
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return module(torch.as_tensor(obs)).numpy()
+
+    obs = recorded_observations(act, options)
     (ours,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run([OUTPUT_NAME], {INPUT_NAME: obs})
     with torch.no_grad():
         diff = float(np.max(np.abs(ours - module(torch.as_tensor(obs)).numpy())))

@@ -45,10 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_onnx_source(path: Path) -> bool:
-    """An exported policy (file, metadata or export folder) rather than a run folder."""
+    """An exported policy (file, metadata or export folder, such as a shipped baseline's
+    with its config.yaml beside it) rather than a run folder (which has checkpoints)."""
     if path.suffix in (".onnx", ".json"):
         return True
-    return path.is_dir() and (path / "policy.onnx").is_file() and not (path / "config.yaml").is_file()
+    return path.is_dir() and (path / "policy.onnx").is_file() and not (path / "checkpoints").is_dir()
 
 
 def load_source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

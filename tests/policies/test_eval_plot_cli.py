@@ -111,3 +111,13 @@ def test_help_renders(argv: list[str], capsys: pytest.CaptureFixture[str]) -> No
         main(argv)
     assert exit_.value.code == 0
     assert "usage: sim2real" in capsys.readouterr().out
+
+
+def test_a_shipped_baseline_folder_is_an_exported_policy_and_a_run_folder_is_a_run(
+        trained_runs: dict[str, Path]) -> None:
+    """A baseline folder keeps its training config.yaml beside policy.onnx; only checkpoints make a run."""
+    from sim2real.commands.eval import is_onnx_source
+    from sim2real.policies import BASELINES_DIR
+
+    assert is_onnx_source(BASELINES_DIR / "ArmReach")
+    assert not is_onnx_source(next(iter(trained_runs.values())))
