@@ -82,6 +82,7 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     has_driver = "hardware_bridge" in sections(path)
     policy = opts.policy or default_policy(opts.robot)
     extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}
+    gains: dict[str, Any] = {}
     if opts.task:
         extra["sim_bridge"]["task"] = opts.task
     if policy not in ("classical", EXTERNAL):
@@ -101,6 +102,10 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         extra["safety_filter"] = {"action_mode": meta["action_mode"]}
         if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
+            try:
+                gains = robot_deployment(opts.robot).backend_options(meta.get("task_options") or {})
+            except ValueError as exc:
+                raise ConfigError("policy", str(exc)) from None
         planned = _planner_parameters(opts.robot, task, meta["action_mode"], meta.get("task_options") or {})
     elif policy == "classical":  # the controller runs the task the bridge simulates
         node, info = merge(params, extra)["policy"], robot_deployment(opts.robot)
@@ -133,8 +138,12 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         latch.unlink(missing_ok=True)
         extra.setdefault("safety_filter", {})["latch_file"] = str(latch)
     merged = merge(params, extra)
-    return merge(merged, {node: {k: typed_like(v, merged.get(node, {}).get(k)) for k, v in values.items()}
-                          for node, values in opts.overrides.items()}), nodes
+    merged = merge(merged, {node: {k: typed_like(v, merged.get(node, {}).get(k)) for k, v in values.items()}
+                            for node, values in opts.overrides.items()})
+    if gains and "hardware_bridge" in nodes:  # the policy's needs under whatever reaches the robot (explicit wins)
+        bridge = merged["hardware_bridge"]
+        bridge["backend_options"] = json.dumps({**gains, **json.loads(bridge.get("backend_options") or "{}")})
+    return merged, nodes
 
 
 def typed_like(value: Any, like: Any) -> Any:

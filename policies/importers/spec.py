@@ -34,7 +34,8 @@ base linear and angular velocity (body frame), gravity in the body frame, the co
 (vx, vy, yaw rate), joint positions relative to the policy's default pose, joint
 velocities, and the policy's previous raw action."""
 
-UNMEASURED = {"lin_vel": "base linear velocity: simulator truth here; a robot needs a state estimator"}
+UNMEASURED = {"lin_vel": "base linear velocity: simulator truth in simulation; on a Go2 the backend's leg-kinematics "
+                        "and IMU estimate (hardware/go2/estimator.py)"}
 """Terms a robot cannot read from its sensors directly (reported by the pre-flight check)."""
 
 

@@ -210,6 +210,15 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
         executes the filtered commands, not the policy's actions."""
         return self.driver_modes.get(action_mode, action_mode), {**options, **self.driver_options}
 
+    def backend_options(self, task_options: Mapping[str, Any]) -> dict[str, Any]:
+        """Options of the real robot's backend that a policy trained with ``task_options``
+        needs (an imported policy's servo gains); explicit backend options win over them.
+
+        Raises:
+            ValueError: the backend cannot apply what the policy needs.
+        """
+        return {}
+
     def unobservable(self, task: Task) -> list[str]:
         """Observation blocks of ``task`` that no stream provides."""
         return [b for b, _ in task.observation_layout() if b not in self.observable]

@@ -63,6 +63,20 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     driver_modes: ClassVar = {"gait_residual": "joint_pos"}
     driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}
 
+    def backend_options(self, task_options: Mapping[str, Any]) -> dict[str, Any]:
+        """A policy's own servo gains (``servo_kp``/``servo_kd``, an imported policy's) go to
+        the Go2's LowCmd kp/kd under the policy, as Unitree's deploy code sends them; the
+        backend takes one value for all joints."""
+        out = {}
+        for option, backend in (("servo_kp", "policy_kp"), ("servo_kd", "policy_kd")):
+            if task_options.get(option) is None:
+                continue
+            gains = np.broadcast_to(np.asarray(task_options[option], dtype=float), (C.NUM_JOINTS,))
+            if not np.allclose(gains, gains[0]):
+                raise ValueError(f"{option} differs between joints ({gains.tolist()}); the Go2 backend takes one value")
+            out[backend] = float(gains[0])
+        return out
+
     def plan(self, start: np.ndarray, goal: np.ndarray | None, spacing: float, course: Mapping[str, Any] | None = None,
              grid: ClearanceGrid | None = None) -> np.ndarray:
         if course is not None:

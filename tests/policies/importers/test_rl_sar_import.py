@@ -124,3 +124,24 @@ def test_a_network_of_the_wrong_shape_or_rate_is_refused(tmp_path: Path, capsys:
     assert main(["import", "rl_sar", str(folder), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "50 ms per step" in err and "Traceback" not in err
+
+
+def test_the_policys_gains_reach_the_go2_backend_and_explicit_options_win(network: torch.nn.Module,
+                                                                          tmp_path: Path) -> None:
+    """On a real robot the gains go into LowCmd's kp/kd under the policy (the Go2 backend's
+    policy_kp/policy_kd), beside how to reach the robot; gains that differ per joint are refused."""
+    import json
+
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+    from sim2real.sim import robot_deployment
+
+    import_policy(READERS["rl_sar"](write_folder(tmp_path, network)), tmp_path / "out")
+    reach = {"domain_id": 7, "policy_kd": 2.0}
+    bridge = {"hardware_bridge": {"backend_options": json.dumps(reach)}}
+    params, nodes = graph_parameters(DeployOptions(robot="quadruped", backend="real", policy=str(tmp_path / "out"),
+                                                   overrides=bridge))
+    assert "hardware_bridge" in nodes
+    assert json.loads(params["hardware_bridge"]["backend_options"]) == {"policy_kp": 40.0, "policy_kd": 2.0,
+                                                                       "domain_id": 7}
+    with pytest.raises(ValueError, match="servo_kp differs"):
+        robot_deployment("quadruped").backend_options({"servo_kp": [40.0] * 11 + [30.0]})
