@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim2real.policies.studies.tracking import as_dicts, tracking_table
 
     commit = subprocess.run(["git", "-C", str(args.folder), "rev-parse", "HEAD"], capture_output=True, text=True)
-    meta = import_policy(READERS["rl_sar"](args.folder), args.out)
+    meta = import_policy(READERS["rl_sar"].read(args.folder), args.out)
     imported, ours = OnnxPolicy(args.out), OnnxPolicy(BASELINES_DIR / "QuadrupedVelocity")
     report = {"source": str(args.folder), "commit": commit.stdout.strip() or args.commit,
               "verification": meta["verification"],

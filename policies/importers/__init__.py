@@ -1,15 +1,16 @@
 """Importing policies trained elsewhere (Isaac Gym, Isaac Lab) as sim2real policies:
-one reader per foreign format fills a :class:`~sim2real.policies.importers.spec.ForeignSpec`
+one reader module per foreign format fills a :class:`~sim2real.policies.importers.spec.ForeignSpec`
 (register it in :data:`READERS`), :mod:`~sim2real.policies.importers.writer` does the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from types import ModuleType
 
-from sim2real.policies.importers import rl_sar
-from sim2real.policies.importers.spec import ForeignSpec
+from sim2real.policies.importers import legged_gym, rl_sar
 
-READERS: dict[str, Callable[[Path], ForeignSpec]] = {
-    "rl_sar": rl_sar.read,
+READERS: dict[str, ModuleType] = {
+    "rl_sar": rl_sar,
+    "legged_gym": legged_gym,
 }
+"""Format -> its reader module: ``read(path, **files) -> ForeignSpec`` and ``FILES``, the
+extra files it needs (``sim2real import`` flags of the same names)."""

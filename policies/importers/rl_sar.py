@@ -22,6 +22,8 @@ import yaml
 from sim2real.policies.importers.spec import ForeignSpec
 from sim2real.sim.core.errors import ConfigError
 
+FILES: tuple[str, ...] = ()
+"""Files beside the policy folder this format needs: none (base.yaml is found one level up)."""
 SCALE_KEYS = {"lin_vel": "lin_vel_scale", "ang_vel": "ang_vel_scale", "commands": "commands_scale",
               "dof_pos": "dof_pos_scale", "dof_vel": "dof_vel_scale"}
 

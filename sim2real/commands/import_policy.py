@@ -8,11 +8,17 @@ TorchScript on observations recorded in our simulator. The result runs with ``ev
 ``sim2sim``, ``robustness`` and ``deploy`` like any exported policy.
 
 Formats:
-  rl_sar   a policy folder of rl_sar (config.yaml and the TorchScript file, base.yaml
-           one level up): its Isaac Gym and Isaac Lab Go2 policies
+  rl_sar      a policy folder of rl_sar (config.yaml and the TorchScript file, base.yaml
+              one level up): its Isaac Gym and Isaac Lab Go2 policies
+  legged_gym  legged_gym / unitree_rl_gym: the TorchScript of export_policy_as_jit, with
+              --config (the robot's config .py), --base-config (legged_robot_config.py)
+              and --urdf (the joint order); the configs are parsed, never executed
 
 Examples:
   sim2real import rl_sar rl_sar/policy/go2/robot_lab --out imported/go2_robot_lab
+  sim2real import legged_gym logs/rough_go2/exported/policies/policy_1.pt \
+      --config legged_gym/envs/go2/go2_config.py --base-config legged_gym/envs/base/legged_robot_config.py \
+      --urdf resources/robots/go2/urdf/go2.urdf --out imported/go2_legged_gym
   sim2real sim2sim imported/go2_robot_lab
 """
 
@@ -25,8 +31,11 @@ from sim2real.commands.output import add_json_flag, emit_json, stdout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("format", choices=["rl_sar"], help="the foreign format")
-    parser.add_argument("path", type=Path, help="the policy folder (or its config file)")
+    parser.add_argument("format", choices=["rl_sar", "legged_gym"], help="the foreign format")
+    parser.add_argument("path", type=Path, help="the policy folder (rl_sar) or file (legged_gym)")
+    parser.add_argument("--config", type=Path, help="legged_gym: the robot's config (.py)")
+    parser.add_argument("--base-config", type=Path, help="legged_gym: the base config it derives from (.py)")
+    parser.add_argument("--urdf", type=Path, help="legged_gym: the robot's URDF (Isaac Gym's joint order)")
     parser.add_argument("--out", type=Path, required=True, help="folder for policy.onnx and its metadata")
     add_json_flag(parser)
 
@@ -34,8 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sim2real.policies.importers import READERS
     from sim2real.policies.importers.writer import import_policy
+    from sim2real.sim.core.errors import ConfigError
 
-    spec = READERS[args.format](args.path)
+    reader = READERS[args.format]
+    given = {name: getattr(args, name) for name in ("config", "base_config", "urdf") if getattr(args, name)}
+    extra = sorted(set(given) - set(reader.FILES))
+    if extra:
+        raise ConfigError("--" + extra[0].replace("_", "-"), f"is not used by the {args.format} format")
+    spec = reader.read(args.path, **given)
     meta = import_policy(spec, args.out)
     report = {"policy": str(args.out / "policy.onnx"), "task": meta["task"], "action_mode": meta["action_mode"],
               "task_options": meta["task_options"], "terms": spec.terms, "joint_order": spec.joint_names,
