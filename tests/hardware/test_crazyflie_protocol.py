@@ -107,7 +107,7 @@ def test_backend_options_are_checked() -> None:
     with pytest.raises(ValueError):
         CrazyflieBackend("ctbr", {"descent_descent_rate": -1.0})
     backend = CrazyflieBackend("ctbr", {"uri": "udp://127.0.0.1:1", "descent_landed_idle": 2.5})
-    assert backend.descent_config.landed_idle == 2.5 and backend.cfg.stale_after == pytest.approx(0.06)
+    assert backend.descent_config.landed_idle == 2.5 and backend.cfg.stale_after == pytest.approx(0.15)
     with pytest.raises(ValueError):
         backend.command(np.array([0.3, 0.0, np.nan, 0.0]))
     with pytest.raises(ValueError):
