@@ -5,7 +5,6 @@ episodes). Each test has its own DDS domain."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 
@@ -76,7 +75,7 @@ def test_shuffled_names_are_reordered_and_bad_states_refused() -> None:
         with pytest.raises(HardwareError, match=r"refused: .*unknown_joint"):
             backend.connect(1.0)  # an FR3's names on a Panda's backend
         message[0] = (names, [*([0.1] * 8), float("nan")])
-        with pytest.raises(HardwareError, match=re.escape("refused: {'refused_non_finite'")):
+        with pytest.raises(HardwareError, match=r"refused: \{.*'refused_non_finite': \d+"):
             backend.connect(1.0)
         order = [4, 2, 0, 8, 6, 1, 3, 5, 7]
         message[0] = ([names[i] for i in order], [0.1 * i - 0.5 for i in order])
