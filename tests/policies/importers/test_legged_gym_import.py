@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from foreign_policy import small_network
 
 from sim2real.policies.deploy import OnnxPolicy
 from sim2real.policies.importers import READERS
@@ -96,11 +97,7 @@ def write_files(root: Path, network: torch.nn.Module, robot: str = ROBOT) -> dic
 
 @pytest.fixture(scope="module")
 def network() -> torch.nn.Module:
-    torch.manual_seed(1)
-    net = torch.nn.Sequential(torch.nn.Linear(48, 64), torch.nn.ELU(), torch.nn.Linear(64, 12))
-    with torch.no_grad():
-        net[2].weight.mul_(0.3)
-    return net.eval()
+    return small_network(48, seed=1)
 
 
 def test_the_imported_graph_commands_what_legged_gym_would(network: torch.nn.Module, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from foreign_policy import small_network
 
 from sim2real.cli import main
 from sim2real.policies.deploy import OnnxPolicy
@@ -49,11 +50,7 @@ def write_folder(root: Path, network: torch.nn.Module, **changes: Any) -> Path:
 
 @pytest.fixture(scope="module")
 def network() -> torch.nn.Module:
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(45, 64), torch.nn.ELU(), torch.nn.Linear(64, 12))
-    with torch.no_grad():
-        net[2].weight.mul_(0.3)  # actions of order 1: targets stay inside our joint_pos range
-    return net.eval()
+    return small_network(45, seed=0)
 
 
 def rl_sar_targets(net: torch.nn.Module, command: np.ndarray, ang_vel: np.ndarray, gravity: np.ndarray,
