@@ -6,9 +6,10 @@ Read: ``observations`` in order with ``lin_vel_scale``, ``ang_vel_scale``,
 ``commands_scale``, ``dof_pos_scale``, ``dof_vel_scale``; ``clip_obs``; ``default_dof_pos``,
 ``action_scale``, ``clip_actions_lower/upper``, ``rl_kp``, ``rl_kd`` (the policy's joint
 order); ``joint_mapping`` (policy joint i is the robot's joint ``joint_mapping[i]``) and
-``joint_names`` (the robot's order, from base.yaml); ``dt`` times ``decimation``.
-``observations_history`` other than none or ``[0]`` is refused: an imported policy is a
-stateless graph over one observation.
+``joint_names`` (the robot's order, from base.yaml); ``dt`` times ``decimation``;
+``observations_history`` (the frames stacked, 0 the latest; HIMLoco reads six) and
+``observations_history_priority``: the past frames come from our task's observation
+history of the same blocks, so the imported graph stays stateless.
 """
 
 from __future__ import annotations
@@ -51,10 +52,7 @@ def read(path: Path) -> ForeignSpec:
             raise ConfigError(key, f"missing from {config_path} (and base.yaml)")
         return cfg[key]
 
-    history = cfg.get("observations_history") or []
-    if list(history) not in ([], [0]):
-        raise ConfigError("observations_history", f"{history}: a stacked observation history is not supported "
-                                                  "(imported policies are stateless graphs over one observation)")
+    history = [int(k) for k in (cfg.get("observations_history") or [0])]
     if cfg.get("wheel_indices"):
         raise ConfigError("wheel_indices", "wheeled legs are not supported (the quadruped has 12 leg joints)")
     names, mapping = list(get("joint_names")), list(get("joint_mapping"))
@@ -79,9 +77,12 @@ def read(path: Path) -> ForeignSpec:
         kp=np.asarray(get("rl_kp"), dtype=float),
         kd=np.asarray(get("rl_kd"), dtype=float),
         control_dt=float(get("dt")) * int(get("decimation")),
+        history=history,
+        history_priority=str(cfg.get("observations_history_priority", "time")),
         notes=["angular velocity in the body frame (rl_sar's ang_vel_axis: body, as on a real robot)",
                "gravity_vec: the unit gravity direction in the body frame"],
     )
-    if spec.obs_size != int(get("num_observations")):
-        raise ConfigError("num_observations", f"{get('num_observations')}, but the terms {terms} make {spec.obs_size}")
+    if spec.frame_size != int(get("num_observations")):  # rl_sar's count is one frame's
+        raise ConfigError("num_observations", f"{get('num_observations')}, but the terms {terms} make "
+                                              f"{spec.frame_size}")
     return spec

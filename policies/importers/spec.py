@@ -59,8 +59,9 @@ class ForeignSpec:
     """Joint target = default_pos + action_scale * action."""
     action_clip: tuple[np.ndarray, np.ndarray]
     """Raw actions are clipped to these before scaling."""
-    obs_clip: float
-    """The assembled observation is clipped to +-obs_clip."""
+    obs_clip: float | np.ndarray
+    """Each frame of the assembled observation is clipped to +-obs_clip (one value, or one
+    per value of a frame: Isaac Lab clips term by term)."""
     kp: np.ndarray
     """Servo stiffness (Nm/rad) the policy was trained with."""
     kd: np.ndarray
@@ -69,6 +70,13 @@ class ForeignSpec:
     """Policy period (s): physics dt times decimation."""
     notes: list[str] = field(default_factory=list)
     """What the reader assumed, for the metadata."""
+    history: list[int] = field(default_factory=lambda: [0])
+    """The frames the policy reads, in its order: 0 is the present observation, k the one
+    it was given k control steps ago (HIMLoco: ``[0, 1, 2, 3, 4, 5]``; Isaac Lab's
+    history_length 3: ``[2, 1, 0]``, oldest first)."""
+    history_priority: str = "time"
+    """How frames and terms interleave: ``time`` (frame by frame, each frame all terms;
+    rl_sar's and HIMLoco's) or ``term`` (term by term, each term all frames; Isaac Lab's)."""
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.terms if t not in TERM_SIZES]
@@ -95,12 +103,33 @@ class ForeignSpec:
             if not np.all(np.isfinite(scale)) or np.any(scale == 0):
                 raise ConfigError(f"{term} scale", f"must be finite and non-zero, got {self.scales.get(term)!r}")
             self.scales[term] = scale.copy()
-        if not self.obs_clip > 0 or not self.control_dt > 0:
-            raise ConfigError("clip_obs/dt", "must be > 0")
+        clip = np.asarray(self.obs_clip, dtype=float)
+        if clip.ndim > 1 or (clip.ndim == 1 and clip.shape != (self.frame_size,)) or not np.all(clip > 0):
+            raise ConfigError("clip_obs", f"must be > 0, one value or {self.frame_size} (one per value of a frame)")
+        self.obs_clip = np.broadcast_to(clip, (self.frame_size,)).copy()
+        if not self.control_dt > 0:
+            raise ConfigError("dt", "must be > 0")
+        if not self.history or len(set(self.history)) != len(self.history) or min(self.history) < 0 \
+                or 0 not in self.history or max(self.history) > 50:
+            raise ConfigError("observations_history", f"{self.history}: frames must be distinct steps in 0..50 "
+                                                      "including 0 (the present)")
+        if self.history_priority not in ("time", "term"):
+            raise ConfigError("observations_history_priority", f"{self.history_priority!r} is not time or term")
+
+    @property
+    def frame_size(self) -> int:
+        """Values in one frame (all terms once)."""
+        return sum(TERM_SIZES[t] for t in self.terms)
 
     @property
     def obs_size(self) -> int:
-        return sum(TERM_SIZES[t] for t in self.terms)
+        """Values the network reads (every frame)."""
+        return self.frame_size * len(self.history)
+
+    @property
+    def history_steps(self) -> int:
+        """How many past steps our task must remember for it."""
+        return max(self.history)
 
     def describe(self) -> dict[str, Any]:
         """The declarative adapter as JSON (the imported policy's metadata ``adapter``)."""

@@ -33,10 +33,15 @@ TOLERANCE = 1e-5
 
 def task_options(spec: ForeignSpec) -> dict[str, Any]:
     """Our task's options for the policy: its servo gains (in our joint order) and our action scale."""
+    from sim2real.policies.importers.adapter import history_blocks
     from sim2real.sim.quadruped import constants as c
 
     order = [spec.joint_names.index(n) for n in c.JOINT_NAMES]
-    return {"action_scale": ACTION_SCALE, "servo_kp": spec.kp[order].tolist(), "servo_kd": spec.kd[order].tolist()}
+    options: dict[str, Any] = {"action_scale": ACTION_SCALE, "servo_kp": spec.kp[order].tolist(),
+                               "servo_kd": spec.kd[order].tolist()}
+    if spec.history_steps:  # the past frames it reads come from our task's history of the same blocks
+        options.update(history_steps=spec.history_steps, history_blocks=history_blocks(spec))
+    return options
 
 
 def load_network(spec: ForeignSpec) -> Any:

@@ -92,6 +92,9 @@ class QuadrupedTask(Task):
             ``history`` block, :mod:`~sim2real.sim.core.history`), so the policy
             can infer payload, friction and motor strength from how the legs
             responded. 0 (default): no history.
+        history_blocks: Which observation blocks the history remembers (default
+            joint_pos, joint_vel, last_action). An imported policy that reads a stack
+            of whole past observations (HIMLoco) remembers all of its terms' blocks.
         servo_kp, servo_kd: The joint servos' stiffness (Nm/rad) and damping (Nm s/rad),
             one value or 12 (leg order FR, FL, RR, RL). Default: the model's (Kp 35,
             Kd 1). A policy trained with other gains (an imported one) runs with its own.
@@ -128,6 +131,7 @@ class QuadrupedTask(Task):
         gait_frequency_hz: float = 3.0,
         gait_step_height: float = 0.08,
         history_steps: int = 0,
+        history_blocks: list[str] | None = None,
         servo_kp: float | list[float] | None = None,
         servo_kd: float | list[float] | None = None,
         **options: Any,
@@ -146,6 +150,11 @@ class QuadrupedTask(Task):
         if isinstance(history_steps, bool) or not isinstance(history_steps, int) or not 0 <= history_steps <= 50:
             raise ConfigError("history_steps", f"must be a whole number in [0, 50], got {history_steps!r}")
         self.history_steps = history_steps
+        blocks = self.HISTORY_BLOCKS if history_blocks is None else history_blocks
+        if isinstance(blocks, str) or not blocks or not all(isinstance(b, str) for b in blocks) \
+                or len(set(blocks)) != len(blocks):
+            raise ConfigError("history_blocks", f"must be a list of distinct observation block names, got {blocks!r}")
+        self.history_blocks = tuple(blocks)
         self.servo_gains = {"servo_kp": _gains("servo_kp", servo_kp), "servo_kd": _gains("servo_kd", servo_kd)}
         self.history: ObservationHistory | None = None
         self.action_scale = float(action_scale)
@@ -368,7 +377,7 @@ class QuadrupedTask(Task):
         return self.privileged_base(self.base_state(phys), phys)
 
     HISTORY_BLOCKS: ClassVar[tuple[str, ...]] = ("joint_pos", "joint_vel", "last_action")
-    """The blocks ``history_steps`` remembers."""
+    """The blocks ``history_steps`` remembers by default (``history_blocks``)."""
 
     @abc.abstractmethod
     def present_layout(self) -> list[tuple[str, int]]:
@@ -376,8 +385,11 @@ class QuadrupedTask(Task):
 
     def _history_buffer(self) -> ObservationHistory:
         if self.history is None:  # not in __init__: subclasses finish what present_layout needs after it
-            self.history = ObservationHistory(self.num_envs, self.present_layout(), self.HISTORY_BLOCKS,
-                                              self.history_steps)
+            try:
+                self.history = ObservationHistory(self.num_envs, self.present_layout(), self.history_blocks,
+                                                  self.history_steps)
+            except ValueError as exc:
+                raise ConfigError("history_blocks", str(exc)) from None
         return self.history
 
     def observation_layout(self) -> list[tuple[str, int]]:

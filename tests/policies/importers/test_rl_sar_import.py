@@ -53,9 +53,9 @@ def network() -> torch.nn.Module:
     return small_network(45, seed=0)
 
 
-def rl_sar_targets(net: torch.nn.Module, command: np.ndarray, ang_vel: np.ndarray, gravity: np.ndarray,
-                   q_sdk: np.ndarray, dq_sdk: np.ndarray, prev_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """rl_sar's ComputeObservation and output for one robot: joint targets in SDK order and the raw action."""
+def rl_sar_frame(command: np.ndarray, ang_vel: np.ndarray, gravity: np.ndarray, q_sdk: np.ndarray,
+                 dq_sdk: np.ndarray, prev_raw: np.ndarray) -> np.ndarray:
+    """rl_sar's ComputeObservation for one robot (clipped, as it enters the history buffer)."""
     m = np.array(MAPPING)
     default = np.array(CONFIG["default_dof_pos"])
     terms = {
@@ -66,29 +66,55 @@ def rl_sar_targets(net: torch.nn.Module, command: np.ndarray, ang_vel: np.ndarra
         "dof_vel": dq_sdk[m] * CONFIG["dof_vel_scale"],
         "actions": prev_raw,
     }
-    obs = np.clip(np.concatenate([terms[t] for t in TERMS]), -100, 100).astype(np.float32)
+    return np.clip(np.concatenate([terms[t] for t in TERMS]), -100, 100).astype(np.float32)
+
+
+def rl_sar_targets(net: torch.nn.Module, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """rl_sar's output: joint targets in SDK order and the raw action."""
+    m = np.array(MAPPING)
     with torch.no_grad():
         raw = np.clip(net(torch.as_tensor(obs)[None])[0].numpy(), -100, 100)
     target = np.empty(12)
-    target[m] = raw * np.array(CONFIG["action_scale"]) + default
+    target[m] = raw * np.array(CONFIG["action_scale"]) + np.array(CONFIG["default_dof_pos"])
     return target, raw
 
 
-def test_the_imported_graph_commands_what_rl_sars_pipeline_would(network: torch.nn.Module, tmp_path: Path) -> None:
-    meta = import_policy(READERS["rl_sar"].read(write_folder(tmp_path, network)), tmp_path / "out")
+def stacked(frames: list[np.ndarray], history: list[int], priority: str) -> np.ndarray:
+    """rl_sar's ObservationBuffer.get_obs_vec: ``frames`` newest first, each split into TERMS."""
+    if priority == "time":
+        return np.concatenate([frames[k] for k in history])
+    sizes = np.cumsum([0, 3, 3, 3, 12, 12, 12])
+    return np.concatenate([frames[k][sizes[t]:sizes[t + 1]] for t in range(len(TERMS)) for k in history])
+
+
+@pytest.mark.parametrize(("history", "priority"), [([], "time"), ([0, 1, 2, 3, 4, 5], "time"), ([2, 0, 1], "term")])
+def test_the_imported_graph_commands_what_rl_sars_pipeline_would(tmp_path: Path, history: list[int],
+                                                                 priority: str) -> None:
+    """One frame (robot_lab's policies) and stacked past frames in both of rl_sar's
+    interleavings (HIMLoco's six frames, newest first, frame by frame)."""
+    frames_read = len(history) or 1
+    network = small_network(45 * frames_read, seed=frames_read)
+    folder = write_folder(tmp_path, network, observations_history=history, observations_history_priority=priority)
+    meta = import_policy(READERS["rl_sar"].read(folder), tmp_path / "out")
     policy = OnnxPolicy(tmp_path / "out")
     assert meta["action_mode"] == "joint_pos" and meta["task_options"]["servo_kp"] == [40.0] * 12
     assert meta["adapter"]["joint_names"][:3] == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
+    assert meta["task_options"].get("history_steps", 0) == max(history or [0])
     env = make_vec("QuadrupedVelocity", 3, seed=1, dr="none", **meta["task_options"])  # no noise: the true state
     task = env.task
     obs, prev_raw, worst = env.reset(), np.zeros((3, 12)), 0.0
+    buffers: list[list[np.ndarray]] = [[], [], []]  # rl_sar's ObservationBuffer, newest first, per robot
     for k in range(60):
         action = policy(obs)
         st = task.base_state(env.engine.phys)
         for i in range(3):
-            want, prev_raw[i] = rl_sar_targets(network, task.command[i], st.ang_vel[i], st.gravity[i],
-                                               st.joint_pos[i], st.joint_vel[i], prev_raw[i])
-            if k >= 4:  # at a reset our previous action is our default pose, rl_sar's a zero action: 4 steps to fade
+            frame = rl_sar_frame(task.command[i], st.ang_vel[i], st.gravity[i], st.joint_pos[i], st.joint_vel[i],
+                                 prev_raw[i])
+            buffers[i] = [frame] * 6 if k == 0 else [frame, *buffers[i][:5]]  # a reset fills it with the present
+            want, prev_raw[i] = rl_sar_targets(network, stacked(buffers[i], history or [0], priority))
+            # At a reset our previous action is our default pose, rl_sar's a zero action; the two
+            # closed loops (the reference's previous action is its own) converge within ~20 steps.
+            if k >= 30:
                 worst = max(worst, float(np.max(np.abs(c.DEFAULT_POSE + ACTION_SCALE * action[i] - want))))
         obs, *_ = env.step(action)
     assert worst <= 1e-5, worst
@@ -102,7 +128,8 @@ def test_the_imported_graph_commands_what_rl_sars_pipeline_would(network: torch.
     ({"default_dof_pos": [0.1, 0.8, 1.5] * 4}, "default_dof_pos"),  # calf sign flipped: outside its range
     ({"num_observations": 48}, "num_observations"),
     ({"observations": [*TERMS, "height_scan"]}, "observations"),
-    ({"observations_history": [0, 1, 2]}, "observations_history"),
+    ({"observations_history": [1, 2]}, "observations_history"),  # without the present frame
+    ({"observations_history": [0, 1], "observations_history_priority": "space"}, "priority"),
     ({"rl_kp": [40.0] * 11}, "kp"),
     ({"action_scale": [0.0] * 12}, "action_scale"),
 ])
