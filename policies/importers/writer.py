@@ -74,8 +74,9 @@ def recorded_observations(act: Callable[[np.ndarray], np.ndarray], options: dict
     return np.concatenate(rows).astype(np.float32)
 
 
-def import_policy(spec: ForeignSpec, out: Path) -> dict[str, Any]:
-    """Write ``out/policy.onnx`` and its metadata; returns the metadata."""
+def import_policy(spec: ForeignSpec, out: Path, check: bool = True) -> dict[str, Any]:
+    """Write ``out/policy.onnx`` and its metadata; returns the metadata. ``check``: run the
+    policy in our simulator (:mod:`~sim2real.policies.importers.sim_check`, a few seconds)."""
     import onnxruntime as ort
     import torch
 
@@ -125,4 +126,10 @@ def import_policy(spec: ForeignSpec, out: Path) -> dict[str, Any]:
     )
     meta["adapter"] = spec.describe()
     atomic.write_json(out / "policy.onnx.json", meta)
+    if check:  # on the written files, as every later user of the policy will load them
+        from sim2real.policies.deploy import OnnxPolicy
+        from sim2real.policies.importers.sim_check import sim_check
+
+        meta["verification"]["sim_check"] = sim_check(OnnxPolicy(out))
+        atomic.write_json(out / "policy.onnx.json", meta)
     return meta

@@ -121,6 +121,7 @@ def observation_item(robot: str, policy_path: str, samples: list[Any]) -> Any:
     velocity command), normalized with its training statistics: the largest |z| per block."""
     from sim2real.hardware.preflight import Item
     from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.policies.importers.sim_check import failure as sim_check_failure
     from sim2real.ros_nodes.robots import ObservationBuilder, make_task
 
     policy = OnnxPolicy(policy_path)
@@ -128,6 +129,10 @@ def observation_item(robot: str, policy_path: str, samples: list[Any]) -> Any:
         return Item("observation (policy)", "FAIL", "a privileged teacher: it reads simulator state no robot "
                     "measures (distill a student from it)", "every block")
     meta = policy.metadata
+    failed = sim_check_failure(meta)
+    if failed:
+        return Item("observation (policy)", "FAIL", failed, "an imported policy that stood, walked and turned "
+                    "in our simulator", "sim2real sim2sim the policy; fix its foreign config and import again")
     norm = meta["observation"]["normalization"]
     if not norm.get("enabled"):
         return Item("observation (policy)", "INFO", "the policy has no normalization statistics", "-")

@@ -4,7 +4,10 @@ Reads the foreign files, matches joints by name, builds the observation the poli
 expects from our robot's and maps its actions to our joint targets (an affine adapter
 around its network), exports one ONNX graph with our metadata (the adapter recorded
 under ``adapter``, the policy's servo gains as task options) and verifies it against
-TorchScript on observations recorded in our simulator. The result runs with ``eval``,
+TorchScript on observations recorded in our simulator, then runs it there: standing,
+walking forward and turning (a policy that falls or does not track is written but
+the command exits 1, and a real robot refuses it: the usual sign of a joint-order,
+scale, sign or gain mistake in the foreign config). The result runs with ``eval``,
 ``sim2sim``, ``robustness`` and ``deploy`` like any exported policy.
 
 Formats:
@@ -37,11 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-config", type=Path, help="legged_gym: the base config it derives from (.py)")
     parser.add_argument("--urdf", type=Path, help="legged_gym: the robot's URDF (Isaac Gym's joint order)")
     parser.add_argument("--out", type=Path, required=True, help="folder for policy.onnx and its metadata")
+    parser.add_argument("--no-sim-check", action="store_true",
+                        help="skip standing, walking and turning it in our simulator (a few seconds); a policy "
+                             "without the check is refused on a real robot")
     add_json_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim2real.policies.errors import PolicyFileError
     from sim2real.policies.importers import READERS
+    from sim2real.policies.importers.sim_check import failure as sim_check_failure
     from sim2real.policies.importers.writer import import_policy
     from sim2real.sim.core.errors import ConfigError
 
@@ -51,16 +59,23 @@ def run(args: argparse.Namespace) -> int:
     if extra:
         raise ConfigError("--" + extra[0].replace("_", "-"), f"is not used by the {args.format} format")
     spec = reader.read(args.path, **given)
-    meta = import_policy(spec, args.out)
+    meta = import_policy(spec, args.out, check=not args.no_sim_check)
+    check = meta["verification"].get("sim_check")
     report = {"policy": str(args.out / "policy.onnx"), "task": meta["task"], "action_mode": meta["action_mode"],
               "task_options": meta["task_options"], "terms": spec.terms, "joint_order": spec.joint_names,
               "unmeasured_terms": meta["adapter"]["unmeasured_terms"],
-              "max_abs_diff": meta["verification"]["max_abs_diff"]}
+              "max_abs_diff": meta["verification"]["max_abs_diff"], "sim_check": check}
+    failed = sim_check_failure(meta) if check else ""
     if args.json:
         emit_json(report)
-        return 0
+        return 1 if failed else 0
     stdout.print(f"wrote {report['policy']} ({meta['task']}, {meta['action_mode']}; terms {', '.join(spec.terms)}; "
                  f"max diff vs TorchScript {report['max_abs_diff']:.2g})")
     for term, why in report["unmeasured_terms"].items():
         stdout.print(f"note: {term}: {why}")
+    if check and not failed:
+        stdout.print("sim check passed: " + "; ".join(
+            f"{r['command']}: {', '.join(f'{x:+.2f}' for x in r['achieved'])}" for r in check["rows"]))
+    if failed:  # the files stay, to be inspected with sim2sim; a real robot refuses them
+        raise PolicyFileError(failed)
     return 0

@@ -95,7 +95,7 @@ def test_the_imported_graph_commands_what_rl_sars_pipeline_would(tmp_path: Path,
     frames_read = len(history) or 1
     network = small_network(45 * frames_read, seed=frames_read)
     folder = write_folder(tmp_path, network, observations_history=history, observations_history_priority=priority)
-    meta = import_policy(READERS["rl_sar"].read(folder), tmp_path / "out")
+    meta = import_policy(READERS["rl_sar"].read(folder), tmp_path / "out", check=False)
     policy = OnnxPolicy(tmp_path / "out")
     assert meta["action_mode"] == "joint_pos" and meta["task_options"]["servo_kp"] == [40.0] * 12
     assert meta["adapter"]["joint_names"][:3] == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
@@ -142,7 +142,7 @@ def test_mistakes_in_the_foreign_config_are_refused(network: torch.nn.Module, tm
 def test_a_network_of_the_wrong_shape_or_rate_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     wrong = torch.nn.Sequential(torch.nn.Linear(45, 8))
     with pytest.raises(PolicyFileError, match="12 joint actions"):
-        import_policy(READERS["rl_sar"].read(write_folder(tmp_path / "a", wrong)), tmp_path / "out")
+        import_policy(READERS["rl_sar"].read(write_folder(tmp_path / "a", wrong)), tmp_path / "out", check=False)
     folder = write_folder(tmp_path / "b", torch.nn.Sequential(torch.nn.Linear(45, 12)))
     (folder.parent / "base.yaml").write_text(yaml.safe_dump({"go2": {**BASE, "decimation": 10}}))
     assert main(["import", "rl_sar", str(folder), "--out", str(tmp_path / "out")]) == 2
@@ -159,11 +159,12 @@ def test_the_policys_gains_reach_the_go2_backend_and_explicit_options_win(networ
     from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
     from sim2real.sim import robot_deployment
 
-    import_policy(READERS["rl_sar"].read(write_folder(tmp_path, network)), tmp_path / "out")
+    import_policy(READERS["rl_sar"].read(write_folder(tmp_path, network)), tmp_path / "out", check=False)
     reach = {"domain_id": 7, "policy_kd": 2.0}
     bridge = {"hardware_bridge": {"backend_options": json.dumps(reach)}}
+    # The Go2 emulator: a real robot refuses this untrained network (see test_sim_check.py).
     params, nodes = graph_parameters(DeployOptions(robot="quadruped", backend="real", policy=str(tmp_path / "out"),
-                                                   overrides=bridge))
+                                                   overrides=bridge, emulated=True))
     assert "hardware_bridge" in nodes
     assert json.loads(params["hardware_bridge"]["backend_options"]) == {"policy_kp": 40.0, "policy_kd": 2.0,
                                                                        "domain_id": 7}
