@@ -8,6 +8,7 @@
 `sim2real bench drone-fallback` the drone's fallback in MuJoCo: state lost mid-flight -> touchdown speed, drift
 `sim2real bench reward` CLIP reward frames/s (batched vs one frame) and its share of training wall-clock
 `sim2real bench console` the correction console: key press -> filtered command latency, fps, CPU share
+`sim2real bench import` an imported policy's adapter + ONNX inference per step vs the shipped quadruped policy
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BENCHES = {
     "hil": "sim2real.bench.hil",
     "drone-fallback": "sim2real.bench.drone_fallback",
     "console": "sim2real.bench.console",
+    "import": "sim2real.bench.imported",
 }
 
 
