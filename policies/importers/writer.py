@@ -47,10 +47,15 @@ def task_options(spec: ForeignSpec) -> dict[str, Any]:
 def load_network(spec: ForeignSpec) -> Any:
     import torch
 
-    try:
-        network = torch.jit.load(str(spec.policy_file), map_location="cpu").eval()
-    except Exception as exc:  # torch raises RuntimeError or its own error types for a bad archive
-        raise PolicyFileError(f"{spec.policy_file} is not a loadable TorchScript file ({exc})") from None
+    if spec.policy_file.suffix.lower() == ".onnx":  # rebuilt as torch modules, so it is wrapped and verified alike
+        from sim2real.policies.importers import onnx_network
+
+        network = onnx_network.load(spec.policy_file)
+    else:
+        try:
+            network = torch.jit.load(str(spec.policy_file), map_location="cpu").eval()
+        except Exception as exc:  # torch raises RuntimeError or its own error types for a bad archive
+            raise PolicyFileError(f"{spec.policy_file} is not a loadable TorchScript file ({exc})") from None
     with torch.no_grad():
         try:
             out = network(torch.zeros(2, spec.obs_size))
