@@ -16,12 +16,22 @@ Formats:
   legged_gym  legged_gym / unitree_rl_gym: the TorchScript of export_policy_as_jit, with
               --config (the robot's config .py), --base-config (legged_robot_config.py)
               and --urdf (the joint order); the configs are parsed, never executed
+  isaac_lab   an Isaac Lab run's exported policy.onnx or policy.pt (or the run folder) with
+              the run's params/env.yaml (found from the policy, or --env-yaml); the
+              articulation's joint order is --joint-order (default: the Go2's in Isaac Lab)
+  unitree_deploy  unitree_rl_gym's deploy/deploy_mujoco/configs/<robot>.yaml and the
+              policy it names (or --policy); --joint-order is the MJCF's (default: the Go2's)
+
+Policies may be TorchScript or ONNX (.onnx: an MLP graph, rebuilt as torch modules).
 
 Examples:
   sim2real import rl_sar rl_sar/policy/go2/robot_lab --out imported/go2_robot_lab
   sim2real import legged_gym logs/rough_go2/exported/policies/policy_1.pt \
       --config legged_gym/envs/go2/go2_config.py --base-config legged_gym/envs/base/legged_robot_config.py \
       --urdf resources/robots/go2/urdf/go2.urdf --out imported/go2_legged_gym
+  sim2real import isaac_lab logs/rsl_rl/unitree_go2_flat/2025-12-10_13-14-47/exported/policy.onnx \
+      --out imported/go2_isaac_lab
+  sim2real import unitree_deploy unitree_rl_gym/deploy/deploy_mujoco/configs/go2.yaml --out imported/go2_deploy
   sim2real sim2sim imported/go2_robot_lab
 """
 
@@ -32,13 +42,24 @@ from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, emit_json, stdout
 
+OPTIONS = ("config", "base_config", "urdf", "env_yaml", "joint_order", "policy")
+"""The format-specific flags; each reader takes those its ``FILES`` names."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("format", choices=["rl_sar", "legged_gym"], help="the foreign format")
-    parser.add_argument("path", type=Path, help="the policy folder (rl_sar) or file (legged_gym)")
+    parser.add_argument("format", choices=["rl_sar", "legged_gym", "isaac_lab", "unitree_deploy"],
+                        help="the foreign format")
+    parser.add_argument("path", type=Path, help="the policy folder (rl_sar), policy file (legged_gym, isaac_lab; "
+                                                "or the Isaac Lab run folder) or deploy YAML (unitree_deploy)")
     parser.add_argument("--config", type=Path, help="legged_gym: the robot's config (.py)")
     parser.add_argument("--base-config", type=Path, help="legged_gym: the base config it derives from (.py)")
     parser.add_argument("--urdf", type=Path, help="legged_gym: the robot's URDF (Isaac Gym's joint order)")
+    parser.add_argument("--env-yaml", type=Path, help="isaac_lab: the run's params/env.yaml (default: found from "
+                                                      "the policy, <run>/params/env.yaml)")
+    parser.add_argument("--joint-order", help="isaac_lab, unitree_deploy: the simulator's joint order, "
+                                              "comma-separated names or a file with one per line (default: the Go2's)")
+    parser.add_argument("--policy", type=Path, help="unitree_deploy: the TorchScript policy (default: the YAML's "
+                                                    "policy_path)")
     parser.add_argument("--out", type=Path, required=True, help="folder for policy.onnx and its metadata")
     parser.add_argument("--no-sim-check", action="store_true",
                         help="skip standing, walking and turning it in our simulator (a few seconds); a policy "
@@ -54,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sim.core.errors import ConfigError
 
     reader = READERS[args.format]
-    given = {name: getattr(args, name) for name in ("config", "base_config", "urdf") if getattr(args, name)}
+    given = {name: getattr(args, name) for name in OPTIONS if getattr(args, name)}
     extra = sorted(set(given) - set(reader.FILES))
     if extra:
         raise ConfigError("--" + extra[0].replace("_", "-"), f"is not used by the {args.format} format")
