@@ -117,6 +117,9 @@ class Go2Emulator(Emulator):
         self.command: np.ndarray | None = None
         """The last valid LowCmd_ (applied forever)."""
         self.rejected: Counter[str] = Counter()
+        self.gains_seen: Counter[str] = Counter()
+        """Accepted commands per distinct gain setting of the motors they power ("kp=40 kd=1"):
+        whose gains reached the motors (the policy's own, the bridge's damping, ...)."""
         self.accepted = self.sent = self.ticks = self.overruns = 0
         self.jitter: deque[float] = deque(maxlen=50_000)
         """Seconds each tick started after its schedule."""
@@ -156,6 +159,10 @@ class Go2Emulator(Emulator):
             return False
         self.command = msg
         self.accepted += 1
+        m = msg["motor_cmd"][: C.NUM_JOINTS]
+        on = m["mode"] == 1
+        kp, kd = sorted({round(float(v), 3) for v in m["kp"][on]}), sorted({round(float(v), 3) for v in m["kd"][on]})
+        self.gains_seen[f"kp={'/'.join(f'{v:g}' for v in kp) or '-'} kd={'/'.join(f'{v:g}' for v in kd) or '-'}"] += 1
         return True
 
     def poll(self) -> None:
@@ -260,7 +267,8 @@ class Go2Emulator(Emulator):
             "simulated_s": round(self.data.time, 3),
             "rate_hz": round(self.rate_hz, 1), "overruns": self.overruns, "state_frames_sent": self.sent,
             "commands_accepted": self.accepted,
-            "commands_rejected": dict(self.rejected), "sport_mode": self.switcher.mode,
+            "commands_rejected": dict(self.rejected), "gains_seen": dict(self.gains_seen),
+            "sport_mode": self.switcher.mode,
             "motion_switcher_calls": dict(self.switcher.calls),
             "tick_jitter_ms": {"p50": float(np.percentile(jitter, 50)) if len(jitter) else math.nan,
                                "p99": float(np.percentile(jitter, 99)) if len(jitter) else math.nan,
