@@ -262,11 +262,16 @@ class CrazyflieBackend(RobotBackend):
 
     # -- the backend's own thread: stale commands, lost link, the descent --------------------
     def _pilot_loop(self) -> None:
+        last_tick = time.monotonic()
         while not self._stop.wait(0.004):
             now = time.monotonic()
+            # How long this thread itself went unscheduled: a stale command with a stalled
+            # pilot points at the host (the whole process paused), not at the command source.
+            paused, last_tick = now - last_tick, now
             with self._io:
                 if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
-                    self.safe(f"stale command: none for {now - self._last_command:.3f} s")
+                    self.safe(f"stale command: none for {now - self._last_command:.3f} s "
+                              f"(this check last ran {paused:.3f} s before)")
                 silent = now - self._state.last_frame
                 if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
                     self.safe(f"state stale: no log data for {silent:.3f} s")
