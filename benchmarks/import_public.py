@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -26,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--commit", help="the source's commit, where the folder is not a git checkout")
     args = parser.parse_args(argv)
-    from sim2real.bench.imported import per_step_ms
+    from sim2real.bench.imported import per_step_ms, resized
     from sim2real.policies import BASELINES_DIR
     from sim2real.policies.deploy import OnnxPolicy
     from sim2real.policies.importers import READERS
@@ -40,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
               "verification": meta["verification"],
               "tracking": {dr: as_dicts(tracking_table(imported, args.episodes, 10.0, dr)) for dr in ("none", "train")}}
     obs = recorded_observations(imported, meta["task_options"], steps=100, n_envs=4)
-    ours_obs = np.concatenate([obs, np.zeros((len(obs), ours.obs_size - obs.shape[1]), np.float32)], axis=1)
+    ours_obs = resized(obs, ours.obs_size)
     a, b = per_step_ms(imported, obs, 2000), per_step_ms(ours, ours_obs, 2000)
     report["inference_ms_per_step"] = {"imported": a, "shipped_QuadrupedVelocity": b,
                                        "ratio": round(a["mean"] / b["mean"], 3)}

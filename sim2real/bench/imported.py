@@ -47,6 +47,15 @@ def per_step_ms(policy: Any, obs: np.ndarray, calls: int) -> dict[str, float]:
             "p99": round(float(np.percentile(ms, 99)), 4)}
 
 
+def resized(obs: np.ndarray, size: int) -> np.ndarray:
+    """Rows of ``obs`` cut or zero-padded to ``size`` values: the same data for a policy
+    that reads other blocks (the shipped one's gait clock; an imported one's history)."""
+    out = np.zeros((len(obs), size), np.float32)
+    width = min(size, obs.shape[1])
+    out[:, :width] = obs[:, :width]
+    return out
+
+
 def stand_in(folder: Path) -> Path:
     """Import a random network of robot_lab's Go2 policy's shape into ``folder/imported``."""
     import torch
@@ -86,11 +95,7 @@ def run(args: argparse.Namespace) -> int:
         path = args.policy or stand_in(Path(tmp))
         imported, shipped = OnnxPolicy(path), OnnxPolicy(BASELINES_DIR / "QuadrupedVelocity")
         obs = recorded_observations(imported, dict(imported.metadata.get("task_options") or {}), steps=50)
-        # The shipped policy reads other blocks (its gait clock): same-sized rows of the same data.
-        padded = np.zeros((len(obs), shipped.obs_size), np.float32)
-        width = min(shipped.obs_size, obs.shape[1])
-        padded[:, :width] = obs[:, :width]
-        a, b = per_step_ms(imported, obs, args.calls), per_step_ms(shipped, padded, args.calls)
+        a, b = per_step_ms(imported, obs, args.calls), per_step_ms(shipped, resized(obs, shipped.obs_size), args.calls)
     report = {"policy": str(args.policy) if args.policy else "stand-in: robot_lab Go2 shape (45-512-256-128-12)",
               "imported_ms": a, "shipped_QuadrupedVelocity_ms": b, "ratio_mean": round(a["mean"] / b["mean"], 3),
               "target_ms": TARGET_MS, "meets_target": a["mean"] <= TARGET_MS}
