@@ -203,10 +203,9 @@ def summarise(rows: list[Episode], steps: int, seconds: float) -> EvalResult:
     )
 
 
-def record_video(
+def render_episodes(
     policy: PolicyFn,
     task_cls: type[Task],
-    path: str | Path,
     episodes: int = 1,
     action_mode: str | None = None,
     dr: Any = "none",
@@ -214,11 +213,10 @@ def record_video(
     task_options: dict[str, Any] | None = None,
     width: int = 480,
     height: int = 360,
-) -> int:
-    """Write an mp4 of ``episodes`` episodes from the task camera; returns the frame count."""
-    import imageio.v3 as iio
-
-    from sim2real.policies.common import atomic
+    max_steps: int | None = None,
+) -> tuple[list[np.ndarray], float]:
+    """Frames of ``episodes`` episodes from the task camera (each cut at ``max_steps``
+    control steps if given) and the frame rate."""
     from sim2real.sim.core.env import SimEnv
 
     env = SimEnv(
@@ -236,23 +234,49 @@ def record_video(
         for ep in range(episodes):
             obs, _ = env.reset(seed=seed + ep)
             frames.append(env.render())
-            done = False
-            while not done:
+            done, steps = False, 0
+            while not done and (max_steps is None or steps < max_steps):
                 action = np.asarray(policy(obs[None].astype(np.float32)))[0]
                 obs, _, term, trunc, _ = env.step(action)
                 frames.append(env.render())
-                done = term or trunc
+                done, steps = term or trunc, steps + 1
     finally:
         env.close()
+    return frames, float(env.metadata["render_fps"])
+
+
+def write_mp4(path: str | Path, frames: list[np.ndarray], fps: float) -> None:
+    """H.264 mp4 of ``frames``, written atomically."""
+    import imageio.v3 as iio
+
+    from sim2real.policies.common import atomic
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = iio.imwrite(
         "<bytes>",
         np.stack(frames),
         extension=out.suffix or ".mp4",
-        fps=env.metadata["render_fps"],
+        fps=fps,
         codec="libx264",
         macro_block_size=2,  # H.264 needs even sizes only; 16 would rescale 360-pixel frames
     )
     atomic.write_bytes(out, data)
+
+
+def record_video(
+    policy: PolicyFn,
+    task_cls: type[Task],
+    path: str | Path,
+    episodes: int = 1,
+    action_mode: str | None = None,
+    dr: Any = "none",
+    seed: int = 10_000,
+    task_options: dict[str, Any] | None = None,
+    width: int = 480,
+    height: int = 360,
+) -> int:
+    """Write an mp4 of ``episodes`` episodes from the task camera; returns the frame count."""
+    frames, fps = render_episodes(policy, task_cls, episodes, action_mode, dr, seed, task_options, width, height)
+    write_mp4(path, frames, fps)
     return len(frames)

@@ -49,12 +49,17 @@ class TrackingRow:
     """Mean horizontal speed of the feet in contact (m/s)."""
 
 
+def held_command(command: tuple[float, float, float], seconds: float) -> dict[str, Any]:
+    """Task options that hold ``command`` (vx, vy, yaw rate) for longer than ``seconds``."""
+    vx, vy, wz = command
+    return {"lin_vel_x": [vx, vx], "lin_vel_y": [vy, vy], "yaw_rate": [wz, wz], "zero_command_probability": 0.0,
+            "resample_seconds": 10 * seconds}
+
+
 def track(policy: Any, task_cls: type, options: dict[str, Any], command: tuple[float, float, float],
           episodes: int, seconds: float, dr: Any, seed: int) -> dict[str, Any]:
     """One command held for ``seconds`` in ``episodes`` environments; the row's figures."""
-    vx, vy, wz = command
-    fixed = {"lin_vel_x": [vx, vx], "lin_vel_y": [vy, vy], "yaw_rate": [wz, wz], "zero_command_probability": 0.0,
-             "resample_seconds": 10 * seconds}
+    fixed = held_command(command, seconds)
     task = task_cls(num_envs=episodes, action_mode=policy.action_mode, **{**options, **fixed})
     eng = Engine(task, resolve_dr(task_cls, dr), seed=seed)
     eng.reset()
@@ -101,6 +106,25 @@ def tracking_table(policy: Any, episodes: int = 8, seconds: float = 10.0, dr: An
                                 [round(float(x), 4) for x in r["error"]], r["relative_error"], r["falls"], episodes,
                                 round(r["power_w"], 2), round(r["foot_slip_m_s"], 4)))
     return rows
+
+
+def tracking_video(policy: Any, path: Any, seconds: float = 4.0, dr: Any = "none", seed: int = 30_000) -> int:
+    """An mp4 of one episode per command of :data:`GRID`, in the table's order, ``seconds``
+    each, from the tracking camera; returns the frame count."""
+    from sim2real.policies.common.evaluation import render_episodes, write_mp4
+    from sim2real.sim.core.registry import REGISTRY
+
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    frames: list[Any] = []
+    fps = 50.0
+    for _, command in GRID:
+        clip, fps = render_episodes(policy, task_cls, 1, policy.action_mode, dr, seed,
+                                    {**options, **held_command(command, seconds)},
+                                    max_steps=int(round(seconds / task_cls.control_dt)))
+        frames += clip
+    write_mp4(path, frames, fps)
+    return len(frames)
 
 
 def as_dicts(rows: list[TrackingRow]) -> list[dict[str, Any]]:
