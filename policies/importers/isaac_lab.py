@@ -15,14 +15,13 @@ the USD): ``--joint-order`` gives it, by default the Unitree Go2's.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from sim2real.policies.importers.spec import TERM_SIZES, ForeignSpec
+from sim2real.policies.importers.isaac_lab_yaml import find_joints, load_yaml, per_joint
+from sim2real.policies.importers.spec import NO_CLIP, TERM_SIZES, ForeignSpec, parse_joint_order
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as c
 
@@ -40,90 +39,6 @@ ACTUATORS = ("ImplicitActuator", "IdealPDActuator", "DCMotor")
 """PD actuators (their stiffness and damping are the servo gains)."""
 GROUP_KEYS = ("concatenate_terms", "concatenate_dim", "enable_corruption", "history_length", "flatten_history_dim")
 TERM_KEYS = ("func", "params", "modifiers", "noise", "clip", "scale", "history_length", "flatten_history_dim")
-NO_CLIP = 1e6
-"""Stands for "not clipped" (Isaac Lab's clip null)."""
-
-
-class IsaacLabLoader(yaml.SafeLoader):
-    """A SafeLoader for Isaac Lab's dumps: python tags (tuples, slices) read as plain data."""
-
-
-def _python_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.ScalarNode):
-        return loader.construct_scalar(node)
-    raise yaml.constructor.ConstructorError(None, None, f"unexpected node {node.tag}", node.start_mark)
-
-
-IsaacLabLoader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag)
-
-
-def load_yaml(path: Path) -> dict[str, Any]:
-    """One of Isaac Lab's dumped configs as nested dicts and lists."""
-    try:
-        data = yaml.load(path.read_text(), Loader=IsaacLabLoader)  # a SafeLoader: builds plain data only
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(str(path), f"is not readable YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), "is not an Isaac Lab config (a mapping at the top)")
-    return data
-
-
-def parse_joint_order(value: str | None, default: list[str]) -> list[str]:
-    """``--joint-order``: comma-separated joint names, or a file with one per line (``#`` comments)."""
-    if value is None:
-        return list(default)
-    if Path(value).is_file():
-        names = [line.split("#")[0].strip() for line in Path(value).read_text().splitlines()]
-    else:
-        names = value.split(",")
-    names = [n.strip() for n in names if n.strip()]
-    if sorted(names) != sorted(c.JOINT_NAMES):
-        raise ConfigError("--joint-order", f"{names} are not the quadruped's 12 joints {list(c.JOINT_NAMES)} "
-                                           "(each once)")
-    return names
-
-
-def find_joints(keys: Any, names: list[str], preserve_order: bool, what: str) -> list[str]:
-    """Isaac Lab's ``resolve_matching_names``: the joints the keys fullmatch, in the
-    articulation's order, or grouped key by key with ``preserve_order``."""
-    keys = [keys] if isinstance(keys, str) else list(keys or [])
-    try:
-        patterns = [re.compile(str(k)) for k in keys]
-    except re.error as exc:
-        raise ConfigError(what, f"{keys!r} holds an invalid regular expression ({exc})") from None
-    hits: dict[str, int] = {}
-    for name in names:
-        for k, pattern in enumerate(patterns):
-            if pattern.fullmatch(name):
-                if name in hits:
-                    raise ConfigError(what, f"{name} is matched by {keys[hits[name]]!r} and {keys[k]!r}")
-                hits[name] = k
-    unmatched = [keys[k] for k in range(len(keys)) if k not in hits.values()]
-    if unmatched or not keys:
-        raise ConfigError(what, f"{unmatched or keys} match none of the joints {names}")
-    found = [n for n in names if n in hits]
-    return sorted(found, key=lambda n: hits[n]) if preserve_order else found  # sorted() is stable
-
-
-def per_joint(value: Any, names: list[str], unset: Any, what: str) -> dict[str, Any]:
-    """A number for every joint, or Isaac Lab's regex dict (``resolve_matching_names_values``,
-    strict) with ``unset`` for the joints no key matches."""
-    if not isinstance(value, dict):
-        return dict.fromkeys(names, value)
-    keys: dict[str, Any] = {}
-    out = dict.fromkeys(names, unset)
-    for key, v in value.items():
-        for name in find_joints([key], names, False, what):
-            if name in keys:
-                raise ConfigError(what, f"{name} is matched by {keys[name]!r} and {key!r}")
-            keys[name], out[name] = key, v
-    return out
-
-
 def _mapping(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(what, f"missing or not a mapping ({value!r})")

@@ -34,6 +34,10 @@ base linear and angular velocity (body frame), gravity in the body frame, the co
 (vx, vy, yaw rate), joint positions relative to the policy's default pose, joint
 velocities, and the policy's previous raw action."""
 
+NO_CLIP = 1e6
+"""Stands for "not clipped" (Isaac Lab's clip null)."""
+
+
 UNMEASURED = {"lin_vel": "base linear velocity: simulator truth in simulation; on a Go2 the backend's leg-kinematics "
                         "and IMU estimate (hardware/go2/estimator.py)"}
 """Terms a robot cannot read from its sensors directly (reported by the pre-flight check)."""
@@ -147,3 +151,18 @@ class ForeignSpec:
             out[f.name] = v
         out["unmeasured_terms"] = {t: UNMEASURED[t] for t in self.terms if t in UNMEASURED}
         return out
+
+
+def parse_joint_order(value: str | None, default: list[str]) -> list[str]:
+    """``--joint-order``: comma-separated joint names, or a file with one per line (``#`` comments)."""
+    if value is None:
+        return list(default)
+    if Path(value).is_file():
+        names = [line.split("#")[0].strip() for line in Path(value).read_text().splitlines()]
+    else:
+        names = value.split(",")
+    names = [n.strip() for n in names if n.strip()]
+    if sorted(names) != sorted(c.JOINT_NAMES):
+        raise ConfigError("--joint-order", f"{names} are not the quadruped's 12 joints {list(c.JOINT_NAMES)} "
+                                           "(each once)")
+    return names

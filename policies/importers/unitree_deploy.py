@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sim2real.policies.importers.isaac_lab import NO_CLIP, parse_joint_order
-from sim2real.policies.importers.spec import ForeignSpec
+from sim2real.policies.importers.spec import NO_CLIP, ForeignSpec, parse_joint_order
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as c
 
