@@ -264,19 +264,9 @@ def write_mp4(path: str | Path, frames: list[np.ndarray], fps: float) -> None:
     atomic.write_bytes(out, data)
 
 
-def record_video(
-    policy: PolicyFn,
-    task_cls: type[Task],
-    path: str | Path,
-    episodes: int = 1,
-    action_mode: str | None = None,
-    dr: Any = "none",
-    seed: int = 10_000,
-    task_options: dict[str, Any] | None = None,
-    width: int = 480,
-    height: int = 360,
-) -> int:
-    """Write an mp4 of ``episodes`` episodes from the task camera; returns the frame count."""
-    frames, fps = render_episodes(policy, task_cls, episodes, action_mode, dr, seed, task_options, width, height)
+def record_video(policy: PolicyFn, task_cls: type[Task], path: str | Path, **options: Any) -> int:
+    """Write an mp4 of the episodes :func:`render_episodes` renders with ``options``;
+    returns the frame count."""
+    frames, fps = render_episodes(policy, task_cls, **options)
     write_mp4(path, frames, fps)
     return len(frames)
