@@ -13,7 +13,7 @@ successful frames are labelled with (``GOAL_PROMPTS``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,10 @@ class Captions:
     """Ground-truth success label per environment (bool)."""
     progress: np.ndarray
     """Higher is closer to the goal (e.g. minus the distance), per environment."""
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+    """Simulator state a reward audit groups failures by, per environment (first axis):
+    for reach ``target_rel_ee`` ``[B, 3]``, ``target_pos`` ``[B, 3]`` and ``ee_tilt_deg``
+    ``[B]``; empty for tasks that record none."""
 
 
 def _pick(values: np.ndarray, bins: list[tuple[float, str]], last: str) -> list[str]:
@@ -58,8 +62,18 @@ REACH_FAR = "the gripper is very far from the green ball"
 def arm_reach(task: Any, phys: Any) -> Captions:
     from sim2real.sim.arm.reach import SUCCESS_RADIUS
 
-    dist = np.linalg.norm(task.target_rel_ee(phys), axis=1)
-    return Captions(_pick(dist, REACH_BINS, REACH_FAR), dist < SUCCESS_RADIUS, -dist)
+    offset = task.target_rel_ee(phys)
+    dist = np.linalg.norm(offset, axis=1)
+    quat = task.ee_quat(phys)  # (w, x, y, z)
+    # World z of the gripper's approach axis is 1 - 2 (x^2 + y^2); it points straight down
+    # (-1) in the arm's home pose, so the tilt is the angle from straight down.
+    down = -(1.0 - 2.0 * (quat[:, 1] ** 2 + quat[:, 2] ** 2))
+    state = {
+        "target_rel_ee": offset.copy(),
+        "target_pos": np.asarray(phys.mocap_pos[:, 0], dtype=np.float64).copy(),
+        "ee_tilt_deg": np.degrees(np.arccos(np.clip(down, -1.0, 1.0))),
+    }
+    return Captions(_pick(dist, REACH_BINS, REACH_FAR), dist < SUCCESS_RADIUS, -dist, state)
 
 
 # -- drone -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ an environment whose episode just ended are taken before its automatic reset.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,12 @@ class FrameSet:
     """Episode id per frame (unique within the set)."""
     step: np.ndarray
     """Step index within the episode."""
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+    """Simulator state per frame (first axis), from the task's captioner (``Captions.state``):
+    what the reward audit groups failures by. Empty for frame sets built without it; the
+    audit then groups by caption."""
+    cameras: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    """World position of each camera fixed in the world that the frames show (not the wrist's)."""
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -67,7 +73,23 @@ class FrameSet:
             self.progress[idx],
             self.episode[idx],
             self.step[idx],
+            {k: v[idx] for k, v in self.state.items()},
+            dict(self.cameras),
         )
+
+
+def fixed_cameras(model: Any, camera: str | None) -> dict[str, tuple[float, float, float]]:
+    """World positions of the cameras of ``camera`` (names joined by ``+``) that are fixed
+    in the world (a world-body camera's ``cam_pos`` is its world position)."""
+    out = {}
+    for name in (camera or "").split("+"):
+        if not name:
+            continue
+        cam = model.camera(name)
+        if int(model.cam_bodyid[cam.id]) == 0:
+            x, y, z = (float(v) for v in model.cam_pos[cam.id])
+            out[name] = (x, y, z)
+    return out
 
 
 def default_camera(task_cls: type) -> str | None:
@@ -159,6 +181,7 @@ class _Recorder:
         self.next_episode = n_envs
         self.frames: list[np.ndarray] = []
         self.rows: list[tuple[str, bool, float, int, int]] = []
+        self.states: list[dict[str, np.ndarray]] = []
 
     def record(self, env_ids: list[int]) -> None:
         """Render and caption the current state of ``env_ids``."""
@@ -174,6 +197,7 @@ class _Recorder:
                     int(self.step[i]),
                 )
             )
+            self.states.append({k: np.asarray(v[i]) for k, v in labels.state.items()})
 
     def new_episodes(self, done_ids: np.ndarray) -> None:
         """Give the envs whose episode ended a fresh episode id, at step 0."""
@@ -184,6 +208,8 @@ class _Recorder:
     def frame_set(self, n_frames: int) -> FrameSet:
         """The first ``n_frames`` recorded frames."""
         text, success, progress, ep, st = zip(*self.rows[:n_frames])
+        states = self.states[:n_frames]
+        camera = self.renderer.camera if isinstance(self.renderer.camera, str) else None
         return FrameSet(
             np.stack(self.frames[:n_frames]),
             list(text),
@@ -191,6 +217,8 @@ class _Recorder:
             np.array(progress),
             np.array(ep),
             np.array(st),
+            {k: np.stack([s[k] for s in states]) for k in states[0]},
+            fixed_cameras(self.venv.engine.models[0], camera),
         )
 
 

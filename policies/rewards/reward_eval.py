@@ -6,12 +6,18 @@ frame and the frame's ground-truth success label, and the EPIC-style distance
 1: anti-correlated), as VLM-RM reports against human labels. The correlation with
 the task's progress (e.g. minus the distance to the target) is reported too: it
 says whether the reward also *shapes* the way to success.
+
+Each alpha row also has the value-order correlation (VOC) and the AUROC of success
+detection, and a ``quality`` block at one alpha holds the full quality report:
+VOC, success detection at a fixed negative ratio, and the hacking audit
+(``quality.py``, ``audit.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -19,10 +25,25 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import ConfigError
+from sim2real.policies.rewards.audit import SheetPicture, audit_fooled, failure_kinds, write_picture_sheet
 from sim2real.policies.rewards.clip_reward import ClipRewardModel
 from sim2real.policies.rewards.dataset import FrameSet
+from sim2real.policies.rewards.quality import NEGATIVE_RATIO, auroc, success_detection, value_order_correlation
 
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass
+class QualitySettings:
+    """How :func:`evaluate_reward` builds its ``quality`` block."""
+
+    alpha: float = 0.5
+    """The alpha the quality report scores (the one reward training uses by default)."""
+    negative_ratio: float = NEGATIVE_RATIO
+    seed: int = 0
+    """Draws the subsampled negatives and the calibration/test split of the episodes."""
+    worst: int = 12
+    """Highest-scored failed frames listed (and drawn on the picture sheet)."""
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -44,12 +65,20 @@ def epic_distance(rho: float | None) -> float | None:
 
 
 def evaluate_reward(
-    model: ClipRewardModel, data: FrameSet, alphas: Sequence[float] = ALPHAS, need_success: bool = True
+    model: ClipRewardModel,
+    data: FrameSet,
+    alphas: Sequence[float] = ALPHAS,
+    need_success: bool = True,
+    quality: QualitySettings | None = None,
+    audit_threshold: float | None = None,
 ) -> dict[str, Any]:
-    """Correlations of the reward with success labels and progress, per alpha.
+    """Correlations of the reward with success labels and progress, VOC and AUROC, per
+    alpha, and the quality report at ``quality.alpha`` (default settings if ``None``).
 
     ``need_success=False`` accepts frames without a success (e.g. a weak policy's
-    states): the success columns are then ``None``."""
+    states): the success columns are then ``None``. ``audit_threshold`` replaces the
+    audit's threshold (the median score of these frames' successes), e.g. by the one
+    of scripted frames when auditing a policy's states."""
     if need_success and (data.success.all() or not data.success.any()):
         raise ConfigError(
             "episodes",
@@ -62,11 +91,14 @@ def evaluate_reward(
     bands = sorted(set(data.captions), key=lambda c: data.progress[captions == c].mean())
     rows = []
     original = model.alpha
+    both = bool(data.success.any() and not data.success.all())
+    settings = quality or QualitySettings()
     try:
         for alpha in alphas:
             model.set_alpha(alpha)
             reward = model.reward_from_embeddings(embeddings)
             rho = pearson(reward, data.success.astype(np.float64))
+            voc = value_order_correlation(reward, data.episode, data.step, data.success)
             rows.append(
                 {
                     "alpha": float(alpha),
@@ -76,8 +108,12 @@ def evaluate_reward(
                     "mean_reward_success": float(reward[data.success].mean()) if data.success.any() else None,
                     "mean_reward_other": float(reward[~data.success].mean()) if not data.success.all() else None,
                     "mean_reward_by_caption": by_caption(reward, captions, bands),
+                    "voc": voc.mean,
+                    "auroc": auroc(reward, data.success) if both else None,
                 }
             )
+        model.set_alpha(settings.alpha)
+        report = quality_report(model.reward_from_embeddings(embeddings), data, settings, audit_threshold)
     finally:
         model.set_alpha(original)
     return {
@@ -85,7 +121,59 @@ def evaluate_reward(
         "success_frames": int(data.success.sum()),
         "episodes": int(len(np.unique(data.episode))),
         "alphas": rows,
+        "quality": report,
     }
+
+
+def quality_report(
+    reward: np.ndarray, data: FrameSet, settings: QualitySettings, audit_threshold: float | None = None
+) -> dict[str, Any]:
+    """VOC, success detection and the hacking audit of one reward per frame, as JSON-ready
+    dicts; detection is ``None`` without successes in two episodes, the audit without a
+    threshold (no success frame and none given)."""
+    voc = value_order_correlation(reward, data.episode, data.step, data.success)
+    good_episodes = len(np.unique(data.episode[data.success]))
+    detection = None
+    if good_episodes >= 2 and not data.success.all():
+        detection = asdict(
+            success_detection(reward, data.success, data.episode, settings.negative_ratio, settings.seed)
+        )
+    audit = None
+    if audit_threshold is not None or data.success.any():
+        kinds, order = failure_kinds(data)
+        result = audit_fooled(reward, data.success, kinds, audit_threshold, order, settings.worst)
+        offset = data.state.get("target_rel_ee")
+        worst = [
+            {
+                **asdict(w),
+                "episode": int(data.episode[w.index]),
+                "step": int(data.step[w.index]),
+                "distance_cm": None if offset is None else float(100 * np.linalg.norm(offset[w.index])),
+            }
+            for w in result.worst
+        ]
+        audit = {**asdict(result), "worst": worst}
+    return {
+        "alpha": float(settings.alpha),
+        "voc": {k: v for k, v in asdict(voc).items() if k != "per_episode"},
+        "success_detection": detection,
+        "audit": audit,
+    }
+
+
+def audit_sheet(sources: dict[str, tuple[dict[str, Any], FrameSet]], out: str | Path) -> Path:
+    """The picture sheet of the audit: one row per named ``(quality block, frames)``
+    source, its highest-scored failed frames captioned with distance, score and kinds."""
+    rows = {}
+    for name, (quality, data) in sources.items():
+        pictures = []
+        for w in quality["audit"]["worst"] if quality.get("audit") else []:
+            distance = "" if w["distance_cm"] is None else f"{w['distance_cm']:.1f} cm, "
+            mark = " FOOLED" if w["fooled"] else ""
+            caption = f"{distance}score {w['score']:.3f}{mark}\n" + "\n".join(w["kinds"])
+            pictures.append(SheetPicture(data.frames[w["index"]], caption))
+        rows[name] = pictures
+    return write_picture_sheet(rows, out)
 
 
 def by_caption(reward: np.ndarray, captions: np.ndarray, bands: list[str]) -> dict[str, Any]:

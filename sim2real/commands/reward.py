@@ -6,6 +6,7 @@ Examples:
   sim2real reward eval ArmReach --clip-weights models/clip-reach --include-untrained --plot reach.png
   sim2real reward eval ArmReach --prompt "the gripper touches the green ball" \\
       --baseline "the gripper is very far from the green ball" --clip-weights models/clip-reach --json
+  sim2real reward eval ArmReach --clip-weights models/clip-reach --audit-sheet fooled.png   # quality report
 """
 
 from __future__ import annotations
@@ -83,11 +84,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--frames", type=int, default=3000, help="held-out frames to render (default 3000)")
     ev.add_argument("--camera")
     ev.add_argument("--seed", type=int, default=12345, help="seed of the held-out rollouts (differs from training's)")
+    ev.add_argument(
+        "--decoy-fraction", type=float, default=0.0,
+        help="share of the held-out scripted reach episodes driven to a random workspace point instead of the "
+        "target: failures of every kind for the hacking audit (default 0)",
+    )
     ev.add_argument("--plot", type=Path, help="PNG of the reward along held-out episodes")
     ev.add_argument(
         "--policy",
         help="a run folder: also evaluate on the states its (stochastic) policy visits, where RL would exploit "
         "the reward's mistakes (reported as policy_states)",
+    )
+    ev.add_argument(
+        "--quality-alpha", type=float, default=0.5,
+        help="alpha of the quality report: value-order correlation, success detection, hacking audit (default 0.5)",
+    )
+    ev.add_argument(
+        "--negative-ratio", type=float, default=3.0,
+        help="failed frames kept per success frame in success detection, drawn with --seed (default 3)",
+    )
+    ev.add_argument(
+        "--audit-sheet", type=Path,
+        help="PNG of each model's highest-scored failed frames, with their failure kind, distance and score",
     )
     add_json_flag(ev)
 
@@ -243,14 +261,18 @@ def _concat(parts):
 def _eval(args: argparse.Namespace) -> int:
     import torch
 
+    from sim2real.errors import ConfigError
     from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
     from sim2real.policies.rewards.dataset import collect_frames, policy_frames
-    from sim2real.policies.rewards.reward_eval import evaluate_reward, plot_episodes
+    from sim2real.policies.rewards.reward_eval import QualitySettings, audit_sheet, evaluate_reward, plot_episodes
     from sim2real.policies.rewards.training import frame_settings
     from sim2real.sim import REGISTRY
     from sim2real.sim.core.registry import gym_id
 
     torch.set_num_threads(1)
+    if not args.negative_ratio > 0:
+        raise ConfigError("negative_ratio", f"must be > 0, got {args.negative_ratio}")
+    settings = QualitySettings(alpha=args.quality_alpha, negative_ratio=args.negative_ratio, seed=args.seed)
     task_id = gym_id(REGISTRY.get(args.task))
     captioner(task_id)
     goal_default, baseline_default = GOAL_PROMPTS[task_id]
@@ -263,8 +285,10 @@ def _eval(args: argparse.Namespace) -> int:
     console.print(
         f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
     )
-    data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed)
-    results = {name: evaluate_reward(m, data) for name, m in models.items()}
+    data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed,
+                          decoy_fraction=args.decoy_fraction)
+    results = {name: evaluate_reward(m, data, quality=settings) for name, m in models.items()}
+    sheet = {name: (res["quality"], data) for name, res in results.items()}
     if args.policy:
         from sim2real.policies.loading import load_run
 
@@ -272,20 +296,30 @@ def _eval(args: argparse.Namespace) -> int:
         console.print(f"rendering {args.frames} frames driven by {args.policy} (step {run.step})")
         visited = policy_frames(run, args.frames, size=size, camera=camera, seed=args.seed)
         for name, m in models.items():
+            # Fooled on the policy's states means scored like the scripted successes.
+            threshold = results[name]["quality"]["audit"]["threshold"]
             results[name]["policy_states"] = {
                 "run": str(args.policy),
                 "step": run.step,
-                **evaluate_reward(m, visited, need_success=False),
+                **evaluate_reward(m, visited, need_success=False, quality=settings, audit_threshold=threshold),
             }
+            sheet[f"{name} (policy states)"] = (results[name]["policy_states"]["quality"], visited)
     out = {"task": task_id, "goal": goal, "baseline": baseline, "camera": camera, "image_size": size, "models": results}
     if args.plot:
         out["plot"] = str(plot_episodes(models, data, args.plot))
+    if args.audit_sheet:
+        out["audit_sheet"] = str(audit_sheet({Path(k).name: v for k, v in sheet.items()}, args.audit_sheet))
     if args.json:
         emit_json(out)
         return 0
-    _print_reward_eval(results)
+    from sim2real.policies.rewards.report import eval_lines
+
+    for line in eval_lines(results):
+        stdout.print(line)
     if args.plot:
         stdout.print(f"plot: {out['plot']}")
+    if args.audit_sheet:
+        stdout.print(f"audit sheet: {out['audit_sheet']}")
     return 0
 
 
@@ -314,30 +348,3 @@ def _reward_models(args: argparse.Namespace, goal: list[str], baseline: list[str
             untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
         )
     return models
-
-
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
-
-
-def _print_reward_eval(results: dict) -> None:
-    for name, res in results.items():
-        stdout.print(f"{name}: {res['frames']} frames, {res['success_frames']} successful, {res['episodes']} episodes")
-        for row in res["alphas"]:
-            rho, d, rp = row["pearson_success"], row["epic_distance"], row["pearson_progress"]
-            stdout.print(f"  alpha {row['alpha']:.2f}: rho(success) {_signed(rho)}  EPIC {_signed(d)}  "
-                         f"rho(progress) {_signed(rp)}")
-            bands = row["mean_reward_by_caption"]
-            stdout.print(
-                "    mean reward per caption, farthest first: "
-                + " ".join(f"{m:.2f}" for m in bands["mean"])
-                + f" ({bands['dips']} dips)"
-            )
-        if "policy_states" in res:
-            visited = res["policy_states"]
-            stdout.print(f"  on the states {visited['run']} visits ({visited['frames']} frames):")
-            for row in visited["alphas"]:
-                stdout.print(
-                    f"    alpha {row['alpha']:.2f}: rho(progress) {_signed(row['pearson_progress'])}; per caption: "
-                    + " ".join(f"{m:.2f}" for m in row["mean_reward_by_caption"]["mean"])
-                )

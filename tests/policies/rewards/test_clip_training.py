@@ -110,8 +110,11 @@ def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(
     # ... and an evaluation reports the reward on the states it visits as well.
     args = ["reward", "eval", "ArmReach", "--clip-weights", str(tmp_path / "clip"), "--frames", "400"]
     assert main([*args, "--policy", str(tmp_path / "run"), "--json"]) == 0
-    visited = json.loads(capsys.readouterr().out)["models"][str(tmp_path / "clip")]["policy_states"]
+    scored = json.loads(capsys.readouterr().out)["models"][str(tmp_path / "clip")]
+    visited = scored["policy_states"]
     assert visited["frames"] == 400 and visited["step"] == 256 and len(visited["alphas"]) == 5
+    # Its audit counts the policy's failed states scored like the scripted successes.
+    assert visited["quality"]["audit"]["threshold"] == scored["quality"]["audit"]["threshold"]
 
 
 def test_train_cli_without_weights_exits_cleanly_with_instructions(tmp_path, capsys):
