@@ -7,6 +7,9 @@ with ``sim2real train``, exported with ``sim2real export`` next to it, evaluated
 with ``sim2real eval`` under the training and the held-out randomization, and
 its learning curves are plotted. Everything goes through the public CLI, so the
 commands in ``metrics.json`` are the ones a user would paste.
+
+Baselines made by a module of their own instead (:data:`SCRIPTED`) run that module,
+which writes the folder, its metrics included.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from typing import Any
 
 from sim2real.policies import BASELINES_DIR
 
+SCRIPTED: dict[str, list[str]] = {
+    # The gait_residual QuadrupedVelocity policy distilled into a clock-free joint_pos one.
+    "QuadrupedVelocityClockFree": ["-m", "sim2real.policies.distill.clock_free"],
+}
+"""Baselines built by a module (``python <args> --out <folder>``), after the ones they copy."""
+
 
 def _cli(*args: str, capture: bool = False) -> str:
     cmd = [sys.executable, "-m", "sim2real", *args]
@@ -31,6 +40,10 @@ def _cli(*args: str, capture: bool = False) -> str:
 
 def build(task: str, runs: Path, episodes: int, train: bool = True, last: bool = False) -> dict[str, Any]:
     folder = BASELINES_DIR / task
+    if task in SCRIPTED:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, *SCRIPTED[task], "--out", str(folder)], check=True)
+        return {"task": task, "train_wall_s": round(time.perf_counter() - start, 1)}
     config = folder / "config.yaml"
     if not config.is_file():
         raise SystemExit(f"no baseline config {config}; known: {available()}")
@@ -57,7 +70,7 @@ def build(task: str, runs: Path, episodes: int, train: bool = True, last: bool =
 def available() -> list[str]:
     """The shipped baselines, students (``algo: distill``) after the teachers they imitate."""
     configs = sorted(BASELINES_DIR.glob("*/config.yaml"))
-    return [p.parent.name for p in sorted(configs, key=lambda p: "\nalgo: distill" in p.read_text())]
+    return [p.parent.name for p in sorted(configs, key=lambda p: "\nalgo: distill" in p.read_text())] + list(SCRIPTED)
 
 
 def main(argv: list[str] | None = None) -> int:
