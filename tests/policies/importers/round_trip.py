@@ -73,33 +73,40 @@ def _linear(weight: np.ndarray, bias: np.ndarray) -> nn.Linear:
 
 
 class ForeignNetwork(nn.Module):
-    """Foreign observation ``[B, F]`` -> foreign raw action ``[B, 12]`` through ``ours``
-    (our exported network: our observation -> our action in [-1, 1]). The two conversions
-    are linear layers, so the whole is an MLP that exports to ONNX as Isaac Lab's do."""
+    """Foreign observation -> foreign raw action through ``ours`` (our exported network: our
+    observation -> our action in [-1, 1], acting with ``our_scale``). The two conversions are
+    linear layers, so the whole is an MLP that exports to ONNX as Isaac Lab's do.
 
-    def __init__(self, ours: nn.Module, conv: Convention) -> None:
+    ``frames`` are the foreign stack's frames in its order (0 the present; ours hold the
+    present and then ``max(frames)`` whole past frames, newest first), interleaved frame by
+    frame (``time``, rl_sar's) or term by term (``term``, Isaac Lab's)."""
+
+    def __init__(self, ours: nn.Module, conv: Convention, our_scale: float = OUR_ACTION_SCALE,
+                 frames: tuple[int, ...] = (0,), priority: str = "time") -> None:
         super().__init__()
-        idx = conv.ours
-        # Our observation value r = foreign value col * mul + add, our blocks in our order.
-        inp, add, start = np.zeros((48, 48)), np.zeros(48), 0
+        idx, frame = conv.ours, sum(SIZES.values())
+        size = frame * len(frames)
+        inp, add = np.zeros((size, size)), np.zeros(size)
         offsets = {t: int(sum(SIZES[u] for u in conv.terms[:conv.terms.index(t)])) for t in conv.terms}
-        for term in OUR_TERMS:
-            n = SIZES[term]
-            rows = np.arange(start, start + n)
-            if n == 12:
-                rows = rows[idx]  # their joint j is our joint idx[j]
-            cols, s = offsets[term] + np.arange(n), conv.scale(term)
-            if term == "dof_pos":  # theirs (q - their_default) * s; ours q - our_default
-                inp[rows, cols], add[rows] = 1.0 / s, conv.default_pos - c.DEFAULT_POSE[idx]
-            elif term == "actions":  # theirs a * s with target their_default + scale a; ours (target - ours) / 0.5
-                inp[rows, cols] = conv.action_scale / (s * OUR_ACTION_SCALE)
-                add[rows] = (conv.default_pos - c.DEFAULT_POSE[idx]) / OUR_ACTION_SCALE
-            else:
-                inp[rows, cols] = 1.0 / s
-            start += n
-        # Their raw action j = (our_default[idx j] + 0.5 a[idx j] - their_default j) / their_scale j.
+        ours_at = {t: int(sum(SIZES[u] for u in OUR_TERMS[:OUR_TERMS.index(t)])) for t in OUR_TERMS}
+        for j, k in enumerate(frames):
+            for term in OUR_TERMS:
+                n, s = SIZES[term], conv.scale(term)
+                rows = k * frame + ours_at[term] + np.arange(n)  # our frame k (0: present, k: history entry k)
+                if n == 12:
+                    rows = rows[idx]  # their joint j is our joint idx[j]
+                cols = (j * frame + offsets[term] if priority == "time"
+                        else len(frames) * offsets[term] + j * n) + np.arange(n)
+                if term == "dof_pos":  # theirs (q - their_default) * s; ours q - our_default
+                    inp[rows, cols], add[rows] = 1.0 / s, conv.default_pos - c.DEFAULT_POSE[idx]
+                elif term == "actions":  # theirs a * s, to their_default + scale a; ours (target - ours) / ours
+                    inp[rows, cols] = conv.action_scale / (s * our_scale)
+                    add[rows] = (conv.default_pos - c.DEFAULT_POSE[idx]) / our_scale
+                else:
+                    inp[rows, cols] = 1.0 / s
+        # Their raw action j = (our_default[idx j] + our_scale a[idx j] - their_default j) / their_scale j.
         out = np.zeros((12, 12))
-        out[np.arange(12), idx] = OUR_ACTION_SCALE / conv.action_scale
+        out[np.arange(12), idx] = our_scale / conv.action_scale
         self.to_ours = _linear(inp, add)
         self.ours = ours
         self.to_theirs = _linear(out, (c.DEFAULT_POSE[idx] - conv.default_pos) / conv.action_scale)

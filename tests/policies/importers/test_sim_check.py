@@ -63,3 +63,47 @@ def test_an_import_without_the_check_is_refused_on_a_real_robot(failed_import: t
     assert "no sim check on record" in failure(meta)
     del meta["adapter"]  # not imported: our own policies have passed their evaluations instead
     assert failure(meta) == ""
+
+
+MISTAKES = {  # config.yaml changes a user could make, against the walking policy's true conventions
+    "legs swapped": lambda cfg: cfg.update(joint_mapping=[*cfg["joint_mapping"][3:6], *cfg["joint_mapping"][0:3],
+                                                          *cfg["joint_mapping"][6:]]),
+    "dof_vel_scale x20": lambda cfg: cfg.update(dof_vel_scale=20 * cfg["dof_vel_scale"]),
+    "action sign": lambda cfg: cfg.update(action_scale=[-a for a in cfg["action_scale"]]),
+    "kp / 4": lambda cfg: cfg.update(rl_kp=[k / 4 for k in cfg["rl_kp"]]),
+    "kp and kd x10": lambda cfg: cfg.update(rl_kp=[10 * k for k in cfg["rl_kp"]], rl_kd=[10 * k for k in cfg["rl_kd"]]),
+    "commands_scale halved": lambda cfg: cfg.update(commands_scale=[v / 2 for v in cfg["commands_scale"]]),
+}
+
+
+def _walking_rl_sar(tmp_path: Path, mistake: str | None) -> Path:
+    import yaml
+    from round_trip import ISAAC_LAB
+    from test_round_trips import WALKING, write_rl_sar
+
+    folder = write_rl_sar(tmp_path, WALKING, ISAAC_LAB)
+    if mistake:
+        doc = yaml.safe_load((folder / "config.yaml").read_text())
+        MISTAKES[mistake](doc["go2/ours"])
+        (folder / "config.yaml").write_text(yaml.safe_dump(doc))
+    return folder
+
+
+@pytest.mark.parametrize("mistake", [None, "legs swapped", pytest.param("dof_vel_scale x20", marks=pytest.mark.slow),
+                                     pytest.param("action sign", marks=pytest.mark.slow),
+                                     pytest.param("kp / 4", marks=pytest.mark.slow),
+                                     pytest.param("kp and kd x10", marks=pytest.mark.slow),
+                                     pytest.param("commands_scale halved", marks=pytest.mark.slow)])
+def test_a_walking_policy_passes_and_each_config_mistake_is_caught(tmp_path: Path, mistake: str | None) -> None:
+    """Our walking clock-free policy written as an rl_sar folder, imported with its true
+    conventions (it passes) or with one mistake in them (the importer or the check refuses)."""
+    from sim2real.policies.importers import READERS
+    from sim2real.policies.importers.writer import import_policy
+
+    try:
+        meta = import_policy(READERS["rl_sar"].read(_walking_rl_sar(tmp_path, mistake)), tmp_path / "out")
+    except ConfigError:  # the importer itself saw it (a default angle outside its range)
+        assert mistake is not None
+        return
+    check = meta["verification"]["sim_check"]
+    assert check["passed"] == (mistake is None), check["problems"] or check["rows"]
