@@ -33,8 +33,8 @@ class Ros2ControlArmOptions:
     enabled arm is held (one control period: 12 frames at 250 Hz, 50 at franka's 1 kHz;
     the largest gap measured here under load is 8 ms)."""
     controller_wait: Positive = 2.0
-    """Seconds :meth:`enable` waits for the position controller's subscription to appear
-    (a controller that is not loaded and active has none)."""
+    """Seconds :meth:`enable` waits for a fresh joint state and for the position
+    controller's subscription to appear (a controller that is not loaded and active has none)."""
     control_dt: Positive = C.CONTROL_DT
     """The period a command's velocities are integrated over (the policy's period)."""
 
