@@ -1,4 +1,4 @@
-"""Import a quadruped policy trained elsewhere (Isaac Gym, Isaac Lab) as a sim2real policy.
+r"""Import a quadruped policy trained elsewhere (Isaac Gym, Isaac Lab) as a sim2real policy.
 
 Reads the foreign files, matches joints by name, builds the observation the policy
 expects from our robot's and maps its actions to our joint targets (an affine adapter
