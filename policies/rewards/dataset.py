@@ -109,12 +109,19 @@ def behaviour_controller(venv: Any) -> Any | None:
         return None
 
 
-def decoy_points(venv: Any, rng: np.random.Generator, n: int) -> np.ndarray | None:
-    """``n`` random points (world frame) of a reach task's workspace box, else None."""
+def decoy_points(venv: Any, rng: np.random.Generator, ids: Any,
+                 cameras: dict[str, tuple[float, float, float]] | None = None,
+                 mix: dict[str, float] | None = None) -> np.ndarray | None:
+    """Decoy points (world frame) for the envs ``ids`` of a reach task, drawn by kind from
+    ``mix`` (:mod:`~sim2real.policies.rewards.hard_negatives`; default: anywhere in the
+    workspace box); None for other tasks."""
+    from sim2real.policies.rewards.hard_negatives import decoy_points as draw
+
     task = venv.task
     if "target_rel_ee" not in dict(task.observation_layout()) or not hasattr(task, "targets"):
         return None
-    return rng.uniform(task.workspace_low, task.workspace_high, size=(n, 3))
+    points, _ = draw(task.targets[np.asarray(ids)], task.workspace_low, task.workspace_high, cameras or {}, rng, mix)
+    return points
 
 
 def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarray, block: slice) -> np.ndarray:
@@ -129,14 +136,18 @@ class _Behaviour:
     """The actions of :func:`collect_frames`: a given policy's, else the classical
     controller's mixed per episode with uniform noise (and driven to decoys)."""
 
-    def __init__(self, venv: Any, n_envs: int, seed: int, policy: Any, decoy_fraction: float) -> None:
+    def __init__(self, venv: Any, n_envs: int, seed: int, policy: Any, decoy_fraction: float,
+                 cameras: dict[str, tuple[float, float, float]] | None = None,
+                 decoy_mix: dict[str, float] | None = None) -> None:
         self.venv, self.policy, self.decoy_fraction = venv, policy, decoy_fraction
+        self.cameras, self.decoy_mix = cameras, decoy_mix
         self.rng = np.random.default_rng(seed)
         self.controller = behaviour_controller(venv) if policy is None else None
         self.weight = self.rng.choice(MIX_WEIGHTS, size=n_envs)
         self.decoy_rng = np.random.default_rng([seed, 1])
         self.decoys = (
-            decoy_points(venv, self.decoy_rng, n_envs) if self.controller is not None and decoy_fraction > 0 else None
+            decoy_points(venv, self.decoy_rng, np.arange(n_envs), cameras, decoy_mix)
+            if self.controller is not None and decoy_fraction > 0 else None
         )
         self.decoyed = self.decoy_rng.random(n_envs) < decoy_fraction
         self.target_block = layout_slices(venv.task.observation_layout()).get("target_rel_ee")
@@ -162,7 +173,7 @@ class _Behaviour:
         for i in done_ids:
             self.weight[i] = self.rng.choice(MIX_WEIGHTS)
             if self.decoys is not None:
-                points = decoy_points(self.venv, self.decoy_rng, 1)
+                points = decoy_points(self.venv, self.decoy_rng, [i], self.cameras, self.decoy_mix)
                 assert points is not None  # the same task gave the first decoys
                 self.decoys[i], self.decoyed[i] = points[0], self.decoy_rng.random() < self.decoy_fraction
         if len(done_ids) and self.controller is not None:
@@ -251,6 +262,7 @@ def collect_frames(
     dr: str = "train",
     policy: Any = None,
     decoy_fraction: float = 0.0,
+    decoy_mix: dict[str, float] | None = None,
 ) -> FrameSet:
     """``n_frames`` captioned frames of ``task``.
 
@@ -261,6 +273,8 @@ def collect_frames(
             workspace point instead of the target (see ``DECOY_FRACTION``); drawn from
             a generator of its own, so ``0`` (the default) renders what earlier
             versions rendered.
+        decoy_mix: Shares of the decoy kinds (``hard_negatives.KINDS``: anywhere in the
+            workspace, along a fixed reward camera's ray, near misses); default: anywhere.
     """
     from sim2real.sim import REGISTRY, make_vec
 
@@ -270,7 +284,8 @@ def collect_frames(
     caption = captioner(task)
     venv = make_vec(task, n_envs, dr=dr, seed=seed)
     renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
-    behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction)
+    cameras = fixed_cameras(venv.engine.models[0], camera or default_camera(task_cls))
+    behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction, cameras, decoy_mix)
     recorder = _Recorder(venv, n_envs, renderer, caption)
     hook = BeforeResetHook(venv.engine, recorder.record)
     try:

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of the scripted reach episodes driven to a random workspace point instead of the target, "
         "so the model sees the arm everywhere (default 0.3; 0: only toward the target, as models before v9)",
     )
+    ft.add_argument("--hard-negatives", action="store_true",
+                    help="send decoy episodes where reward models were fooled: 30 %% along a fixed reward camera's "
+                         "ray in front of the target, 30 %% 4-8 cm near misses, 40 %% anywhere (default: anywhere)")
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
     ft.add_argument(
@@ -89,6 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of the held-out scripted reach episodes driven to a random workspace point instead of the "
         "target: failures of every kind for the hacking audit (default 0)",
     )
+    ev.add_argument("--hard-negatives", action="store_true",
+                    help="the held-out decoys by kind as finetune-clip --hard-negatives draws them")
     ev.add_argument("--plot", type=Path, help="PNG of the reward along held-out episodes")
     ev.add_argument(
         "--policy",
@@ -164,6 +169,7 @@ def _finetune(args: argparse.Namespace) -> int:
         "cameras": cameras,
         "image_size": size,
         "decoy_fraction": decoy_fraction,
+        "decoy_mix": _decoy_mix(args),
         "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
@@ -186,6 +192,13 @@ def _finetune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _decoy_mix(args: argparse.Namespace) -> dict[str, float] | None:
+    """The decoy kinds' shares ``--hard-negatives`` asks for (None: anywhere in the workspace)."""
+    from sim2real.policies.rewards.hard_negatives import HARD_MIX
+
+    return dict(HARD_MIX) if args.hard_negatives else None
+
+
 def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: float):
     """The captioned frames of every task (and of the ``--policy`` run's own states):
     the frame sets, the camera per task id, and the frame size."""
@@ -202,7 +215,7 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
-                                   seed=args.seed + i, decoy_fraction=decoy_fraction))
+                                   seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=_decoy_mix(args)))
     if args.policy:
         from sim2real.policies.loading import load_run
 
@@ -286,7 +299,7 @@ def _eval(args: argparse.Namespace) -> int:
         f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
     )
     data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed,
-                          decoy_fraction=args.decoy_fraction)
+                          decoy_fraction=args.decoy_fraction, decoy_mix=_decoy_mix(args))
     results = {name: evaluate_reward(m, data, quality=settings) for name, m in models.items()}
     sheet = {name: (res["quality"], data) for name, res in results.items()}
     if args.policy:

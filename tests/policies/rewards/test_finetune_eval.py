@@ -51,7 +51,7 @@ def test_decoy_episodes_drive_the_scripted_arm_to_random_workspace_points_not_th
     try:
         controller = ArmCartesianController.for_task(venv.task)
         obs = venv.reset()
-        decoys = decoy_points(venv, np.random.default_rng(0), 2)
+        decoys = decoy_points(venv, np.random.default_rng(0), np.arange(2))
         decoys[0] = [0.5, 0.0, 0.3]  # the middle of the workspace
         far_apart = np.linalg.norm(decoys[0] - venv.task.targets[0])
         assert far_apart > 0.12
