@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.policies.importers.isaac_lab_yaml import find_joints, load_yaml, per_joint
-from sim2real.policies.importers.spec import NO_CLIP, TERM_SIZES, ForeignSpec, parse_joint_order
+from sim2real.policies.importers.spec import NO_CLIP, TERM_SIZES, ForeignSpec, finite_number, parse_joint_order
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as c
 
@@ -43,12 +43,6 @@ def _mapping(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(what, f"missing or not a mapping ({value!r})")
     return value
-
-
-def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        raise ConfigError(what, f"needs a finite number, got {value!r}")
-    return float(value)
 
 
 def _asset_joints(params: Any, names: list[str], what: str) -> list[str]:
@@ -105,7 +99,7 @@ def _observations(env: dict[str, Any], names: list[str], action_name: str) -> di
             raise ConfigError(f"{what}.scale", f"needs one value or {n}, got {term['scale']!r}")
         clip = term.get("clip")
         if clip:  # Isaac Lab clips then scales: clip(x, -b, b) * s == clip(s x, -b |s|, b |s|)
-            if not isinstance(clip, list) or len(clip) != 2 or _number(clip[0], f"{what}.clip") != -_number(
+            if not isinstance(clip, list) or len(clip) != 2 or finite_number(clip[0], f"{what}.clip") != -finite_number(
                     clip[1], f"{what}.clip") or not clip[1] > 0:
                 raise ConfigError(f"{what}.clip", f"{clip!r}: only a symmetric range (-b, b) is supported")
             out["clips"].append(np.broadcast_to(float(clip[1]) * np.abs(scale), (n,)))
@@ -148,7 +142,7 @@ def _actuators(robot: dict[str, Any], names: list[str]) -> tuple[dict[str, float
             for joint, value in per_joint(group[key], joints, 0.0, f"{what}.{key}").items():
                 if joint in table:
                     raise ConfigError(what, f"{joint} is in two actuator groups")
-                table[joint] = _number(value, f"{what}.{key}")
+                table[joint] = finite_number(value, f"{what}.{key}")
     missing = [n for n in names if n not in kp]
     if missing:
         raise ConfigError("scene.robot.actuators", f"no actuator drives {missing}")
@@ -171,16 +165,16 @@ def _action(env: dict[str, Any], names: list[str], default: dict[str, Any], clip
 
     def values(key: str, unset: float) -> np.ndarray:
         table = per_joint(action.get(key, unset), order, unset, f"{what}.{key}")
-        return np.array([_number(table[n], f"{what}.{key}") for n in order])
+        return np.array([finite_number(table[n], f"{what}.{key}") for n in order])
 
-    pose = np.array([_number(default[n], "scene.robot.init_state.joint_pos") for n in order])
+    pose = np.array([finite_number(default[n], "scene.robot.init_state.joint_pos") for n in order])
     scale = values("scale", 1.0)
     if np.any(scale == 0):
         raise ConfigError(f"{what}.scale", "must be non-zero for every joint")
     offset = pose if action.get("use_default_offset") else values("offset", 0.0)
     if not np.allclose(offset, pose, rtol=0, atol=1e-9):  # one pose serves observations and actions here
         raise ConfigError(f"{what}.offset", f"{offset.tolist()} differs from the default pose {pose.tolist()}")
-    limit = NO_CLIP if clip_actions is None else _number(clip_actions, "agent.yaml clip_actions")
+    limit = NO_CLIP if clip_actions is None else finite_number(clip_actions, "agent.yaml clip_actions")
     low, high, notes = np.full(c.NUM_JOINTS, -limit), np.full(c.NUM_JOINTS, limit), []
     if action.get("clip"):  # bounds on the joint targets, as bounds on the raw action
         bounds = per_joint(action["clip"], order, None, f"{what}.clip")
@@ -189,7 +183,7 @@ def _action(env: dict[str, Any], names: list[str], default: dict[str, Any], clip
                 continue
             if not isinstance(bounds[joint], list) or len(bounds[joint]) != 2:
                 raise ConfigError(f"{what}.clip", f"{bounds[joint]!r} for {joint} is not (min, max)")
-            lo, hi = (np.array([_number(b, f"{what}.clip") for b in bounds[joint]]) - pose[j]) / scale[j]
+            lo, hi = (np.array([finite_number(b, f"{what}.clip") for b in bounds[joint]]) - pose[j]) / scale[j]
             low[j], high[j] = max(low[j], min(lo, hi)), min(high[j], max(lo, hi))
         notes.append(f"{what}.clip bounds the joint targets: Isaac Lab's last_action reads the unclipped action, "
                      "ours the clipped one (they differ only while a target is clipped)")
@@ -244,8 +238,8 @@ def read(path: Path, env_yaml: Path | None = None, joint_order: str | None = Non
         obs_clip=np.concatenate(obs["clips"]),
         kp=np.array([kp[n] for n in order]),
         kd=np.array([kd[n] for n in order]),
-        control_dt=_number(_mapping(env.get("sim"), "sim").get("dt"), "sim.dt") * _number(env.get("decimation"),
-                                                                                         "decimation"),
+        control_dt=finite_number(_mapping(env.get("sim"), "sim").get("dt"), "sim.dt")
+        * finite_number(env.get("decimation"), "decimation"),
         history=list(range(length - 1, -1, -1)) if length > 1 else [0],
         history_priority="term",
         notes=notes,

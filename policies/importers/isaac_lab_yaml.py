@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from sim2real.policies.importers.spec import read_yaml_mapping
 from sim2real.sim.core.errors import ConfigError
 
 
@@ -31,13 +32,7 @@ IsaacLabLoader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag)
 
 def load_yaml(path: Path) -> dict[str, Any]:
     """One of Isaac Lab's dumped configs as nested dicts and lists."""
-    try:
-        data = yaml.load(path.read_text(), Loader=IsaacLabLoader)  # a SafeLoader: builds plain data only
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(str(path), f"is not readable YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), "is not an Isaac Lab config (a mapping at the top)")
-    return data
+    return read_yaml_mapping(path, "an Isaac Lab config", IsaacLabLoader)
 
 
 def find_joints(keys: Any, names: list[str], preserve_order: bool, what: str) -> list[str]:

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from sim2real.policies.importers.spec import ForeignSpec
+from sim2real.policies.importers.spec import ForeignSpec, read_yaml_mapping
 from sim2real.sim.core.errors import ConfigError
 
 FILES: tuple[str, ...] = ()
@@ -31,11 +30,8 @@ SCALE_KEYS = {"lin_vel": "lin_vel_scale", "ang_vel": "ang_vel_scale", "commands"
 
 def _block(path: Path) -> dict[str, Any]:
     """The one top-level block of an rl_sar YAML (keyed ``go2`` or ``go2/robot_lab``)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(str(path), f"is not readable YAML ({exc})") from None
-    if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+    data = read_yaml_mapping(path, "an rl_sar config")
+    if len(data) != 1 or not isinstance(next(iter(data.values())), dict):
         raise ConfigError(str(path), "is not an rl_sar config (one top-level key holding the settings)")
     return next(iter(data.values()))
 

@@ -166,3 +166,24 @@ def parse_joint_order(value: str | None, default: list[str]) -> list[str]:
         raise ConfigError("--joint-order", f"{names} are not the quadruped's 12 joints {list(c.JOINT_NAMES)} "
                                            "(each once)")
     return names
+
+
+def read_yaml_mapping(path: Path, what: str, loader: Any = None) -> dict[str, Any]:
+    """The YAML mapping in ``path`` (``loader``: default yaml's SafeLoader), or one line
+    saying why not; ``what`` names the expected file in that line."""
+    import yaml
+
+    try:
+        data = yaml.load(path.read_text(), Loader=loader or yaml.SafeLoader)  # safe loaders build plain data only
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(str(path), f"is not readable YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), f"is not {what} (a mapping at the top)")
+    return data
+
+
+def finite_number(value: Any, what: str) -> float:
+    """``value`` as a float, or one line naming the setting ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise ConfigError(what, f"needs a finite number, got {value!r}")
+    return float(value)

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from sim2real.policies.importers.spec import NO_CLIP, ForeignSpec, parse_joint_order
+from sim2real.policies.importers.spec import NO_CLIP, ForeignSpec, finite_number, parse_joint_order, read_yaml_mapping
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as c
 
@@ -56,12 +55,7 @@ def _policy_file(config_path: Path, policy_path: Any) -> Path:
 
 def read(path: Path, policy: Path | None = None, joint_order: str | None = None) -> ForeignSpec:
     """The spec of the deploy YAML at ``path``."""
-    try:
-        cfg = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(str(path), f"is not readable YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(cfg, dict):
-        raise ConfigError(str(path), "is not a unitree_rl_gym deploy config (a mapping of settings)")
+    cfg = read_yaml_mapping(path, "a unitree_rl_gym deploy config")
 
     def get(key: str) -> Any:
         if key not in cfg:
@@ -69,10 +63,7 @@ def read(path: Path, policy: Path | None = None, joint_order: str | None = None)
         return cfg[key]
 
     def number(key: str) -> float:
-        value = get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise ConfigError(key, f"needs a finite number, got {value!r}")
-        return float(value)
+        return finite_number(get(key), key)
 
     def vector(key: str, size: int) -> np.ndarray:
         value = get(key)
