@@ -97,8 +97,9 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         if opts.backend == "real" and not opts.emulated:
             from sim2real.policies.importers.sim_check import failure
 
-            if failure(meta):  # conventions a real robot would pay for: refused before anything starts
-                raise ConfigError("policy", f"{policy}: {failure(meta)}")
+            refused = failure(meta)
+            if refused:  # conventions a real robot would pay for: refused before anything starts
+                raise ConfigError("policy", f"{policy}: {refused}")
         task = meta["task"].split("/")[-1].removesuffix("-v0")
         if opts.task and opts.task != task:
             raise ConfigError("--task", f"{policy} was trained on {task}, not {opts.task}")

@@ -120,6 +120,7 @@ class Go2Emulator(Emulator):
         self.gains_seen: Counter[str] = Counter()
         """Accepted commands per distinct gain setting of the motors they power ("kp=40 kd=1"):
         whose gains reached the motors (the policy's own, the bridge's damping, ...)."""
+        self._gains_raw, self._gains_label = b"", ""
         self.accepted = self.sent = self.ticks = self.overruns = 0
         self.jitter: deque[float] = deque(maxlen=50_000)
         """Seconds each tick started after its schedule."""
@@ -160,9 +161,14 @@ class Go2Emulator(Emulator):
         self.command = msg
         self.accepted += 1
         m = msg["motor_cmd"][: C.NUM_JOINTS]
-        on = m["mode"] == 1
-        kp, kd = sorted({round(float(v), 3) for v in m["kp"][on]}), sorted({round(float(v), 3) for v in m["kd"][on]})
-        self.gains_seen[f"kp={'/'.join(f'{v:g}' for v in kp) or '-'} kd={'/'.join(f'{v:g}' for v in kd) or '-'}"] += 1
+        raw = m["mode"].tobytes() + m["kp"].tobytes() + m["kd"].tobytes()
+        if raw != self._gains_raw:  # labelled once per change, not on every 2 ms frame
+            on = m["mode"] == 1
+            kp, kd = ({round(float(v), 3) for v in m[k][on]} for k in ("kp", "kd"))
+            self._gains_raw = raw
+            self._gains_label = f"kp={'/'.join(f'{v:g}' for v in sorted(kp)) or '-'} " \
+                                f"kd={'/'.join(f'{v:g}' for v in sorted(kd)) or '-'}"
+        self.gains_seen[self._gains_label] += 1
         return True
 
     def poll(self) -> None:

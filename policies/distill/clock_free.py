@@ -209,7 +209,7 @@ def export_student(student: ClockFreeStudent, options: dict[str, Any], out: Path
     from sim2real.policies.common.envs import task_class, task_description
     from sim2real.policies.export.metadata import build_metadata
     from sim2real.policies.export.onnx import export_onnx, parity
-    from sim2real.sim import make_vec
+    from sim2real.policies.importers.writer import recorded_observations
     from sim2real.sim.quadruped.base import QuadrupedTask
 
     task_cls = task_class("QuadrupedVelocity")
@@ -217,12 +217,11 @@ def export_student(student: ClockFreeStudent, options: dict[str, Any], out: Path
     out.mkdir(parents=True, exist_ok=True)
     path = out / "policy.onnx"
     export_onnx(student, int(state["obs_size"]), path)
-    env = make_vec("QuadrupedVelocity", 4, seed=1, action_mode="joint_pos", dr="train", **options)
-    rows = [np.asarray(env.reset())]
-    for _ in range(50):
+    def act(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            rows.append(np.asarray(env.step(student(torch.as_tensor(rows[-1], dtype=torch.float32)).numpy())[0]))
-    obs = np.concatenate(rows).astype(np.float32)
+            return student(torch.as_tensor(obs)).numpy()
+
+    obs = recorded_observations(act, options, steps=50)  # QuadrupedVelocity, joint_pos, the train preset
     diff = parity(student, path, obs)
     task = task_cls(num_envs=1, action_mode="joint_pos", **options)
     assert isinstance(task, QuadrupedTask)

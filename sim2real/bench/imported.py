@@ -56,8 +56,9 @@ def resized(obs: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def stand_in(folder: Path) -> Path:
-    """Import a random network of robot_lab's Go2 policy's shape into ``folder/imported``."""
+def stand_in(folder: Path, kp: float = 20.0, kd: float = 0.5) -> Path:
+    """Import a random network of robot_lab's Go2 policy's shape (its gains by default)
+    into ``folder/imported``, without the sim check (an untrained network falls)."""
     import torch
     import yaml
 
@@ -79,7 +80,7 @@ def stand_in(folder: Path) -> Path:
         "model_name": "policy.pt", "num_observations": 45,
         "observations": ["ang_vel", "gravity_vec", "commands", "dof_pos", "dof_vel", "actions"],
         "clip_obs": 100.0, "clip_actions_lower": [-100.0] * 12, "clip_actions_upper": [100.0] * 12,
-        "rl_kp": [20.0] * 12, "rl_kd": [0.5] * 12, "action_scale": [0.125, 0.25, 0.25] * 4,
+        "rl_kp": [kp] * 12, "rl_kd": [kd] * 12, "action_scale": [0.125, 0.25, 0.25] * 4,
         "ang_vel_scale": 0.25, "dof_pos_scale": 1.0, "dof_vel_scale": 0.05, "commands_scale": [1.0, 1.0, 1.0],
         "default_dof_pos": [0.0, 0.8, -1.5] * 4, "joint_mapping": list(range(12))}}))
     import_policy(READERS["rl_sar"].read(policy_folder), folder / "imported", check=False)

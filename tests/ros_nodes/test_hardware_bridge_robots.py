@@ -40,29 +40,9 @@ def test_the_crazyflie_hovers_through_cflib() -> None:
 def test_an_imported_policy_runs_in_simulation_and_its_gains_reach_the_go2s_motors(tmp_path: Path) -> None:
     """An rl_sar policy imported with kp 40, kd 1 (an untrained network: what is checked is
     the path, not the gait) through the simulated graph and the Go2 emulator's LowCmd frames."""
-    import torch
-    import yaml
+    from sim2real.bench.imported import stand_in
 
-    from sim2real.policies.importers import READERS
-    from sim2real.policies.importers.writer import import_policy
-    from sim2real.sim.quadruped import constants as c
-
-    folder = tmp_path / "go2" / "random"
-    folder.mkdir(parents=True)
-    (tmp_path / "go2" / "base.yaml").write_text(yaml.safe_dump({"go2": {"dt": 0.005, "decimation": 4,
-                                                                        "joint_names": list(c.JOINT_NAMES)}}))
-    (folder / "config.yaml").write_text(yaml.safe_dump({"go2/random": {
-        "model_name": "policy.pt", "num_observations": 45,
-        "observations": ["ang_vel", "gravity_vec", "commands", "dof_pos", "dof_vel", "actions"],
-        "clip_obs": 100.0, "clip_actions_lower": [-1.0] * 12, "clip_actions_upper": [1.0] * 12,
-        "rl_kp": [40.0] * 12, "rl_kd": [1.0] * 12, "action_scale": [0.25] * 12, "default_dof_pos": [0.0, 0.8, -1.5] * 4,
-        "ang_vel_scale": 0.25, "commands_scale": [2.0, 2.0, 0.25], "dof_pos_scale": 1.0, "dof_vel_scale": 0.05,
-        "joint_mapping": list(range(12))}}))
-    torch.manual_seed(0)
-    torch.jit.save(torch.jit.script(torch.nn.Sequential(torch.nn.Linear(45, 12), torch.nn.Tanh())),
-                   str(folder / "policy.pt"))
-    import_policy(READERS["rl_sar"].read(folder), tmp_path / "imported", check=False)
-    policy = str(tmp_path / "imported")
+    policy = str(stand_in(tmp_path, kp=40.0, kd=1.0))
     sim = run_deployment(DeployOptions(robot="quadruped", policy=policy, duration=4.0, domain_id=unique_domain_id()))
     assert sim["interventions"]["filter_steps"] > 50 and sim["interventions"]["rejected_commands"] == 0, sim
     real = run_deployment(DeployOptions(robot="quadruped", backend="real", emulate=True, policy=policy,
