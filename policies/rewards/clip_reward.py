@@ -138,7 +138,7 @@ def load_open_clip(model_name: str | None, weights: str | Path | None, device: t
 def projection(goal: torch.Tensor, baseline: torch.Tensor, alpha: float) -> torch.Tensor:
     """``P = alpha d d^T / ||d||^2 + (1 - alpha) I`` with ``d = goal - baseline``."""
     d = goal - baseline
-    norm2 = float(d @ d)
+    norm2 = float((d @ d).detach())
     if norm2 < 1e-12 and alpha > 0:
         raise ConfigError(
             "reward.baseline", "goal and baseline prompts embed to the same vector; choose a baseline that differs"

@@ -30,6 +30,13 @@ class RewardConfig:
     clip_weights: str | None = None
     """Local weights: a folder written by ``sim2real reward finetune-clip`` (or any
     open_clip ``local-dir`` folder), or a weight file with ``clip_model``."""
+    ensemble: list[str] = field(default_factory=list)
+    """More weights (folders or files of the same architecture), each an ensemble member
+    next to ``clip_weights``: the reward is then the members' mean minus ``lcb`` times
+    their spread, which keeps the policy where the models agree (``policies/rewards/ensemble.py``)."""
+    lcb: float = 1.0
+    """``k`` of the ensemble's lower confidence bound ``mean - k * std`` (0: the mean);
+    unused without ``ensemble``."""
     camera: str | None = None
     """Camera rendered for the reward (``null``: the camera the model was trained on,
     else the arm's wrist camera or the task's camera)."""
@@ -60,6 +67,10 @@ class RewardConfig:
                 "a CLIP reward needs local weights (--clip-weights): train them with `sim2real reward finetune-clip "
                 "TASK --out models/clip-TASK`, or bring open_clip weights (docs/vlm_rewards.md)",
             )
+        if not math.isfinite(self.lcb) or self.lcb < 0:
+            raise ConfigError("reward.lcb", f"must be a finite number >= 0, got {self.lcb}")
+        if any(not str(w).strip() for w in self.ensemble):
+            raise ConfigError("reward.ensemble", "an ensemble member needs a weights path")
         if not math.isfinite(self.shift):
             raise ConfigError("reward.shift", f"must be finite, got {self.shift}")
         if self.image_size is not None and not 16 <= self.image_size <= 1024:

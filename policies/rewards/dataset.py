@@ -64,6 +64,23 @@ class FrameSet:
     def __len__(self) -> int:
         return len(self.frames)
 
+    @staticmethod
+    def concat(parts: list[FrameSet]) -> FrameSet:
+        """The frames of every part in order; episode ids offset to stay unique across parts
+        (their per-frame state and cameras are dropped: parts may come from different tasks)."""
+        offset, episodes = 0, []
+        for p in parts:
+            episodes.append(p.episode + offset)
+            offset += int(p.episode.max()) + 1 if len(p) else 0
+        return FrameSet(
+            np.concatenate([p.frames for p in parts]),
+            [c for p in parts for c in p.captions],
+            np.concatenate([p.success for p in parts]),
+            np.concatenate([p.progress for p in parts]),
+            np.concatenate(episodes),
+            np.concatenate([p.step for p in parts]),
+        )
+
     def subset(self, mask: np.ndarray) -> FrameSet:
         idx = np.flatnonzero(mask)
         return FrameSet(

@@ -33,6 +33,7 @@ from sim2real.policies.rewards.clip_reward import (
     ClipRewardModel,
     load_open_clip,
     register_model_configs,
+    vlm_rm_reward,
 )
 from sim2real.policies.rewards.dataset import FrameSet
 
@@ -69,6 +70,21 @@ class FinetuneConfig:
     captions arbitrarily in the embedding space, so a goal-baseline reward need not rise
     from "very far" to "far"; soft ordinal targets make image similarity fall off with
     the distance between bands. ``0``: one-hot."""
+    progress_weight: float = 0.0
+    """Weight of the progress ranking loss (0: off). For every pair of frames in a batch
+    whose simulator progress differs by more than ``progress_margin``, the goal-baseline
+    reward (goal: the caption of highest mean progress, baseline: the lowest, at
+    ``progress_alpha``) of the frame nearer the goal should be higher:
+    ``softplus(-(R_near - R_far) / PROGRESS_TEMPERATURE)``, averaged over pairs. The
+    contrastive loss alone teaches which band a frame is in and leaves the reward flat
+    within a band, where policies hovered; this teaches the order across all states the
+    data shows, decoys and the policy's own states included (as LIV, GVL and Robometer
+    train progress rather than similarity). One task per model."""
+    progress_alpha: float = 0.5
+    """Alpha of the reward the progress loss orders (the ``reward.alpha`` training uses)."""
+    progress_margin: float = 0.1
+    """Smallest progress difference of a ranked pair, in standard deviations of the
+    training frames' progress (pairs closer than that are ties, not ranked)."""
     seed: int = 0
     """Seed of the initialisation, the batches and the augmentation."""
     model: str = TINY_MODEL
@@ -120,6 +136,29 @@ def multi_positive_loss(
     return 0.5 * (loss_image + loss_text)
 
 
+PROGRESS_TEMPERATURE = 0.05
+"""Reward difference (the reward spans about 0.5 from the farthest band to the goal) at
+which a correctly ordered pair's ranking loss has fallen to ``softplus(-1)``."""
+
+
+def progress_ranking_loss(reward: torch.Tensor, progress: torch.Tensor, margin: float) -> torch.Tensor:
+    """Mean ``softplus(-(R_i - R_j) / T)`` over the pairs with ``progress_i > progress_j + margin``
+    (zero when the batch has no such pair)."""
+    ahead = progress[:, None] > progress[None, :] + margin  # [B, B]: i nearer the goal than j
+    if not bool(ahead.any()):
+        return reward.sum() * 0.0
+    gap = (reward[:, None] - reward[None, :])[ahead]
+    return F.softplus(-gap / PROGRESS_TEMPERATURE).mean()
+
+
+def extreme_captions(progress: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """Indices of the captions whose frames have the highest and the lowest mean progress:
+    the goal and baseline sentences of the task's own vocabulary."""
+    present = np.unique(labels)
+    means = np.array([progress[labels == c].mean() for c in present])
+    return int(present[means.argmax()]), int(present[means.argmin()])
+
+
 def caption_accuracy(reward_model: ClipRewardModel, data: FrameSet, captions: list[str]) -> float:
     """Share of frames whose most similar caption (among ``captions``) is their own."""
     text = reward_model.embed_text(captions)
@@ -137,6 +176,12 @@ def _check_training_setup(train: FrameSet, cfg: FinetuneConfig) -> None:
         raise ConfigError("finetune", f"steps must be >= 0 and batch_size >= 2, got {cfg.steps}, {cfg.batch_size}")
     if not np.isfinite(cfg.ordinal_smoothing) or cfg.ordinal_smoothing < 0:
         raise ConfigError("ordinal_smoothing", f"must be a finite number >= 0, got {cfg.ordinal_smoothing}")
+    for name in ("progress_weight", "progress_margin"):
+        value = getattr(cfg, name)
+        if not np.isfinite(value) or value < 0:
+            raise ConfigError(name, f"must be a finite number >= 0, got {value}")
+    if not 0.0 <= cfg.progress_alpha <= 1.0:
+        raise ConfigError("progress_alpha", f"must be in [0, 1], got {cfg.progress_alpha}")
 
 
 def _initial_model(cfg: FinetuneConfig) -> tuple[ClipModel, Any]:
@@ -198,6 +243,9 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
     captions = sorted(set(train.captions))
     labels_np = np.array([captions.index(c) for c in train.captions])
     targets = ordinal_targets(train.progress, labels_np, len(captions), cfg.ordinal_smoothing)
+    goal_caption, baseline_caption = extreme_captions(train.progress, labels_np)
+    progress_all = torch.from_numpy(np.asarray(train.progress, dtype=np.float32))
+    margin = cfg.progress_margin * float(np.std(train.progress))
     tokens = tokenizer(captions)
     probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)  # only for preprocess
     frames = torch.from_numpy(train.frames)
@@ -211,6 +259,9 @@ def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[A
         image = F.normalize(model.encode_image(x), dim=-1)
         text = F.normalize(model.encode_text(tokens), dim=-1)
         loss = multi_positive_loss(image, text, torch.from_numpy(labels_np[idx]), model.logit_scale.exp(), targets)
+        if cfg.progress_weight > 0:
+            reward = vlm_rm_reward(image, text[goal_caption], text[baseline_caption], cfg.progress_alpha)
+            loss = loss + cfg.progress_weight * progress_ranking_loss(reward, progress_all[idx], margin)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"contrastive loss became {loss.item()} at step {step}")
         _optimizer_step(model, opt, sched, loss)

@@ -29,6 +29,12 @@ NEAR_MISS_DISTANCE = (0.04, 0.08)
 """m from the target."""
 
 
+def decoy_mix(hard: bool) -> dict[str, float] | None:
+    """The decoy kinds' shares: ``HARD_MIX`` for ``--hard-negatives``, else None (anywhere
+    in the workspace)."""
+    return dict(HARD_MIX) if hard else None
+
+
 def parse_mix(mix: dict[str, float] | None) -> dict[str, float]:
     """A decoy mix normalized to shares summing to 1 (None: workspace decoys only)."""
     mix = {"workspace": 1.0} if mix is None else dict(mix)

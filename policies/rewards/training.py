@@ -7,23 +7,29 @@ from typing import Any
 
 from sim2real.policies.rewards.clip_reward import ClipRewardModel
 from sim2real.policies.rewards.dataset import default_camera
+from sim2real.policies.rewards.ensemble import EnsembleReward
 from sim2real.policies.rewards.finetune import read_metadata
 from sim2real.policies.rewards.vec_reward import ClipRewardVecEnv
 
 DEFAULT_IMAGE_SIZE = 64
 
 
-def reward_model_from_config(reward: Any) -> ClipRewardModel:
-    """The :class:`ClipRewardModel` a ``RewardConfig`` describes."""
-    return ClipRewardModel.load(
-        reward.clip_model,
-        reward.clip_weights,
-        reward.goal,
-        reward.baseline,
-        alpha=reward.alpha,
-        device=reward.device,
-        batch_size=reward.batch_size,
-    )
+def reward_model_from_config(reward: Any) -> ClipRewardModel | EnsembleReward:
+    """The reward model a ``RewardConfig`` describes: one :class:`ClipRewardModel`, or
+    with ``ensemble`` the lower-confidence-bound :class:`EnsembleReward` of all of them."""
+    members = [
+        ClipRewardModel.load(
+            reward.clip_model,
+            weights,
+            reward.goal,
+            reward.baseline,
+            alpha=reward.alpha,
+            device=reward.device,
+            batch_size=reward.batch_size,
+        )
+        for weights in [reward.clip_weights, *reward.ensemble]
+    ]
+    return EnsembleReward(members, reward.lcb) if reward.ensemble else members[0]
 
 
 def frame_settings(

@@ -22,7 +22,6 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from sim2real.errors import ConfigError
-from sim2real.policies.rewards.clip_reward import ClipRewardModel
 from sim2real.sim.core.rendering import OffscreenRenderer
 
 
@@ -112,7 +111,8 @@ class ClipRewardVecEnv(VecEnvWrapper):
 
     Args:
         venv: The batched env (must expose ``engine``, as ``BatchedVecEnv`` does).
-        reward_model: Maps ``uint8 [B, H, W, 3]`` frames to rewards ``[B]``.
+        reward_model: Maps ``uint8 [B, H, W, 3]`` frames to rewards ``[B]`` (a
+            :class:`ClipRewardModel` or an ensemble of them).
         camera: Camera to render (default: the task's render camera).
         size: Rendered frame width and height in pixels.
         shift: Added to every reward. VLM-RM's reward is positive; with episodes that
@@ -123,7 +123,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
     def __init__(
         self,
         venv: Any,
-        reward_model: ClipRewardModel,
+        reward_model: Callable[[np.ndarray], np.ndarray],
         camera: str | None = None,
         size: int = 64,
         shift: float = -1.0,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.output import add_json_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         help="soft image-to-caption targets, temperature in caption ranks (0: one-hot; default 1)",
     )
+    ft.add_argument(
+        "--progress-weight", type=float, default=0.0,
+        help="also train the goal-baseline reward to order frames by the simulator's progress (a pairwise "
+        "ranking loss with this weight; 0: off, the models before issue 24; one task only)",
+    )
+    ft.add_argument("--progress-alpha", type=float, default=0.5,
+                    help="alpha of the reward the progress loss orders (default 0.5, the training default)")
     ft.add_argument("--seed", type=int, default=0)
     ft.add_argument("--n-envs", type=int, default=16)
     add_json_flag(ft)
@@ -117,247 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "finetune-clip":
-        return _finetune(args)
-    return _eval(args)
+        from sim2real.commands.reward_finetune import finetune
 
+        return finetune(args)
+    from sim2real.commands.reward_eval import evaluate
 
-def _finetune(args: argparse.Namespace) -> int:
-    import numpy as np
-    import torch
-
-    from sim2real.policies.rewards.captions import captioner
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
-    from sim2real.policies.rewards.dataset import DECOY_FRACTION
-    from sim2real.policies.rewards.finetune import (
-        FinetuneConfig,
-        caption_accuracy,
-        describe_config,
-        model_config_of,
-        model_image_size,
-        save_model,
-        train_clip,
-    )
-    from sim2real.sim import REGISTRY
-    from sim2real.sim.core.registry import gym_id
-
-    torch.set_num_threads(1)
-    for task in args.tasks:
-        captioner(task)  # fail before rendering anything when a task has no captions
-    model_name = args.model or TINY_MODEL
-    model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
-    decoy_fraction = DECOY_FRACTION if args.decoy_fraction is None else args.decoy_fraction
-    sets, cameras, size = _render_frames(args, model_image_size(model_cfg), decoy_fraction)
-    train_set, held_set = _hold_out_last_episodes(sets)
-    cfg = FinetuneConfig(
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        seed=args.seed,
-        model=model_name,
-        init=args.init,
-        ordinal_smoothing=args.ordinal_smoothing,
-    )
-    model, tokenizer, stats = train_clip(train_set, cfg, log=console.print)
-    captions = stats["captions"]
-    probe = ClipRewardModel(model, tokenizer, captions[0], captions[-1], alpha=0.0)
-    accuracy = {
-        "train": caption_accuracy(probe, train_set.subset(np.arange(len(train_set)) < 2000), captions),
-        "heldout": caption_accuracy(probe, held_set, captions),
-    }
-    metadata = {
-        "tasks": [gym_id(REGISTRY.get(t)) for t in args.tasks],
-        "cameras": cameras,
-        "image_size": size,
-        "decoy_fraction": decoy_fraction,
-        "decoy_mix": _decoy_mix(args),
-        "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
-        "frames": {"train": len(train_set), "heldout": len(held_set)},
-        "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
-        "caption_accuracy": accuracy,
-        "training": {**describe_config(cfg), **stats},
-    }
-    save_model(model, args.out, model_cfg, metadata)
-    if args.json:
-        emit_json({"out": str(args.out), **metadata})
-    else:
-        done = (
-            f"kept {cfg.init or cfg.model} untrained (a control)"
-            if cfg.steps == 0
-            else f"trained {cfg.model} for {cfg.steps} steps in {stats['seconds']:.0f} s on {len(train_set)} frames"
-        )
-        stdout.print(
-            f"{done}; "
-            f"caption accuracy {accuracy['train']:.0%} train, {accuracy['heldout']:.0%} held-out; saved {args.out}"
-        )
-    return 0
-
-
-def _decoy_mix(args: argparse.Namespace) -> dict[str, float] | None:
-    """The decoy kinds' shares ``--hard-negatives`` asks for (None: anywhere in the workspace)."""
-    from sim2real.policies.rewards.hard_negatives import HARD_MIX
-
-    return dict(HARD_MIX) if args.hard_negatives else None
-
-
-def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: float):
-    """The captioned frames of every task (and of the ``--policy`` run's own states):
-    the frame sets, the camera per task id, and the frame size."""
-    from sim2real.errors import ConfigError
-    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
-    from sim2real.policies.rewards.training import frame_settings
-    from sim2real.sim import REGISTRY
-    from sim2real.sim.core.registry import gym_id
-
-    sets, cameras, size = [], {}, 0
-    for i, task in enumerate(args.tasks):
-        # Fine-tuning keeps the camera and frame size the --init model was trained on.
-        camera, size = frame_settings(args.init, REGISTRY.get(task), args.camera, args.size, model_size)
-        cameras[gym_id(REGISTRY.get(task))] = camera
-        console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
-        sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
-                                   seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=_decoy_mix(args)))
-    if args.policy:
-        from sim2real.policies.loading import load_run
-
-        run = load_run(args.policy)
-        task_id = gym_id(REGISTRY.get(run.config.task))
-        if task_id not in cameras:
-            raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
-        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
-        sets.append(policy_frames(run, args.policy_frames, n_envs=args.n_envs, size=size, camera=cameras[task_id],
-                                  seed=args.seed + 1000))
-    return sets, cameras, size
-
-
-def _hold_out_last_episodes(sets: list, keep: float = 0.85):
-    """Each set's episodes after its ``keep`` quantile held out for the accuracy check."""
-    import numpy as np
-
-    train_parts, held_parts = [], []
-    for fs in sets:
-        cut = np.quantile(fs.episode, keep)
-        train_parts.append(fs.subset(fs.episode <= cut))
-        held_parts.append(fs.subset(fs.episode > cut))
-    return _concat(train_parts), _concat(held_parts)
-
-
-def _config_of_init(init: str, model: str):
-    import json
-
-    folder = Path(init)
-    if folder.is_dir():
-        return json.loads((folder / "open_clip_config.json").read_text())["model_cfg"]
-    from sim2real.policies.rewards.finetune import model_config_of
-
-    return model_config_of(model)
-
-
-def _concat(parts):
-    import numpy as np
-
-    from sim2real.policies.rewards.dataset import FrameSet
-
-    offset, episodes = 0, []
-    for p in parts:  # keep episode ids unique across tasks
-        episodes.append(p.episode + offset)
-        offset += int(p.episode.max()) + 1 if len(p) else 0
-    return FrameSet(
-        np.concatenate([p.frames for p in parts]),
-        [c for p in parts for c in p.captions],
-        np.concatenate([p.success for p in parts]),
-        np.concatenate([p.progress for p in parts]),
-        np.concatenate(episodes),
-        np.concatenate([p.step for p in parts]),
-    )
-
-
-def _eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from sim2real.errors import ConfigError
-    from sim2real.policies.rewards.captions import GOAL_PROMPTS, captioner
-    from sim2real.policies.rewards.dataset import collect_frames, policy_frames
-    from sim2real.policies.rewards.reward_eval import QualitySettings, audit_sheet, evaluate_reward, plot_episodes
-    from sim2real.policies.rewards.training import frame_settings
-    from sim2real.sim import REGISTRY
-    from sim2real.sim.core.registry import gym_id
-
-    torch.set_num_threads(1)
-    if not args.negative_ratio > 0:
-        raise ConfigError("negative_ratio", f"must be > 0, got {args.negative_ratio}")
-    settings = QualitySettings(alpha=args.quality_alpha, negative_ratio=args.negative_ratio, seed=args.seed)
-    task_id = gym_id(REGISTRY.get(args.task))
-    captioner(task_id)
-    goal_default, baseline_default = GOAL_PROMPTS[task_id]
-    goal = args.prompt or [goal_default]
-    baseline = args.baseline or [baseline_default]
-    models = _reward_models(args, goal, baseline)
-    first = next(iter(models.values()))
-    folder = next((w for w in args.clip_weights if Path(w).is_dir()), None)  # the first model folder's settings
-    camera, size = frame_settings(folder, REGISTRY.get(task_id), args.camera, model_size=first.image_size[0])
-    console.print(
-        f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
-    )
-    data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed,
-                          decoy_fraction=args.decoy_fraction, decoy_mix=_decoy_mix(args))
-    results = {name: evaluate_reward(m, data, quality=settings) for name, m in models.items()}
-    sheet = {name: (res["quality"], data) for name, res in results.items()}
-    if args.policy:
-        from sim2real.policies.loading import load_run
-
-        run = load_run(args.policy)
-        console.print(f"rendering {args.frames} frames driven by {args.policy} (step {run.step})")
-        visited = policy_frames(run, args.frames, size=size, camera=camera, seed=args.seed)
-        for name, m in models.items():
-            # Fooled on the policy's states means scored like the scripted successes.
-            threshold = results[name]["quality"]["audit"]["threshold"]
-            results[name]["policy_states"] = {
-                "run": str(args.policy),
-                "step": run.step,
-                **evaluate_reward(m, visited, need_success=False, quality=settings, audit_threshold=threshold),
-            }
-            sheet[f"{name} (policy states)"] = (results[name]["policy_states"]["quality"], visited)
-    out = {"task": task_id, "goal": goal, "baseline": baseline, "camera": camera, "image_size": size, "models": results}
-    if args.plot:
-        out["plot"] = str(plot_episodes(models, data, args.plot))
-    if args.audit_sheet:
-        out["audit_sheet"] = str(audit_sheet({Path(k).name: v for k, v in sheet.items()}, args.audit_sheet))
-    if args.json:
-        emit_json(out)
-        return 0
-    from sim2real.policies.rewards.report import eval_lines
-
-    for line in eval_lines(results):
-        stdout.print(line)
-    if args.plot:
-        stdout.print(f"plot: {out['plot']}")
-    if args.audit_sheet:
-        stdout.print(f"audit sheet: {out['audit_sheet']}")
-    return 0
-
-
-def _reward_models(args: argparse.Namespace, goal: list[str], baseline: list[str]) -> dict:
-    """The reward models to compare, by name: each ``--clip-weights``, and with
-    ``--include-untrained`` the first one's architecture untrained (the "before")."""
-    import torch
-
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
-    from sim2real.policies.rewards.finetune import read_metadata
-
-    models: dict[str, ClipRewardModel] = {}
-    meta = {}
-    for weights in args.clip_weights:
-        models[str(weights)] = ClipRewardModel.load(args.clip_model, weights, goal, baseline, alpha=0.5)
-        if not meta and Path(weights).is_dir():  # the first model folder's architecture
-            meta = read_metadata(weights)
-    if args.include_untrained:
-        import open_clip
-
-        register_model_configs()
-        torch.manual_seed(0)
-        name = args.clip_model or meta.get("training", {}).get("model") or TINY_MODEL
-        untrained = open_clip.create_model(name, pretrained=None).eval()
-        models[f"untrained {name}"] = ClipRewardModel(
-            untrained, open_clip.get_tokenizer(name), goal, baseline, alpha=0.5, name=name
-        )
-    return models
+    return evaluate(args)

@@ -50,7 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", action="append", help="CLIP reward baseline prompt (repeat for several)")
     parser.add_argument("--alpha", type=float, help="CLIP reward goal-baseline projection strength in [0, 1]")
     parser.add_argument("--clip-model", help="open_clip architecture of a --clip-weights file (e.g. ViT-bigG-14)")
-    parser.add_argument("--clip-weights", help="local CLIP weights: a finetune-clip folder or a weight file")
+    parser.add_argument(
+        "--clip-weights", action="append",
+        help="local CLIP weights: a finetune-clip folder or a weight file; repeat for an ensemble whose "
+        "lower confidence bound (mean - LCB x std, --lcb) is the reward",
+    )
+    parser.add_argument("--lcb", type=float, help="k of an ensemble's reward mean - k x std (default 1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or log lines")
     add_set_flag(parser, "ppo.n_steps=32")
     add_json_flag(parser)
@@ -169,6 +174,8 @@ def _reward_flags(args: argparse.Namespace) -> dict:
         "reward.baseline": baseline,
         "reward.alpha": args.alpha,
         "reward.clip_model": args.clip_model,
-        "reward.clip_weights": args.clip_weights,
+        "reward.clip_weights": args.clip_weights[0] if args.clip_weights else None,
+        "reward.ensemble": args.clip_weights[1:] if args.clip_weights and len(args.clip_weights) > 1 else None,
+        "reward.lcb": args.lcb,
     }
 
