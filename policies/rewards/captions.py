@@ -60,10 +60,16 @@ REACH_FAR = "the gripper is very far from the green ball"
 
 
 def arm_reach(task: Any, phys: Any) -> Captions:
+    """Distance bands, naming the target's colour this episode (``green`` unless the task's
+    ``target_colors`` option draws others)."""
     from sim2real.sim.arm.reach import SUCCESS_RADIUS
 
     offset = task.target_rel_ee(phys)
     dist = np.linalg.norm(offset, axis=1)
+    text = [
+        caption.replace("green ball", f"{task.target_color(i)} ball")
+        for i, caption in enumerate(_pick(dist, REACH_BINS, REACH_FAR))
+    ]
     quat = task.ee_quat(phys)  # (w, x, y, z)
     # World z of the gripper's approach axis is 1 - 2 (x^2 + y^2); it points straight down
     # (-1) in the arm's home pose, so the tilt is the angle from straight down.
@@ -73,7 +79,7 @@ def arm_reach(task: Any, phys: Any) -> Captions:
         "target_pos": np.asarray(phys.mocap_pos[:, 0], dtype=np.float64).copy(),
         "ee_tilt_deg": np.degrees(np.arccos(np.clip(down, -1.0, 1.0))),
     }
-    return Captions(_pick(dist, REACH_BINS, REACH_FAR), dist < SUCCESS_RADIUS, -dist, state)
+    return Captions(text, dist < SUCCESS_RADIUS, -dist, state)
 
 
 # -- drone -------------------------------------------------------------------------

@@ -280,6 +280,7 @@ def collect_frames(
     policy: Any = None,
     decoy_fraction: float = 0.0,
     decoy_mix: dict[str, float] | None = None,
+    task_options: dict[str, Any] | None = None,
 ) -> FrameSet:
     """``n_frames`` captioned frames of ``task``.
 
@@ -292,6 +293,7 @@ def collect_frames(
             versions rendered.
         decoy_mix: Shares of the decoy kinds (``hard_negatives.KINDS``: anywhere in the
             workspace, along a fixed reward camera's ray, near misses); default: anywhere.
+        task_options: The task's constructor options (e.g. ArmReach's ``target_colors``).
     """
     from sim2real.sim import REGISTRY, make_vec
 
@@ -299,7 +301,7 @@ def collect_frames(
         raise ConfigError("decoy_fraction", f"must be in [0, 1], got {decoy_fraction}")
     task_cls = REGISTRY.get(task)
     caption = captioner(task)
-    venv = make_vec(task, n_envs, dr=dr, seed=seed)
+    venv = make_vec(task, n_envs, dr=dr, seed=seed, **(task_options or {}))
     renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
     cameras = fixed_cameras(venv.engine.models[0], camera or default_camera(task_cls))
     behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction, cameras, decoy_mix)
@@ -321,4 +323,5 @@ def policy_frames(run: Any, n_frames: int, **options: Any) -> FrameSet:
     """``n_frames`` captioned frames of the states a loaded run's (``load_run``) stochastic
     policy visits on its own task: where RL takes a reward model. ``options`` go to
     :func:`collect_frames`."""
+    options.setdefault("task_options", run.config.task_options)
     return collect_frames(run.config.task, n_frames, policy=run.policy(deterministic=False), **options)

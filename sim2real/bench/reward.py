@@ -135,6 +135,21 @@ def _measure_embedding(model: ClipRewardModel, frames: np.ndarray, out: dict[str
         rates[batch] = round(_rate(lambda s=subset: model(s), len(subset)), 1)
     out["reward_fps"] = {f"batch_{b}": r for b, r in rates.items()}
     out["batched_vs_one_frame"] = round(rates[256] / rates[1], 2)
+    # What batching can still buy: one frame at a time is already compute-bound when its
+    # arithmetic rate is close to the batched one's.
+    gflop = image_gflop_per_frame(model, frames[:1])
+    out["image_gflop_per_frame"] = round(gflop, 4)
+    out["achieved_gflops"] = {f"batch_{b}": round(r * gflop, 1) for b, r in rates.items()}
+
+
+def image_gflop_per_frame(model: ClipRewardModel, frame: np.ndarray) -> float:
+    """GFLOP of one frame through the image tower (torch's FLOP counter: matmuls and convolutions)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model.model.encode_image(model.preprocess(frame))
+    return counter.get_total_flops() / 1e9
 
 
 def _compare_training(
@@ -222,6 +237,10 @@ def run(args: argparse.Namespace) -> int:
         "  reward model: "
         + ", ".join(f"{k}: {v} frames/s" for k, v in r["reward_fps"].items())
         + f"; batched / one frame: {r['batched_vs_one_frame']}x"
+    )
+    stdout.print(
+        f"  image tower: {r['image_gflop_per_frame']} GFLOP/frame; "
+        + ", ".join(f"{k}: {v} GFLOP/s" for k, v in r["achieved_gflops"].items())
     )
     t = r["training"]
     stdout.print(

@@ -72,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ft.add_argument("--progress-alpha", type=float, default=0.5,
                     help="alpha of the reward the progress loss orders (default 0.5, the training default)")
+    ft.add_argument(
+        "--hold-out-caption", action="append", default=[], metavar="SENTENCE",
+        help="leave the frames with this caption out of training (repeatable): a sentence the model never sees, "
+        "to measure training from it (e.g. a new colour-distance combination)",
+    )
+    add_task_option_flag(ft)
     ft.add_argument("--seed", type=int, default=0)
     ft.add_argument("--n-envs", type=int, default=16)
     add_json_flag(ft)
@@ -101,6 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ev.add_argument("--hard-negatives", action="store_true",
                     help="the held-out decoys by kind as finetune-clip --hard-negatives draws them")
+    add_task_option_flag(ev)
     ev.add_argument("--plot", type=Path, help="PNG of the reward along held-out episodes")
     ev.add_argument(
         "--policy",
@@ -120,6 +127,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="PNG of each model's highest-scored failed frames, with their failure kind, distance and score",
     )
     add_json_flag(ev)
+
+
+def add_task_option_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--task-option", dest="task_options", action="append", default=[], metavar="KEY=VALUE",
+        help="a task constructor option for the rendered rollouts (repeatable; YAML value), "
+        "e.g. --task-option 'target_colors=[green, red, blue]'",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

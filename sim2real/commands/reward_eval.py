@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from sim2real.commands.output import console, emit_json, stdout
+from sim2real.commands.overrides import parse_overrides
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -38,7 +39,8 @@ def evaluate(args: argparse.Namespace) -> int:
         f"rendering {args.frames} held-out frames of {task_id} ({camera} camera, {size} px, seed {args.seed})"
     )
     data = collect_frames(task_id, args.frames, size=size, camera=camera, seed=args.seed,
-                          decoy_fraction=args.decoy_fraction, decoy_mix=decoy_mix(args.hard_negatives))
+                          decoy_fraction=args.decoy_fraction, decoy_mix=decoy_mix(args.hard_negatives),
+                          task_options=parse_overrides(args.task_options))
     results = {name: evaluate_reward(m, data, quality=settings) for name, m in models.items()}
     sheet = {name: (res["quality"], data) for name, res in results.items()}
     if args.policy:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from sim2real.commands.output import console, emit_json, stdout
+from sim2real.commands.overrides import parse_overrides
 
 
 def finetune(args: argparse.Namespace) -> int:
@@ -38,8 +39,16 @@ def finetune(args: argparse.Namespace) -> int:
     model_name = args.model or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
     decoy_fraction = DECOY_FRACTION if args.decoy_fraction is None else args.decoy_fraction
-    sets, cameras, size = _render_frames(args, model_image_size(model_cfg), decoy_fraction)
+    task_options = parse_overrides(args.task_options)
+    sets, cameras, size = _render_frames(args, model_image_size(model_cfg), decoy_fraction, task_options)
     train_set, held_set = _hold_out_last_episodes(sets)
+    if args.hold_out_caption:
+        unseen = set(args.hold_out_caption)
+        missing = sorted(unseen - set(train_set.captions) - set(held_set.captions))
+        if missing:
+            raise ConfigError("--hold-out-caption", f"no rendered frame has the caption {missing[0]!r}")
+        train_set = train_set.subset(np.array([c not in unseen for c in train_set.captions]))
+        held_set = held_set.subset(np.array([c not in unseen for c in held_set.captions]))
     cfg = FinetuneConfig(
         steps=args.steps,
         batch_size=args.batch_size,
@@ -64,6 +73,8 @@ def finetune(args: argparse.Namespace) -> int:
         "image_size": size,
         "decoy_fraction": decoy_fraction,
         "decoy_mix": decoy_mix(args.hard_negatives),
+        "task_options": task_options,
+        "held_out_captions": list(args.hold_out_caption),
         "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
@@ -86,7 +97,7 @@ def finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: float):
+def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: float, task_options: dict):
     """The captioned frames of every task (and of the ``--policy`` run's own states):
     the frame sets, the camera per task id, and the frame size."""
     from sim2real.errors import ConfigError
@@ -104,7 +115,8 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
         cameras[gym_id(REGISTRY.get(task))] = camera
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
-                                   seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=mix))
+                                   seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=mix,
+                                   task_options=task_options))
     if args.policy:
         from sim2real.policies.loading import load_run
 

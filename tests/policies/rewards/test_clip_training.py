@@ -205,6 +205,7 @@ def test_reward_bench_uses_the_models_camera_and_size(micro_checkpoint):
     result = run_reward_bench("ArmReach", str(micro_checkpoint), 16, 512, 8, log=lambda m: None)
     assert result["camera"] == "wrist" and result["image_size"] == 32  # the checkpoint's metadata
     assert set(result["reward_fps"]) == {"batch_1", "batch_32", "batch_256"}
+    assert result["image_gflop_per_frame"] > 0 and set(result["achieved_gflops"]) == set(result["reward_fps"])
     clip = result["training"]["clip_reward"]
     assert clip["steps"] == 512 and 0 < clip["render_share"] < 1 and 0 < clip["reward_model_share"] < 1
     fresh = run_reward_bench("ArmReach", None, 16, 512, 8, log=lambda m: None)
