@@ -245,6 +245,11 @@ class ClipRewardModel:
         self.baseline = self.prompt_embedding(self.baseline_prompts)
         self._projection = projection(self.goal, self.baseline, self.alpha)
 
+    def refresh(self) -> None:
+        """Embed the prompts again after the model's weights changed (online refinement)."""
+        self._text_cache.clear()
+        self.set_prompts(self.goal_prompts, self.baseline_prompts)
+
     def set_alpha(self, alpha: float) -> None:
         self.alpha = check_alpha(alpha)
         self._projection = projection(self.goal, self.baseline, self.alpha)

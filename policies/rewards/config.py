@@ -13,6 +13,43 @@ REWARD_SOURCES = ("task", "clip")
 
 
 @dataclass
+class RefineConfig:
+    """Refining the reward model on the states of the policy being trained
+    (``policies/rewards/refine.py``)."""
+
+    every: int = 0
+    """Env steps (summed over envs) between refinement rounds (0: never refine)."""
+    frames: int = 4000
+    """Policy frames kept for refinement: a uniform reservoir over all frames rewarded so far."""
+    anchor_frames: int = 2000
+    """Scripted frames (with hard-negative decoys) rendered once at the start and trained
+    on in every round next to the policy's, so the model keeps what it knew."""
+    steps: int = 100
+    """Optimizer steps per round."""
+    batch_size: int = 96
+    """Frames per optimizer step."""
+    learning_rate: float = 3e-4
+    """AdamW peak step size of a round (cosine decay within the round)."""
+    progress_weight: float = 1.0
+    """Weight of the progress ranking loss in a round (``finetune-clip --progress-weight``)."""
+
+    def validate(self) -> None:
+        if self.every < 0:
+            raise ConfigError("reward.refine.every", f"must be >= 0, got {self.every}")
+        if self.every == 0:
+            return
+        for name in ("frames", "steps", "batch_size"):
+            if getattr(self, name) < 2:
+                raise ConfigError(f"reward.refine.{name}", f"must be >= 2, got {getattr(self, name)}")
+        if self.anchor_frames < 0:
+            raise ConfigError("reward.refine.anchor_frames", f"must be >= 0, got {self.anchor_frames}")
+        for name in ("learning_rate", "progress_weight"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"reward.refine.{name}", f"must be a finite number >= 0, got {value}")
+
+
+@dataclass
 class RewardConfig:
     """What the policy is trained on. The task's own reward and success are always
     what evaluation reports."""
@@ -37,6 +74,8 @@ class RewardConfig:
     lcb: float = 1.0
     """``k`` of the ensemble's lower confidence bound ``mean - k * std`` (0: the mean);
     unused without ``ensemble``."""
+    refine: RefineConfig = field(default_factory=RefineConfig)
+    """Refinement of the reward model on the policy's own states during training (off by default)."""
     camera: str | None = None
     """Camera rendered for the reward (``null``: the camera the model was trained on,
     else the arm's wrist camera or the task's camera)."""
@@ -71,6 +110,9 @@ class RewardConfig:
             raise ConfigError("reward.lcb", f"must be a finite number >= 0, got {self.lcb}")
         if any(not str(w).strip() for w in self.ensemble):
             raise ConfigError("reward.ensemble", "an ensemble member needs a weights path")
+        self.refine.validate()
+        if self.refine.every and self.ensemble:
+            raise ConfigError("reward.refine", "refines one reward model; an ensemble's members are not refined")
         if not math.isfinite(self.shift):
             raise ConfigError("reward.shift", f"must be finite, got {self.shift}")
         if self.image_size is not None and not 16 <= self.image_size <= 1024:

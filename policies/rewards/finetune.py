@@ -236,10 +236,18 @@ def _optimizer_step(
         model.logit_scale.clamp_(0, np.log(100))
 
 
-def train_clip(train: FrameSet, cfg: FinetuneConfig, log: Any = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Train (or fine-tune) on ``train``; returns ``(model, tokenizer, stats)``."""
+def train_clip(
+    train: FrameSet, cfg: FinetuneConfig, log: Any = None, start: tuple[Any, Any] | None = None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Train (or fine-tune) on ``train``; returns ``(model, tokenizer, stats)``. ``start``:
+    a ``(model, tokenizer)`` in memory to go on training in place (``cfg.init`` and
+    ``cfg.model`` are then unused)."""
     _check_training_setup(train, cfg)
-    model, tokenizer = _initial_model(cfg)
+    if start is None:
+        model, tokenizer = _initial_model(cfg)
+    else:
+        model, tokenizer = start
+        model.train()
     captions = sorted(set(train.captions))
     labels_np = np.array([captions.index(c) for c in train.captions])
     targets = ordinal_targets(train.progress, labels_np, len(captions), cfg.ordinal_smoothing)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim2real.policies.rewards.captions import captioner
 from sim2real.policies.rewards.clip_reward import ClipRewardModel
-from sim2real.policies.rewards.dataset import default_camera
+from sim2real.policies.rewards.dataset import DECOY_FRACTION, collect_frames, default_camera
 from sim2real.policies.rewards.ensemble import EnsembleReward
-from sim2real.policies.rewards.finetune import read_metadata
+from sim2real.policies.rewards.finetune import FinetuneConfig, read_metadata
+from sim2real.policies.rewards.hard_negatives import HARD_MIX
+from sim2real.policies.rewards.refine import OnlineRefiner
 from sim2real.policies.rewards.vec_reward import ClipRewardVecEnv
 
 DEFAULT_IMAGE_SIZE = 64
@@ -61,4 +64,23 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
     task_cls = REGISTRY.get(config.task)
     model = reward_model_from_config(config.reward)
     camera, size = render_settings(config.reward, task_cls)
-    return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift)
+    refine = config.reward.refine
+    if not refine.every:
+        return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift)
+    assert isinstance(model, ClipRewardModel)  # RewardConfig.validate refuses refining an ensemble
+    return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift,
+                            refiner=online_refiner(model, config, camera, size), caption=captioner(config.task))
+
+
+def online_refiner(model: ClipRewardModel, config: Any, camera: str | None, size: int) -> OnlineRefiner:
+    """The refiner a training config's ``reward.refine`` block describes, with its scripted
+    anchor frames rendered now (hard-negative decoys included; seeded apart from training)."""
+    refine = config.reward.refine
+    anchor = None
+    if refine.anchor_frames:
+        anchor = collect_frames(config.task, refine.anchor_frames, n_envs=8, size=size, camera=camera,
+                                seed=config.seed + 7919, decoy_fraction=DECOY_FRACTION, decoy_mix=HARD_MIX,
+                                task_options=config.task_options)
+    cfg = FinetuneConfig(steps=refine.steps, batch_size=refine.batch_size, learning_rate=refine.learning_rate,
+                         progress_weight=refine.progress_weight, progress_alpha=config.reward.alpha, seed=config.seed)
+    return OnlineRefiner(model, anchor, refine.every, refine.frames, cfg, seed=config.seed)

@@ -12,9 +12,10 @@ first frame. The task's own reward stays in ``info["true_reward"]`` and in
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -22,7 +23,11 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from sim2real.errors import ConfigError
+from sim2real.policies.rewards.captions import Captions
 from sim2real.sim.core.rendering import OffscreenRenderer
+
+if TYPE_CHECKING:
+    from sim2real.policies.rewards.refine import OnlineRefiner
 
 
 class FrameRenderer:
@@ -118,6 +123,8 @@ class ClipRewardVecEnv(VecEnvWrapper):
         shift: Added to every reward. VLM-RM's reward is positive; with episodes that
             *end* on success, a positive reward per step teaches the policy to avoid
             success, so the default ``-1`` makes it non-positive.
+        refiner: Refines the reward model on the rewarded frames (``refine.py``); it then
+            needs ``caption``, the task's captioner, to label them.
     """
 
     def __init__(
@@ -127,13 +134,21 @@ class ClipRewardVecEnv(VecEnvWrapper):
         camera: str | None = None,
         size: int = 64,
         shift: float = -1.0,
+        refiner: OnlineRefiner | None = None,
+        caption: Callable[[Any, Any], Captions] | None = None,
     ) -> None:
         super().__init__(venv)
+        if refiner is not None and caption is None:
+            raise ConfigError("reward.refine", "refining the reward model needs the task's captions")
+        self.refiner, self.caption = refiner, caption
+        self.env_steps = 0
+        self._terminal_labels: dict[int, tuple[str, bool, float]] = {}
         self.reward_model = reward_model
         self.renderer = FrameRenderer(venv, camera, size, size)
         self.shift = float(shift)
         self.render_seconds = 0.0
         self.reward_seconds = 0.0
+        self.refine_seconds = 0.0
         self.frames = 0
         self._terminal_frames: dict[int, np.ndarray] = {}
         self._clip_return = np.zeros(self.num_envs)
@@ -143,7 +158,29 @@ class ClipRewardVecEnv(VecEnvWrapper):
         t0 = time.perf_counter()
         for i in env_ids:
             self._terminal_frames[i] = self.renderer.render(i)
+        if self.caption is not None:
+            labels = self.caption(self.venv.task, self.venv.engine.phys)
+            for i in env_ids:
+                self._terminal_labels[i] = (labels.text[i], bool(labels.success[i]), float(labels.progress[i]))
         self.render_seconds += time.perf_counter() - t0
+
+    def _labels(self) -> Captions:
+        """This step's labels per env: the ended episodes' from before their reset."""
+        assert self.caption is not None
+        now = self.caption(self.venv.task, self.venv.engine.phys)
+        rows = [self._terminal_labels.get(i, (now.text[i], bool(now.success[i]), float(now.progress[i])))
+                for i in range(self.num_envs)]
+        return Captions([r[0] for r in rows], np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+
+    def _refine(self, frames: np.ndarray) -> None:
+        assert self.refiner is not None
+        self.refiner.observe(frames, self._labels())
+        done = self.refiner.maybe_refine(self.env_steps)
+        if done is not None:
+            self.refine_seconds += done.seconds
+            print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
+                  f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
+                  file=sys.stderr, flush=True)
 
     def reset(self) -> VecEnvObs:
         self._clip_return[:] = 0.0
@@ -151,6 +188,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
 
     def step_wait(self) -> VecEnvStepReturn:
         self._terminal_frames.clear()
+        self._terminal_labels.clear()
         self._hook.armed = True
         try:
             obs, true_reward, dones, infos = self.venv.step_wait()
@@ -169,6 +207,9 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.render_seconds += t1 - t0
         self.reward_seconds += t2 - t1
         self.frames += len(frames)
+        self.env_steps += self.num_envs
+        if self.refiner is not None:
+            self._refine(frames)
         self._clip_return += reward
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_reward[i])
@@ -180,8 +221,9 @@ class ClipRewardVecEnv(VecEnvWrapper):
         return obs, reward.astype(np.float32), dones, infos
 
     def timing(self) -> dict[str, float]:
-        """Seconds spent rendering and in the reward model, and frames rewarded."""
-        return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds, "frames": self.frames}
+        """Seconds spent rendering, in the reward model and refining it, and frames rewarded."""
+        return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds,
+                "refine_seconds": self.refine_seconds, "frames": self.frames}
 
     def close(self) -> None:
         self._hook.remove()

@@ -1,0 +1,117 @@
+"""Refining the reward model on the states of the policy being trained (issue 24).
+
+RL takes a learned reward where its training frames never went, and the reward is
+wrong there (docs/vlm_rewards.md: gripper lined up along a camera ray, wrist tilted,
+hovering above the target). Fine-tuning the model once on a finished run's states
+(``finetune-clip --policy``) comes too late for that run. Here the training env keeps a
+reservoir of the frames the policy visits, labelled by the simulator's captioner (in
+simulation, the simulator's success and distance are what a person's labels would be),
+and every ``every`` env steps fine-tunes the reward model on them, next to scripted
+anchor frames so it does not forget the states it was good at.
+
+Rewards already in an off-policy replay buffer keep the value they were given; the
+schedule and the time each round takes are recorded (``RefineRound``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import ConfigError
+from sim2real.policies.rewards.captions import Captions
+from sim2real.policies.rewards.clip_reward import ClipRewardModel
+from sim2real.policies.rewards.dataset import FrameSet
+from sim2real.policies.rewards.finetune import FinetuneConfig, train_clip
+
+
+@dataclass
+class RefineRound:
+    """What one refinement round did and cost."""
+
+    env_steps: int
+    policy_frames: int
+    anchor_frames: int
+    optimizer_steps: int
+    seconds: float
+    final_loss: float | None
+
+
+class OnlineRefiner:
+    """Reservoir of the policy's labelled frames, and the refinement schedule.
+
+    Args:
+        reward_model: The model to refine in place (its prompts are re-embedded after each round).
+        anchor: Scripted frames trained on next to the policy's (None: none).
+        every: Env steps (summed over envs) between rounds.
+        capacity: Policy frames kept (uniform reservoir over everything seen).
+        cfg: Optimizer settings of one round (``steps`` optimizer steps).
+        seed: Seed of the reservoir's sampling.
+    """
+
+    def __init__(
+        self,
+        reward_model: ClipRewardModel,
+        anchor: FrameSet | None,
+        every: int,
+        capacity: int,
+        cfg: FinetuneConfig,
+        seed: int = 0,
+    ) -> None:
+        if every < 1 or capacity < 2 or cfg.steps < 1:
+            raise ConfigError("reward.refine", f"every, frames and steps must be positive, got {every}, {capacity}, "
+                                               f"{cfg.steps}")
+        self.reward_model, self.anchor, self.every, self.capacity, self.cfg = reward_model, anchor, every, capacity, cfg
+        self.rng = np.random.default_rng(seed)
+        self.frames: np.ndarray | None = None
+        self.captions: list[str] = []
+        self.success = np.zeros(capacity, dtype=bool)
+        self.progress = np.zeros(capacity)
+        self.seen = 0
+        self.next_round = every
+        self.rounds: list[RefineRound] = []
+
+    def observe(self, frames: np.ndarray, labels: Captions) -> None:
+        """Offer one step's frames ``[B, H, W, 3]`` with their labels to the reservoir."""
+        if self.frames is None:
+            self.frames = np.zeros((self.capacity, *frames.shape[1:]), dtype=np.uint8)
+            self.captions = [""] * self.capacity
+        for i in range(len(frames)):
+            slot = self.seen if self.seen < self.capacity else int(self.rng.integers(self.seen + 1))
+            self.seen += 1
+            if slot < self.capacity:
+                self.frames[slot] = frames[i]
+                self.captions[slot] = labels.text[i]
+                self.success[slot] = bool(labels.success[i])
+                self.progress[slot] = float(labels.progress[i])
+
+    def policy_set(self) -> FrameSet:
+        """The reservoir's frames (each its own episode: the ranking loss does not use episodes)."""
+        n = min(self.seen, self.capacity)
+        frames = self.frames[:n] if self.frames is not None else np.zeros((0, 1, 1, 3), dtype=np.uint8)
+        return FrameSet(frames, self.captions[:n], self.success[:n], self.progress[:n], np.arange(n), np.zeros(n, int))
+
+    def maybe_refine(self, env_steps: int) -> RefineRound | None:
+        """Run a round when ``env_steps`` has reached the schedule; the round, else None."""
+        if env_steps < self.next_round or self.seen < 2:
+            return None
+        self.next_round = (env_steps // self.every + 1) * self.every
+        policy = self.policy_set()
+        data = FrameSet.concat([policy, self.anchor]) if self.anchor is not None else policy
+        t0 = time.perf_counter()
+        model = self.reward_model
+        cfg = FinetuneConfig(**{**asdict(self.cfg), "seed": self.cfg.seed + len(self.rounds)})
+        _, _, stats = train_clip(data, cfg, start=(model.model, model.tokenizer))
+        model.model.eval()
+        model.refresh()
+        anchor = 0 if self.anchor is None else len(self.anchor)
+        done = RefineRound(env_steps, len(policy), anchor, cfg.steps, round(time.perf_counter() - t0, 2),
+                           stats["final_loss"])
+        self.rounds.append(done)
+        return done
+
+    def describe(self) -> dict[str, Any]:
+        return {"every": self.every, "capacity": self.capacity, "rounds": [asdict(r) for r in self.rounds]}
