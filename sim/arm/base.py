@@ -66,7 +66,15 @@ class ArmTask(Task):
     (a mapping of ``initial``/``minimum``/``maximum`` in J) and whether the passivity
     filter shrinks commands the tank cannot pay for (see ``passivity.py``)."""
 
-    def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
+    def __init__(self, num_envs: int, action_mode: str | None = None, tilt_limit: float | None = None,
+                 **options: Any) -> None:
+        """``tilt_limit``: largest tilt (rad) of a Cartesian mode's setpoint from
+        gripper-down, about the world x and y axes (default ``ROT_LIMIT``'s 0.8; 0 keeps
+        the gripper pointing straight down, turning only about the vertical). It is a
+        task option, so it travels with a policy's metadata and binds wherever the
+        task's action mapper runs: training, evaluation, the emulators and deployment.
+        A vision reward's policies turned the wrist to point its camera at the target
+        from afar (docs/vlm_rewards.md); with 0 they cannot."""
         accepted = set(self.task_options) | set(self.impedance_options)
         unknown = sorted(set(options) - accepted)
         if unknown:
@@ -82,6 +90,13 @@ class ArmTask(Task):
             self.wants_substeps = True
         elif impedance:
             raise ConfigError(next(iter(impedance)), "applies to the ee_impedance action mode only")
+        rot_limit = C.ROT_LIMIT.copy()
+        if tilt_limit is not None:
+            if not (isinstance(tilt_limit, (int, float)) and 0.0 <= tilt_limit <= C.ROT_LIMIT[0]):
+                raise ConfigError("tilt_limit", f"must be a number in [0, {C.ROT_LIMIT[0]}] rad, got {tilt_limit!r}")
+            if self.action_mode not in CARTESIAN_MODES:
+                raise ConfigError("tilt_limit", "applies to the Cartesian action modes only")
+            rot_limit[:2] = float(tilt_limit)
         self.mapper = ActionMapper(
             self.action_mode,
             num_envs,
@@ -89,6 +104,7 @@ class ArmTask(Task):
             self.fixed_gripper_width,
             self.workspace_low,
             self.workspace_high,
+            rot_limit,
         )
         self.action_size = sum(n for _, n in self.action_layout())
         self.model: mujoco.MjModel | None = None

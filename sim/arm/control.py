@@ -53,18 +53,19 @@ def cartesian_setpoint(
     delta_rot: np.ndarray,
     workspace_low: np.ndarray = C.WORKSPACE_LOW,
     workspace_high: np.ndarray = C.WORKSPACE_HIGH,
+    rot_limit: np.ndarray = C.ROT_LIMIT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Next setpoint ``(pos [B, 3], quat [B, 4])``: the previous one moved by ``delta_pos``
     and the world-frame rotation vector ``delta_rot``, pulled back to within
     ``EE_DELTA_POS_MAX`` / ``EE_DELTA_ROT_MAX`` of the measured pose, into the workspace
-    box and within ``ROT_LIMIT`` of gripper-down."""
+    box and within ``rot_limit`` (rotation vector from gripper-down, per axis) of gripper-down."""
     pos = setpoint_pos + delta_pos
     pos = ee_pos + clip_norm(pos - ee_pos, C.EE_DELTA_POS_MAX)
     pos = np.clip(pos, workspace_low, workspace_high)
     quat = quat_mul(rotvec_to_quat(delta_rot), setpoint_quat)
     offset = clip_norm(quat_to_rotvec(quat_mul(quat, quat_conj(ee_quat))), C.EE_DELTA_ROT_MAX)
     quat = quat_mul(rotvec_to_quat(offset), ee_quat)
-    rot = np.clip(quat_to_rotvec(quat_mul(quat_conj(REF_QUAT), quat)), -C.ROT_LIMIT, C.ROT_LIMIT)
+    rot = np.clip(quat_to_rotvec(quat_mul(quat_conj(REF_QUAT), quat)), -rot_limit, rot_limit)
     return pos, quat_mul(REF_QUAT, rotvec_to_quat(rot))
 
 
@@ -83,6 +84,8 @@ class ActionMapper:
         gripper: Whether the last action element commands the gripper width; if not,
             the gripper is always commanded to ``fixed_gripper_width``.
         workspace_low, workspace_high: Box the Cartesian setpoint is clipped into.
+        rot_limit: Largest rotation vector (rad, per axis) of the Cartesian setpoint
+            from gripper-down.
     """
 
     def __init__(
@@ -93,8 +96,10 @@ class ActionMapper:
         fixed_gripper_width: float = 0.0,
         workspace_low: np.ndarray = C.WORKSPACE_LOW,
         workspace_high: np.ndarray = C.WORKSPACE_HIGH,
+        rot_limit: np.ndarray = C.ROT_LIMIT,
     ) -> None:
         self.mode = mode
+        self.rot_limit = np.asarray(rot_limit, dtype=np.float64)
         self.gripper = gripper
         self.fixed_gripper_width = fixed_gripper_width
         self.workspace_low, self.workspace_high = workspace_low, workspace_high
@@ -152,6 +157,7 @@ class ActionMapper:
                 a[:, 3:6] * C.EE_DELTA_ROT_MAX,
                 self.workspace_low,
                 self.workspace_high,
+                self.rot_limit,
             )
             target = servo_coordinates(self.setpoint_pos, self.setpoint_quat)
             if self.mode == "ee_delta":

@@ -62,3 +62,34 @@ def test_rejects_layouts_it_cannot_drive() -> None:
     maze_task = sim.make("ArmMaze", action_mode="ee_delta").task
     with pytest.raises(ConfigError, match="observation_layout"):
         ArmCartesianController.for_task(maze_task)
+
+
+def test_tilt_limit_keeps_the_gripper_pointing_down_whatever_the_rotation_actions():
+    """A task option: 0 holds the setpoint at gripper-down about x and y (yaw stays free)."""
+    import pytest
+
+    from sim2real.policies.rewards.captions import arm_reach
+    from sim2real.sim import make_vec
+    from sim2real.sim.core.errors import ConfigError
+
+    tilts = {}
+    for limit in (None, 0.0, 0.3):
+        venv = make_vec("ArmReach", 2, seed=0, **({} if limit is None else {"tilt_limit": limit}))
+        try:
+            venv.reset()
+            action = np.zeros((2, 7))
+            action[:, 3:5] = 1.0  # full roll and pitch rate, every step
+            for _ in range(30):
+                venv.step_async(action)
+                venv.step_wait()
+            tilts[limit] = arm_reach(venv.task, venv.engine.phys).state["ee_tilt_deg"]
+        finally:
+            venv.close()
+    assert np.all(tilts[None] > 40.0)  # the default 0.8 rad limit lets the wrist tip over
+    assert np.all(tilts[0.0] < 1.0)
+    assert np.all(tilts[0.3] < np.degrees(0.3 * np.sqrt(2)) + 2.0) and np.all(tilts[0.3] > 10.0)
+    for bad in (-0.1, 2.0, "down"):
+        with pytest.raises(ConfigError, match="tilt_limit"):
+            make_vec("ArmReach", 1, tilt_limit=bad)
+    with pytest.raises(ConfigError, match="Cartesian"):
+        make_vec("ArmReach", 1, action_mode="joint_position", tilt_limit=0.0)
