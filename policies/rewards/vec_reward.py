@@ -141,6 +141,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
         if refiner is not None and caption is None:
             raise ConfigError("reward.refine", "refining the reward model needs the task's captions")
         self.refiner, self.caption = refiner, caption
+        self._batched: Any = venv  # the BatchedVecEnv: its task and physics label the frames
         self.env_steps = 0
         self._terminal_labels: dict[int, tuple[str, bool, float]] = {}
         self.reward_model = reward_model
@@ -159,7 +160,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
         for i in env_ids:
             self._terminal_frames[i] = self.renderer.render(i)
         if self.caption is not None:
-            labels = self.caption(self.venv.task, self.venv.engine.phys)
+            labels = self.caption(self._batched.task, self._batched.engine.phys)
             for i in env_ids:
                 self._terminal_labels[i] = (labels.text[i], bool(labels.success[i]), float(labels.progress[i]))
         self.render_seconds += time.perf_counter() - t0
@@ -167,7 +168,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
     def _labels(self) -> Captions:
         """This step's labels per env: the ended episodes' from before their reset."""
         assert self.caption is not None
-        now = self.caption(self.venv.task, self.venv.engine.phys)
+        now = self.caption(self._batched.task, self._batched.engine.phys)
         rows = [self._terminal_labels.get(i, (now.text[i], bool(now.success[i]), float(now.progress[i])))
                 for i in range(self.num_envs)]
         return Captions([r[0] for r in rows], np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
