@@ -48,6 +48,10 @@ class ArmReach(ArmTask):
             ``ee_delta`` at 0.6 m/s and 1.8 rad/s, inside the filter's limits.
         target_colors: Names from ``TARGET_COLORS``; each episode's target takes one at
             random (one colour: always that one, and no random draw).
+        success_bonus: Reward added on the step that reaches the target (1). A learned
+            reward has no such bonus; 0 gives the task reward the same shape, to tell
+            what a run on a learned reward misses because of the reward's shape and what
+            because of its errors.
     """
 
     name: ClassVar[str] = "reach"
@@ -55,12 +59,15 @@ class ArmReach(ArmTask):
 
     def __init__(self, num_envs: int, action_mode: str | None = None, action_cost: float = 0.0,
                  action_soft_limit: float = 0.0, target_colors: list[str] | tuple[str, ...] = ("green",),
-                 **options: Any) -> None:
+                 success_bonus: float = 1.0, **options: Any) -> None:
         super().__init__(num_envs, action_mode, **options)
         if not np.isfinite(action_cost) or action_cost < 0:
             raise ConfigError("action_cost", f"must be a finite number >= 0, got {action_cost}")
         if not 0.0 <= action_soft_limit < 1.0:
             raise ConfigError("action_soft_limit", f"must be in [0, 1), got {action_soft_limit}")
+        if not np.isfinite(success_bonus):
+            raise ConfigError("success_bonus", f"must be a finite number, got {success_bonus}")
+        self.success_bonus = float(success_bonus)
         self.action_cost = float(action_cost)
         self.action_soft_limit = float(action_soft_limit)
         self.targets = np.zeros((num_envs, 3))
@@ -118,7 +125,7 @@ class ArmReach(ArmTask):
         success = dist < SUCCESS_RADIUS
         excess = np.maximum(np.abs(action) - self.action_soft_limit, 0.0)
         effort = (excess * excess).sum(axis=1)
-        reward = -dist + 1.0 * success - self.action_cost * effort
+        reward = -dist + self.success_bonus * success - self.action_cost * effort
         return StepResult(reward=reward, terminated=success, success=success,
                           metrics={"ee_distance": dist, "action_excess_sq": effort})
 

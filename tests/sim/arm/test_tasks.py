@@ -207,3 +207,31 @@ def test_reach_action_cost_charges_only_the_excess_over_the_soft_limit() -> None
     assert info["metrics"]["action_excess_sq"] == pytest.approx(excess)
     with pytest.raises(ConfigError, match="action_soft_limit"):
         ArmReach(num_envs=1, action_soft_limit=1.0)
+
+
+def test_reach_success_bonus_is_paid_on_the_reaching_step_only() -> None:
+    from sim2real.sim.arm.reach import ArmReach
+
+    rewards = {}
+    for bonus in (1.0, 0.0, 2.5):
+        task = ArmReach(num_envs=2, success_bonus=bonus)
+        venv = sim.make_vec("ArmReach", 2, seed=0, success_bonus=bonus)
+        try:
+            venv.reset()
+            target = venv.engine.phys.mocap_pos[:, 0].copy()
+            assert isinstance(venv.task, ArmReach)
+            # Put env 0's target on the fingertip: that step succeeds; env 1's stays away.
+            venv.task.targets[0] = venv.task.ee_pos(venv.engine.phys)[0]
+            venv.engine.phys.mocap_pos[0, 0] = venv.task.targets[0]
+            result = venv.task.evaluate(venv.engine.phys, np.zeros((2, 7)))
+            rewards[bonus] = result.reward
+            assert bool(result.success[0]) and not bool(result.success[1])
+            venv.engine.phys.mocap_pos[:, 0] = target
+        finally:
+            venv.close()
+        assert task.success_bonus == bonus
+    assert rewards[1.0][0] - rewards[0.0][0] == pytest.approx(1.0)
+    assert rewards[2.5][0] - rewards[0.0][0] == pytest.approx(2.5)
+    assert rewards[1.0][1] == pytest.approx(rewards[0.0][1])
+    with pytest.raises(ConfigError, match="success_bonus"):
+        ArmReach(num_envs=1, success_bonus=float("nan"))
