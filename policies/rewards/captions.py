@@ -48,15 +48,19 @@ def _pick(values: np.ndarray, bins: list[tuple[float, str]], last: str) -> list[
 # -- arm ---------------------------------------------------------------------------
 # Seven distance bands: with only "near" and "far" beyond 8 cm, the first model's
 # reward was flat beyond about 15 cm and PPO stalled at about 20 cm (docs/vlm_rewards.md).
-REACH_BINS = [
-    (0.03, "the gripper touches the green ball"),
-    (0.06, "the gripper is very close to the green ball"),
-    (0.10, "the gripper is close to the green ball"),
-    (0.16, "the gripper is near the green ball"),
-    (0.25, "the gripper is a short way from the green ball"),
-    (0.35, "the gripper is far from the green ball"),
+REACH_TEMPLATES = [
+    (0.03, "the gripper touches the {color} ball"),
+    (0.06, "the gripper is very close to the {color} ball"),
+    (0.10, "the gripper is close to the {color} ball"),
+    (0.16, "the gripper is near the {color} ball"),
+    (0.25, "the gripper is a short way from the {color} ball"),
+    (0.35, "the gripper is far from the {color} ball"),
 ]
-REACH_FAR = "the gripper is very far from the green ball"
+REACH_FAR_TEMPLATE = "the gripper is very far from the {color} ball"
+"""The bands' sentences, naming the target's colour (ArmReach's ``target_colors``)."""
+REACH_BINS = [(bound, text.format(color="green")) for bound, text in REACH_TEMPLATES]
+REACH_FAR = REACH_FAR_TEMPLATE.format(color="green")
+"""The sentences of the default green target."""
 
 
 def arm_reach(task: Any, phys: Any) -> Captions:
@@ -67,8 +71,8 @@ def arm_reach(task: Any, phys: Any) -> Captions:
     offset = task.target_rel_ee(phys)
     dist = np.linalg.norm(offset, axis=1)
     text = [
-        caption.replace("green ball", f"{task.target_color(i)} ball")
-        for i, caption in enumerate(_pick(dist, REACH_BINS, REACH_FAR))
+        template.format(color=task.target_color(i))
+        for i, template in enumerate(_pick(dist, REACH_TEMPLATES, REACH_FAR_TEMPLATE))
     ]
     quat = task.ee_quat(phys)  # (w, x, y, z)
     # World z of the gripper's approach axis is 1 - 2 (x^2 + y^2); it points straight down

@@ -16,7 +16,7 @@ schedule and the time each round takes are recorded (``RefineRound``).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -90,9 +90,11 @@ class OnlineRefiner:
 
     def policy_set(self) -> FrameSet:
         """The reservoir's frames (each its own episode: the ranking loss does not use episodes)."""
+        if self.frames is None:
+            raise ValueError("no frames observed yet")
         n = min(self.seen, self.capacity)
-        frames = self.frames[:n] if self.frames is not None else np.zeros((0, 1, 1, 3), dtype=np.uint8)
-        return FrameSet(frames, self.captions[:n], self.success[:n], self.progress[:n], np.arange(n), np.zeros(n, int))
+        return FrameSet(self.frames[:n], self.captions[:n], self.success[:n], self.progress[:n], np.arange(n),
+                        np.zeros(n, int))
 
     def maybe_refine(self, env_steps: int) -> RefineRound | None:
         """Run a round when ``env_steps`` has reached the schedule; the round, else None."""
@@ -103,7 +105,7 @@ class OnlineRefiner:
         data = FrameSet.concat([policy, self.anchor]) if self.anchor is not None else policy
         t0 = time.perf_counter()
         model = self.reward_model
-        cfg = FinetuneConfig(**{**asdict(self.cfg), "seed": self.cfg.seed + len(self.rounds)})
+        cfg = replace(self.cfg, seed=self.cfg.seed + len(self.rounds))
         _, _, stats = train_clip(data, cfg, start=(model.model, model.tokenizer))
         model.model.eval()
         model.refresh()
