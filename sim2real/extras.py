@@ -10,7 +10,8 @@ robot's computer): MuJoCo, ONNX Runtime, numpy, PyYAML. Everything else is an ex
 * ``ros``: the ROS 2 client libraries, the MCAP recorder and OpenCV (camera images);
 * ``console``: the correction console's web server (FastAPI, uvicorn) and JPEG (OpenCV);
 * ``hardware``: real robots' own protocols (cyclonedds for the Go2, cflib for the Crazyflie);
-* ``all``: train, vlm, hil, ros, console and hardware (what ``make demo`` and ``make test`` install).
+* ``scale``: Ray and Ray Tune (sweeps, multi-seed studies and evaluation over workers);
+* ``all``: train, vlm, hil, ros, console, hardware and scale (what ``make demo`` and ``make test`` install).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["open_clip", "safetensors", "timm"], "vlm"),
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",
+    "ray": "scale",
     **dict.fromkeys(["cyclonedds", "cflib"], "hardware"),
     **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets", "playwright"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
