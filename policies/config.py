@@ -24,6 +24,7 @@ from sim2real.sim.core.schema import Fraction, NonNegative, NonNegativeInt, Posi
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 Algo = Literal["ppo", "sac", "td3", "ppo_lag", "sac_lag", "distill"]
 DrPreset = Literal["train", "heldout", "none"]
+Physics = Literal["mujoco", "warp"]
 
 
 @dataclass
@@ -254,6 +255,10 @@ class TrainConfig:
     """Keyword options passed to the task constructor."""
     nthread: PositiveInt | None = None
     """Physics worker threads of the batched env (``null``: all cores)."""
+    backend: Physics = "mujoco"
+    """Physics of the training envs: ``mujoco`` (CPU MuJoCo on every core) or ``warp``
+    (MuJoCo Warp, float32, all envs in one set of kernels on a CUDA GPU when there is
+    one; see docs/warp_backend.md for what it does not support)."""
     torch_threads: PositiveInt = 1
     """PyTorch intra-op threads; small MLPs on CPU are fastest on one."""
     device: str = "cpu"

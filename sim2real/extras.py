@@ -24,6 +24,7 @@ EXTRA_OF: dict[str, str] = {
     "pyspacemouse": "spacemouse",
     "ray": "scale",
     **dict.fromkeys(["cyclonedds", "cflib"], "hardware"),
+    **dict.fromkeys(["mujoco_warp", "warp"], "warp"),
     **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets", "playwright"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
                      "lifecycle_msgs", "diagnostic_msgs", "rcl_interfaces", "rosgraph_msgs", "trajectory_msgs",

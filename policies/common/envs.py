@@ -42,6 +42,7 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         seed=config.seed,
         nthread=config.nthread,
         privileged_obs=config.privileged_obs,
+        physics=config.backend,
         **config.task_options,
     )
     if config.reward.source == "clip":

@@ -1,43 +1,27 @@
 """The engine: steps ``B`` environments of one task, control step by control step.
 
-With one environment it calls ``mj_step(model, data, nstep)`` directly; with
-several it hands the whole batch to a persistent ``mujoco.rollout.Rollout``
-thread pool, so physics runs in C on every core and Python only runs once per
-control step (or once per inner-controller period, vectorised over the batch).
+A physics backend (:mod:`sim2real.sim.core.physics`) advances the batch: with one
+environment ``mj_step(model, data, nstep)`` directly; with several a persistent
+``mujoco.rollout.Rollout`` thread pool, so physics runs in C on every core and
+Python only runs once per control step (or once per inner-controller period,
+vectorised over the batch); on request MuJoCo Warp (``backend="warp"``).
 Each environment has its own copy of the model so domain randomization can
-differ per environment; ``rollout`` accepts one model per batch row.
+differ per environment; every backend accepts one model per batch row.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 
 from sim2real.sim.core.errors import ActionError, ConfigError
+from sim2real.sim.core.physics import BACKENDS, FULL, PhysicsBackend, PhysicsSetup, RolloutPhysics, StepPhysics
 from sim2real.sim.core.randomization import DomainRandomization
 from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
-
-_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
-_CONTROL_SPEC = mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_MOCAP_POS | mujoco.mjtState.mjSTATE_MOCAP_QUAT
-
-
-def state_slices(model: mujoco.MjModel, spec: int = int(_FULL)) -> dict[int, slice]:
-    """Offsets of each state component inside an ``mj_getState`` vector of ``spec``."""
-    out: dict[int, slice] = {}
-    offset = 0
-    for bit in range(int(mujoco.mjtState.mjNSTATE)):
-        flag = 1 << bit
-        if spec & flag:
-            size = mujoco.mj_stateSize(model, flag)
-            out[flag] = slice(offset, offset + size)
-            offset += size
-    return out
 
 
 @dataclass
@@ -60,9 +44,11 @@ class Engine:
         seed: Seed of every random draw the engine and task make.
         nthread: Rollout worker threads (default: all cores); ignored for one env.
         backend: ``"auto"`` (``mj_step`` for one env, ``rollout`` for more),
-            ``"step"`` or ``"rollout"``.
+            ``"step"``, ``"rollout"`` or ``"warp"`` (MuJoCo Warp, float32).
         solver: Another simulator configuration (integrator, finer timestep, softer
             contacts) for sim-to-sim checks; default: the task's own.
+        physics_options: Backend-specific options (the Warp backend's ``nconmax``,
+            ``njmax``, ``device``); default: sized automatically.
     """
 
     def __init__(
@@ -73,6 +59,7 @@ class Engine:
         nthread: int | None = None,
         backend: str = "auto",
         solver: SolverVariant | None = None,
+        physics_options: dict[str, Any] | None = None,
     ) -> None:
         self.task = task
         self.dr = dr if dr is not None else task.dr_class.none()
@@ -80,8 +67,8 @@ class Engine:
         self.num_envs = task.num_envs
         if self.num_envs < 1:
             raise ConfigError("num_envs", f"must be >= 1, got {self.num_envs}")
-        if backend not in ("auto", "step", "rollout"):
-            raise ConfigError("backend", f"must be auto, step or rollout, got {backend!r}")
+        if backend != "auto" and backend not in BACKENDS:
+            raise ConfigError("backend", f"must be auto, {', '.join(BACKENDS)}, got {backend!r}")
         self.backend = ("step" if self.num_envs == 1 else "rollout") if backend == "auto" else backend
         if self.backend == "step" and self.num_envs != 1:
             raise ConfigError("backend", "the 'step' backend runs exactly one environment")
@@ -107,55 +94,35 @@ class Engine:
         self.priv_size = sum(n for _, n in task.privileged_layout())
         self.episode_steps = max(1, int(round(task.episode_seconds / task.control_dt)))
 
-        self.nstate = mujoco.mj_stateSize(m, _FULL)
-        self._pool: mj_rollout.Rollout | None = None
-        self._phys = self._bind_one_data() if self.backend == "step" else self._bind_rollout_buffers(nthread)
+        self.nstate = mujoco.mj_stateSize(m, FULL)
+        chunk = self.inner_steps if task.inner_dt else self.decimation
+        setup = PhysicsSetup(self.models, m, chunk, self.act_size, nthread, self._probe_reset,
+                             dict(physics_options or {}))
+        self.physics: PhysicsBackend = BACKENDS[self.backend](setup)
+        self._phys = self.physics.batch
         self._init_bookkeeping(seed)
 
-    def _bind_one_data(self) -> PhysicsBatch:
-        """The ``step`` backend: one ``MjData``, viewed as a batch of one."""
-        self.data = mujoco.MjData(self.models[0])
-        self._scratch = self.data
-        d = self.data
-        return PhysicsBatch(
-            qpos=d.qpos[None],
-            qvel=d.qvel[None],
-            act=d.act[None],
-            sensordata=d.sensordata[None],
-            mocap_pos=d.mocap_pos[None],
-            mocap_quat=d.mocap_quat[None],
-            time=np.zeros(1),
-            last_action=np.zeros((1, self.act_size)),
-        )
+    def _probe_reset(self, model: mujoco.MjModel, data: mujoco.MjData, i: int, rng: np.random.Generator) -> None:
+        """Randomize ``model`` and reset ``data`` as :meth:`reset` would for env ``i``,
+        without touching the engine's own state (backends probe capacities with it)."""
+        self.dr.apply(model, self.nominal, rng)
+        mujoco.mj_resetData(model, data)
+        self.task.reset_env(i, model, data, rng)
+        mujoco.mj_forward(model, data)
 
-    def _bind_rollout_buffers(self, nthread: int | None) -> PhysicsBatch:
-        """The ``rollout`` backend: full physics states of the whole batch in one array
-        that ``mujoco.rollout`` advances with a pool of threads."""
-        m, B, task = self.nominal, self.num_envs, self.task
-        self._scratch = mujoco.MjData(m)
-        self.state = np.zeros((B, self.nstate))
-        self.sensordata = np.zeros((B, m.nsensordata))
-        self.mocap_pos = np.zeros((B, self.nmocap, 3))
-        self.mocap_quat = np.zeros((B, self.nmocap, 4))
-        n = nthread or os.cpu_count() or 1
-        self._pool = mj_rollout.Rollout(nthread=n)
-        self._datas = [mujoco.MjData(m) for _ in range(n)]
-        chunk = self.inner_steps if task.inner_dt else self.decimation
-        # skip_checks=True means no tiling inside rollout: controls are laid out per step.
-        self._controls = np.zeros((B, chunk, self.nu + 7 * self.nmocap))
-        self._out_state = np.zeros((B, chunk, self.nstate))
-        self._out_sens = np.zeros((B, chunk, m.nsensordata))
-        s, slices = self.state, state_slices(m)
-        return PhysicsBatch(
-            qpos=s[:, slices[2]],
-            qvel=s[:, slices[4]],
-            act=s[:, slices[8]],
-            sensordata=self.sensordata,
-            mocap_pos=self.mocap_pos,
-            mocap_quat=self.mocap_quat,
-            time=s[:, 0],
-            last_action=np.zeros((B, self.act_size)),
-        )
+    @property
+    def data(self) -> mujoco.MjData:
+        """The ``step`` backend's one ``MjData`` (the single env's physics)."""
+        if not isinstance(self.physics, StepPhysics):
+            raise AttributeError(f"the {self.backend!r} backend has no single MjData; use load_env_into")
+        return self.physics.data
+
+    @property
+    def state(self) -> np.ndarray:
+        """The ``rollout`` backend's full physics states, ``[B, nstate]``."""
+        if not isinstance(self.physics, RolloutPhysics):
+            raise AttributeError(f"the {self.backend!r} backend keeps no float64 state array")
+        return self.physics.state
 
     def _init_bookkeeping(self, seed: int | None) -> None:
         """Per-env counters, the action-latency history, observation noise and pushes."""
@@ -185,8 +152,7 @@ class Engine:
     # -- views -----------------------------------------------------------------
     @property
     def phys(self) -> PhysicsBatch:
-        if self.backend == "step":
-            self._phys.time[0] = self.data.time
+        self.physics.refresh()
         return self._phys
 
     # -- reset -----------------------------------------------------------------
@@ -212,15 +178,11 @@ class Engine:
     def _reset_one(self, i: int, rng: np.random.Generator) -> None:
         model = self.models[i]
         self.dr_sampled[i] = self.dr.apply(model, self.nominal, rng)
-        d = self._scratch
+        d = self.physics.scratch
         mujoco.mj_resetData(model, d)
         self.task.reset_env(i, model, d, rng)
         mujoco.mj_forward(model, d)
-        if self.backend == "rollout":
-            mujoco.mj_getState(model, d, self.state[i], _FULL)
-            self.sensordata[i] = d.sensordata
-            self.mocap_pos[i] = d.mocap_pos
-            self.mocap_quat[i] = d.mocap_quat
+        self.physics.reset_one(i, model, d)
         self.step_count[i] = 0
         self.latency[i] = self.dr.sample_latency(rng)
         self._action_hist[:, i] = 0.0
@@ -304,41 +266,9 @@ class Engine:
         return self._noise_block[self._noise_cursor - 1]
 
     def _physics(self, ctrl: np.ndarray, nstep: int) -> None:
-        if self.backend == "step":
-            self.data.ctrl[:] = ctrl[0]
-            if not self.task.wants_substeps:
-                mujoco.mj_step(self.models[0], self.data, nstep)
-                return
-            readings = np.empty((1, nstep, self.data.sensordata.shape[0]))
-            for k in range(nstep):
-                mujoco.mj_step(self.models[0], self.data)
-                readings[0, k] = self.data.sensordata
+        readings = self.physics.advance(ctrl, nstep, self.task.wants_substeps)
+        if readings is not None:
             self.task.on_substeps(readings, self.physics_dt)
-            return
-        c = self._controls[:, :nstep]
-        c[:, :, : self.nu] = ctrl[:, None]
-        if self.nmocap:
-            c[:, :, self.nu : self.nu + 3 * self.nmocap] = self.mocap_pos.reshape(self.num_envs, 1, -1)
-            c[:, :, self.nu + 3 * self.nmocap :] = self.mocap_quat.reshape(self.num_envs, 1, -1)
-        out_s = self._out_state[:, :nstep]
-        out_d = self._out_sens[:, :nstep]
-        if self._pool is None:
-            raise RuntimeError("the engine was closed; make a new one")
-        self._pool.rollout(
-            self.models,
-            self._datas,
-            self.state,
-            c,
-            control_spec=int(_CONTROL_SPEC),
-            nstep=nstep,
-            skip_checks=True,
-            state=out_s,
-            sensordata=out_d,
-        )
-        self.state[:] = out_s[:, -1]
-        self.sensordata[:] = out_d[:, -1]
-        if self.task.wants_substeps:
-            self.task.on_substeps(out_d, self.physics_dt)
 
     def _check_divergence(self, time_before: np.ndarray) -> np.ndarray:
         """End episodes whose physics diverged rather than feed garbage to a learner.
@@ -365,23 +295,16 @@ class Engine:
         self.phys.qvel[ids, lo:hi] += mag[:, None] * direction
 
     def close(self) -> None:
-        """Stop the rollout worker threads (the batched backend)."""
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.close()
-            self._pool = None
+        """Release the backend's threads or device memory."""
+        physics = getattr(self, "physics", None)
+        if physics is not None:
+            physics.close()
 
     # -- rendering -------------------------------------------------------------
     def load_env_into(self, i: int, data: mujoco.MjData) -> mujoco.MjModel:
         """Copy env ``i``'s state into ``data`` (forward-computed); returns its model."""
         model = self.models[i]
-        if self.backend == "step":
-            if data is not self.data:
-                mujoco.mj_copyData(data, model, self.data)
-        else:
-            mujoco.mj_setState(model, data, self.state[i], _FULL)
-            data.mocap_pos[:] = self.mocap_pos[i]
-            data.mocap_quat[:] = self.mocap_quat[i]
+        self.physics.load_env_into(i, model, data)
         mujoco.mj_forward(model, data)
         return model
 

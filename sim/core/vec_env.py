@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from sim2real.sim.core.engine import Engine
 from sim2real.sim.core.env import resolve_dr
+from sim2real.sim.core.physics import engine_backend
 from sim2real.sim.core.randomization import DomainRandomization
 from sim2real.sim.core.rendering import OffscreenRenderer
 from sim2real.sim.core.task import Task
@@ -37,6 +38,8 @@ class BatchedVecEnv(VecEnv):
         privileged_obs: Append the privileged state (:meth:`Task.privileged`) to every
             observation, terminal ones included, for an asymmetric critic: the learner
             splits it off again and the deployed actor never sees it.
+        physics: ``"mujoco"`` (CPU MuJoCo) or ``"warp"`` (MuJoCo Warp, float32, every
+            environment in one set of kernels: the GPU path).
         task_options: Passed to the task constructor.
     """
 
@@ -55,6 +58,7 @@ class BatchedVecEnv(VecEnv):
         width: int = 240,
         height: int = 180,
         privileged_obs: bool = False,
+        physics: str = "mujoco",
         **task_options: Any,
     ) -> None:
 
@@ -64,7 +68,7 @@ class BatchedVecEnv(VecEnv):
             resolve_dr(task_cls, dr),
             seed=seed,
             nthread=nthread,
-            backend="rollout" if num_envs > 1 else "step",
+            backend=engine_backend(physics, num_envs),
         )
         self.engine.want_privileged = False  # on request only: see privileged()
         self.privileged_obs = bool(privileged_obs)

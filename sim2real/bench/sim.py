@@ -200,12 +200,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robot", action="append", choices=["arm", "quadruped", "drone"], help="robot(s) to measure (default: all)"
     )
+    p.add_argument("--backend", choices=["mujoco", "warp"], default="mujoco",
+                   help="warp: batched env steps/s of MuJoCo Warp against CPU MuJoCo, in one run")
     add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    if args.backend != "mujoco":
+        return _run_backends(args)
     with console.status("benchmarking") as status:
         report = run_sim_bench(args.seconds, args.num_envs, args.robot, progress=lambda s: status.update(s))
     if args.json:
@@ -237,4 +241,26 @@ def run(args: argparse.Namespace) -> int:
     stdout.print(
         f"peer Ant-v5: {peer['env_steps_per_s']:,.0f} env steps/s = {peer['physics_steps_per_s']:,.0f} physics steps/s"
     )
+    return 0
+
+
+def _run_backends(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from sim2real.bench.sim_backends import run_backend_bench
+
+    with console.status("benchmarking") as status:
+        report = run_backend_bench(args.seconds, args.num_envs, args.robot, args.backend,
+                                   progress=lambda s: status.update(s))
+    if args.json:
+        emit_json(report)
+        return 0
+    b = args.backend
+    table = Table(title=f"Batched env steps/s: {b} on {report['device']} vs CPU MuJoCo ({report['cpu_count']} cores)")
+    for col in ("robot / task", "envs", "CPU MuJoCo", b, f"{b} / CPU MuJoCo"):
+        table.add_column(col)
+    for robot, f in report["robots"].items():
+        table.add_row(f"{robot} / {f['task']}", str(f["num_envs"]), f"{f['mujoco_env_steps_per_s']:,.0f}",
+                      f"{f[f'{b}_env_steps_per_s']:,.0f}", f"{f[f'{b}_vs_mujoco']:.3f}")
+    stdout.print(table)
     return 0

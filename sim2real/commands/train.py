@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "values over the training preset (sim2real sysid's fitted.yaml; copied into the "
                              "run's config as dr_overrides)")
     parser.add_argument("--action-mode", help="the task's action mode (default: the task's first)")
+    parser.add_argument("--backend", choices=["mujoco", "warp"],
+                        help="physics of the training envs: CPU MuJoCo (default) or MuJoCo Warp (the GPU path)")
     parser.add_argument(
         "--cost-limit", type=float, help="ppo_lag/sac_lag: allowed expected cost per episode (lagrangian.cost_limit)"
     )
@@ -71,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         "n_envs": args.n_envs,
         "dr": args.dr,
         "action_mode": args.action_mode,
+        "backend": args.backend,
         "lagrangian.cost_limit": args.cost_limit,
         "total_steps": args.steps,
     }
