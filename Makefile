@@ -24,7 +24,8 @@ help:
 	@echo "make test-slow  run the slow tests"
 	@echo "make bench      run the simulation benchmark (JSON in reports/bench_sim.json)"
 	@echo "make lint       ruff and the type checker (basedpyright)"
-	@echo "make baselines  retrain, export and evaluate the shipped baseline policies (hours on 2 cores)"
+	@echo "make baselines  retrain, export and evaluate the shipped baseline policies (hours on 2 cores;"
+	@echo "                ARGS='--ray [HOST:PORT]' builds them as Ray tasks, ARGS='ArmReach' one of them)"
 
 deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
@@ -76,8 +77,9 @@ bench: venv
 	$(VENV)/bin/sim2real bench sim --json > reports/bench_sim.json
 	@cat reports/bench_sim.json
 
+# ARGS: passed on, e.g. ARGS=--ray (Ray tasks on this machine), ARGS="ArmReach --ray" or ARGS="--ray HOST:PORT".
 baselines: venv
-	$(PY) -m sim2real.baselines
+	$(PY) -m sim2real.baselines $(ARGS)
 
 clean:
 	rm -rf build install log reports .pytest_cache

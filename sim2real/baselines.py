@@ -10,6 +10,14 @@ commands in ``metrics.json`` are the ones a user would paste.
 
 Baselines made by a module of their own instead (:data:`SCRIPTED`) run that module,
 which writes the folder, its metrics included.
+
+``--ray [ADDR]`` (``make baselines ARGS=--ray``) builds the tasks as Ray tasks, one CPU
+each (a local Ray instance, or the cluster at ADDR) in dependency waves: the trained
+baselines together, then the students (``algo: distill``), which read their teachers'
+exported policies, then the scripted ones, which copy the others. Without it they are
+built one after another in that order, as before. A task whose Ray worker dies is not
+retried (its ``sim2real train`` child may outlive the worker and still write the run
+folder): run the command again, and training resumes from the run's last checkpoint.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sim2real.policies import BASELINES_DIR
+from sim2real.policies.common import cluster
 
 SCRIPTED: dict[str, list[str]] = {
     # The gait_residual QuadrupedVelocity policy distilled into a clock-free joint_pos one.
@@ -67,10 +76,23 @@ def build(task: str, runs: Path, episodes: int, train: bool = True, last: bool =
     return metrics
 
 
+def _is_student(task: str) -> bool:
+    config = BASELINES_DIR / task / "config.yaml"
+    return config.is_file() and "\nalgo: distill" in config.read_text()
+
+
+def waves(tasks: list[str]) -> list[list[str]]:
+    """``tasks`` in the order they can be built: each wave only needs the waves before it
+    (trained baselines, then students of teachers, then the scripted ones)."""
+    kinds = [[t for t in tasks if t not in SCRIPTED and not _is_student(t)],
+             [t for t in tasks if t not in SCRIPTED and _is_student(t)], [t for t in tasks if t in SCRIPTED]]
+    return [wave for wave in kinds if wave]
+
+
 def available() -> list[str]:
     """The shipped baselines, students (``algo: distill``) after the teachers they imitate."""
     configs = sorted(BASELINES_DIR.glob("*/config.yaml"))
-    return [p.parent.name for p in sorted(configs, key=lambda p: "\nalgo: distill" in p.read_text())] + list(SCRIPTED)
+    return [p.parent.name for p in sorted(configs, key=lambda p: _is_student(p.parent.name))] + list(SCRIPTED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,10 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes per randomization preset")
     parser.add_argument("--no-train", action="store_true", help="only export, evaluate and plot existing runs")
     parser.add_argument("--last", action="store_true", help="ship the last checkpoint, not the best")
+    cluster.add_ray_flag(parser, "the tasks (in dependency waves)")
     args = parser.parse_args(argv)
-    for task in args.tasks or available():
-        m = build(task, args.runs, args.episodes, train=not args.no_train, last=args.last)
-        print(json.dumps({k: m[k] for k in ("task", "train_wall_s")}))
+    tasks = args.tasks or available()
+    unknown = [t for t in tasks if t not in SCRIPTED and not (BASELINES_DIR / t / "config.yaml").is_file()]
+    if unknown:  # before anything starts (a Ray task would take SystemExit for its worker's end)
+        parser.error(f"no baseline config for {', '.join(unknown)}; known: {available()}")
+    for wave in waves(tasks):
+        calls = [{"task": t, "runs": args.runs, "episodes": args.episodes, "train": not args.no_train,
+                  "last": args.last} for t in wave]
+        cluster.run_calls(build, calls, args.ray, on_result=lambda _, m: print(
+            json.dumps({k: m[k] for k in ("task", "train_wall_s")}), flush=True))
     return 0
 
 

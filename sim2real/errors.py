@@ -19,6 +19,11 @@ class ConfigError(Sim2RealError, ValueError):
         """``source``: the file the value came from (empty: none or unknown)."""
         super().__init__(f"{source}: {field}: {message}" if source else f"{field}: {message}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        # Rebuilt from its fields (pickle would pass the formatted message alone): the
+        # error a Ray task raised arrives in the driver as itself.
+        return ConfigError, (self.field, self.message, self.source)
+
     def with_source(self, source: str) -> ConfigError:
         """The same error naming the file it came from."""
         return ConfigError(self.field, self.message, self.source or source)
@@ -28,8 +33,11 @@ class UnknownTaskError(Sim2RealError, KeyError):
     """The task name is not registered."""
 
     def __init__(self, name: str, known: list[str]) -> None:
-        self.name = name
+        self.name, self.known = name, known
         super().__init__(f"unknown task {name!r}; registered tasks: {', '.join(sorted(known))}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:
+        return UnknownTaskError, (self.name, self.known)
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -81,6 +81,31 @@ class Episode:
     draw: dict[str, Any] = field(default_factory=dict)
     """The randomization this episode ran under (the engine's sampled values, plus its
     ``latency_steps``); empty without randomization."""
+    env: int = 0
+    """The environment of the evaluation's layout that ran it (its index in the whole
+    batch, also when a :class:`Shard` ran it)."""
+    index: int = 0
+    """Which of that environment's episodes it was (0 first)."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Environments ``env_ids`` of an evaluation laid out over ``of`` environments.
+
+    An :class:`Evaluator` given a shard steps only those environments, but each runs the
+    episodes it has in the whole layout (the same quota, the same per-episode seeds), so
+    the shards of a layout together run exactly the episodes one evaluator of ``of``
+    environments runs (``sim2real eval --workers``).
+    """
+
+    env_ids: tuple[int, ...]
+    of: int
+
+
+def shards(n_envs: int, parts: int) -> list[Shard]:
+    """``n_envs`` environments dealt round-robin into at most ``parts`` non-empty shards
+    (round-robin: the later environments, which get the extra episodes, spread out)."""
+    return [Shard(tuple(range(w, n_envs, parts)), n_envs) for w in range(min(parts, n_envs))]
 
 
 class Evaluator:
@@ -95,6 +120,8 @@ class Evaluator:
         task_options: Passed to the task constructor.
         nthread: Physics threads (``None``: all cores).
         solver: Another simulator configuration (sim-to-sim checks); default: the task's own.
+        shard: Step only these environments of a larger layout (``n_envs`` is then the
+            shard's size): one worker's part of a distributed evaluation.
     """
 
     def __init__(
@@ -107,31 +134,45 @@ class Evaluator:
         task_options: dict[str, Any] | None = None,
         nthread: int | None = None,
         solver: SolverVariant | None = None,
+        shard: Shard | None = None,
     ) -> None:
+        if shard is not None:
+            n_envs = len(shard.env_ids)
+        self.env_ids = list(shard.env_ids) if shard is not None else list(range(n_envs))
+        """Each environment's index in the evaluation's layout."""
+        self.layout_envs = shard.of if shard is not None else n_envs
         self.task = task_cls(num_envs=n_envs, action_mode=action_mode, **(task_options or {}))
         self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread, solver=solver)
         self.seed = seed
         self.obs_size = self.engine.obs_size
         self.act_size = self.engine.act_size
+        self.steps = 0
+        """Environment steps simulated by the last run (idle environments' included)."""
 
     def run(self, policy: PolicyFn, episodes: int) -> EvalResult:
         """Run ``episodes`` episodes (spread evenly over the batch) and summarise them."""
         t0 = time.perf_counter()
         rows = self.run_episodes(policy, episodes)
-        return summarise(rows, self._steps, time.perf_counter() - t0)
+        return summarise(rows, self.steps, time.perf_counter() - t0)
 
     def run_episodes(self, policy: PolicyFn, episodes: int) -> list[Episode]:
-        """Run ``episodes`` episodes (spread evenly over the batch), one record each."""
+        """Run ``episodes`` episodes (spread evenly over the layout's environments), one
+        record each, ordered by environment and episode (not by when they ended), so the
+        records and any sum over them do not depend on which shard ran what."""
         eng, n = self.engine, self.engine.num_envs
         eng.seed(self.seed)
-        quota = np.array([(episodes + i) // n for i in range(n)])
+        env_ids = self.env_ids
+        quota = np.array([(episodes + g) // self.layout_envs for g in env_ids])
         done_count = np.zeros(n, dtype=np.int64)
 
         def episode_rngs(ids: Any) -> list[np.random.Generator]:
-            # Env i's k-th episode draws from its own seed: every controller run with this
-            # seed meets the same episodes (parameters, start, latency), paired, however
-            # long each of its episodes lasts. Noise and pushes within an episode are not paired.
-            return [np.random.default_rng((self.seed, int(i), int(done_count[i]))) for i in ids]
+            # Env g's k-th episode (g: its index in the layout) draws from its own seed:
+            # every controller run with this seed meets the same episodes (parameters,
+            # start, latency), paired, however long each of its episodes lasts, and so
+            # does a shard. Observation noise, pushes and command resampling within an
+            # episode come from the engine's one stream for the batch: neither paired nor
+            # the same in a shard (see sim2real.policies.common.distributed_eval).
+            return [np.random.default_rng((self.seed, env_ids[int(i)], int(done_count[i]))) for i in ids]
 
         eng.reset(rngs=episode_rngs(range(n)))
         # A privileged controller (an oracle) is told each episode's true parameters.
@@ -165,7 +206,8 @@ class Evaluator:
                     final = {k: float(v[i]) for k, v in r.metrics.items()}
                     mean = {k: float(s[i] / length[i]) for k, s in sums.items()}
                     draw = dict(eng.dr_sampled[i], latency_steps=int(eng.latency[i])) if eng.dr_sampled[i] else {}
-                    rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean, draw))
+                    rows.append(Episode(float(ret[i]), int(length[i]), bool(r.success[i]), final, mean, draw,
+                                        env_ids[i], int(done_count[i])))
                     done_count[i] += 1
             if len(ids):
                 eng.reset(ids, rngs=episode_rngs(ids))
@@ -176,7 +218,8 @@ class Evaluator:
                 length[ids] = 0
                 for s in sums.values():
                     s[ids] = 0.0
-        self._steps = steps
+        self.steps = steps
+        rows.sort(key=lambda row: (row.env, row.index))
         return rows
 
 

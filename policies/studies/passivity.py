@@ -12,6 +12,12 @@ each evaluated with the passivity filter off and on (the four combinations), for
 ``seeds`` training seeds, plus a sweep of the cost limit (sensitivity). Runs that
 already exist in the output folder are loaded (or resumed when unfinished), so the
 study can be extended or re-plotted without retraining.
+
+With a Ray address (``sim2real study passivity --ray``) the training runs, then the
+evaluations, run as Ray tasks (:func:`~sim2real.policies.common.cluster.run_calls`),
+one CPU each; the report is written here as without. A run whose worker dies is
+re-run by Ray and resumes from its folder's last checkpoint (``train_or_load``), and an
+evaluation is a pure function of its run, so both are retried.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.policies.common import atomic
+from sim2real.policies.common import atomic, cluster
 
 POLICIES = ("agnostic", "aware")
 FILTERS = (False, True)
@@ -215,26 +221,47 @@ def tank_trace(cfg: PassivityStudyConfig, run: Path, filter_on: bool, seed: int 
     return trace
 
 
-def run_study(cfg: PassivityStudyConfig, out: str | Path, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Train/load, evaluate, and write ``results.json``, ``study.md`` and the plots into ``out``."""
+def _silent(message: str) -> None:
+    """The log of a run on a Ray worker (the driver reports each one as it finishes)."""
+
+
+RETRIES = 2
+"""Ray re-runs of a training run or evaluation whose worker died (both are idempotent)."""
+
+
+def run_study(cfg: PassivityStudyConfig, out: str | Path, log: Callable[[str], None] = print,
+              ray_address: str | None = None) -> dict[str, Any]:
+    """Train/load, evaluate, and write ``results.json``, ``study.md`` and the plots into ``out``.
+
+    ``ray_address``: run the training runs and the evaluations as Ray tasks there
+    (:data:`~sim2real.policies.common.cluster.LOCAL`: a local instance); ``None``: one
+    after another in this process. The results are the same either way.
+    """
     from sim2real.policies.studies.passivity_report import write_plots, write_table
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out / "study.json", json.dumps(dataclasses.asdict(cfg), indent=2))
-    per_seed: dict[str, list[dict[str, float]]] = {}
-    runs: dict[str, list[Path]] = {kind: [] for kind in POLICIES}
-    for seed in range(cfg.seeds):
-        for kind in POLICIES:
-            runs[kind].append(train_or_load(cfg, out, kind, seed, None, log))
-    for kind in POLICIES:
-        for filter_on in FILTERS:
-            key = f"{kind}/filter_{'on' if filter_on else 'off'}"
-            per_seed[key] = []
-            for run in runs[kind]:
-                per_seed[key].append(evaluate(cfg, run, filter_on))
-                state = "on" if filter_on else "off"
-                log(f"evaluated {run.name} filter {state}: {per_seed[key][-1]['success']:.0%} success")
+    limits = sorted({cfg.cost_limit, *cfg.sensitivity_limits})
+    wanted = [(kind, seed, None) for seed in range(cfg.seeds) for kind in POLICIES]
+    wanted += [("aware", s, limit) for limit in limits if limit != cfg.cost_limit for s in range(cfg.sensitivity_seeds)]
+    quiet = ray_address is not None
+    trained = cluster.run_calls(
+        train_or_load, [{"cfg": cfg, "out": out, "kind": k, "seed": s, "limit": lim, "log": _silent if quiet else log}
+                        for k, s, lim in wanted],
+        ray_address, max_retries=RETRIES, on_result=lambda _, path: log(f"trained {path.name}") if quiet else None)
+    path_of = dict(zip(wanted, trained, strict=True))
+    runs = {kind: [path_of[(kind, seed, None)] for seed in range(cfg.seeds)] for kind in POLICIES}
+    # Every (run, filter) once: the sensitivity sweep's cost_limit point reuses the main runs.
+    pairs = list(dict.fromkeys((path, f) for path in trained for f in FILTERS))
+
+    def evaluated(i: int, figures: dict[str, float]) -> None:
+        log(f"evaluated {pairs[i][0].name} filter {'on' if pairs[i][1] else 'off'}: {figures['success']:.0%} success")
+
+    figures = dict(zip(pairs, cluster.run_calls(evaluate, [{"cfg": cfg, "run": p, "filter_on": f} for p, f in pairs],
+                                                ray_address, max_retries=RETRIES, on_result=evaluated), strict=True))
+    per_seed = {f"{kind}/filter_{'on' if f else 'off'}": [figures[(run, f)] for run in runs[kind]]
+                for kind in POLICIES for f in FILTERS}
     summary = {
         key: {
             fig: dict(zip(("mean", "ci95"), mean_ci([row[fig] for row in rows]), strict=True))
@@ -244,13 +271,12 @@ def run_study(cfg: PassivityStudyConfig, out: str | Path, log: Callable[[str], N
     }
     # Sensitivity to the cost limit: aware policies at each limit, filter off and on.
     sensitivity: dict[str, dict[str, Any]] = {}
-    limits = sorted({cfg.cost_limit, *cfg.sensitivity_limits})
     for limit in limits:
         if limit == cfg.cost_limit:
             paths = runs["aware"]
         else:
-            paths = [train_or_load(cfg, out, "aware", s, limit, log) for s in range(cfg.sensitivity_seeds)]
-        rows = {f: [evaluate(cfg, p, f) for p in paths] for f in FILTERS}
+            paths = [path_of[("aware", s, limit)] for s in range(cfg.sensitivity_seeds)]
+        rows = {f: [figures[(p, f)] for p in paths] for f in FILTERS}
         sensitivity[f"{limit:g}"] = {
             f"filter_{'on' if f else 'off'}": {
                 fig: mean_ci([r[fig] for r in rows[f]])[0]

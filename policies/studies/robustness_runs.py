@@ -4,16 +4,25 @@ oracle (a model-based controller told each episode's true parameters) at every p
 with the same evaluation seeds; then the feasible held-out preset (the ranges at which
 the oracle still succeeds in at least 95 % of episodes) and the policy's transfer ratio
 there; the old held-out preset as the stress test; and the sim-to-sim check.
+
+Every point is evaluated by :func:`evaluate_point_of` with controllers built for it
+alone (a reference's or an oracle's internal state never carries from one point into
+the next, so a point's figures do not depend on which points ran before it), so the
+points can run as Ray tasks (``sim2real robustness --ray``) with the same results:
+:func:`~sim2real.policies.common.cluster.run_calls`, one CPU each, retried when a worker
+dies (a point is a pure function of its arguments).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from sim2real.policies.common import cluster
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.policies.studies.robustness import (
     COMBINED,
@@ -64,13 +73,46 @@ def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: Control
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def _onnx(path: str) -> Any:
+    """The exported policy at ``path``, loaded once per process (it holds no state)."""
+    from sim2real.policies.deploy import OnnxPolicy
+
+    return OnnxPolicy(path)
+
+
+def evaluate_point_of(policy_path: str, dr: DomainRandomization, episodes: int, n_envs: int, seed: int,
+                      solver: SolverVariant | None = None, oracle: bool = True) -> dict[str, Any]:
+    """:func:`evaluate_point` for the exported policy at ``policy_path`` with fresh
+    controllers (its reference and, with ``oracle``, its oracle); what a Ray task runs."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    policy = _onnx(policy_path)
+    task_cls = REGISTRY.get(policy.task)
+    options = dict(policy.metadata.get("task_options") or {})
+    controllers = controllers_for(policy, task_cls, options, n_envs)
+    if not oracle:
+        controllers.pop("oracle", None)
+    return evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, options, solver)
+
+
+def _points(policy: Any, specs: list[tuple[str, dict[str, Any]]], on_point: Callable[[str], None],
+            ray_address: str | None) -> list[dict[str, Any]]:
+    """``(label, evaluate_point_of arguments)`` of ``policy``, here or as Ray tasks."""
+    calls = [{"policy_path": str(policy.path), **kwargs} for _, kwargs in specs]
+    return cluster.run_calls(evaluate_point_of, calls, ray_address, max_retries=2,
+                             on_result=lambda i, _: on_point(specs[i][0]))
+
+
 def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int, seed: int,
-          on_point: Callable[[str], None] = lambda _: None, feasible_episodes: int | None = None) -> dict[str, Any]:
+          on_point: Callable[[str], None] = lambda _: None, feasible_episodes: int | None = None,
+          ray_address: str | None = None) -> dict[str, Any]:
     """Curves of an exported ``policy`` (:class:`~sim2real.policies.deploy.OnnxPolicy`),
     its reference and its oracle: every axis's points, the combined points, the
     feasible held-out preset with the transfer ratio (``feasible_episodes`` there,
     default ``episodes``: the headline figure may deserve more), and the held-out
-    stress test."""
+    stress test. ``ray_address``: evaluate the points as Ray tasks there (the feasible
+    preset after the others: it comes from the oracle's curves)."""
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)
@@ -79,24 +121,29 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     axes, skipped = axes_for(train, axis_names)
     controllers = controllers_for(policy, task_cls, options, n_envs)
     base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
-
-    def point(dr: DomainRandomization, label: str, count: int = episodes) -> dict[str, Any]:
-        result = evaluate_point(task_cls, dr, controllers, count, n_envs, seed, options)
-        on_point(label)
-        return result
-
+    common = {"n_envs": n_envs, "seed": seed}
+    specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common})
+             for axis in axes for v in axis.values]
+    specs += [(f"combined x{f:g}", {"dr": combined(train, axes, f), "episodes": episodes, **common})
+              for f in COMBINED]
+    specs.append(("held-out preset", {"dr": task_cls.dr_class.heldout(), "episodes": episodes, **common}))
+    results = iter(_points(policy, specs, on_point, ray_address))
     curves = {axis.name: {"field": axis.field, "train_range": [axis.train_low, axis.train_high],
-                          "points": [{"value": v, **point(axis.at(base, train, v), f"{axis.name} {v:g}")}
-                                     for v in axis.values]}
+                          "points": [{"value": v, **next(results)} for v in axis.values]}
               for axis in axes}
     out: dict[str, Any] = {
         "policy": str(policy.path), "task": policy.task, "action_mode": policy.action_mode, "task_options": options,
         "episodes_per_point": episodes, "seed": seed, "controllers": {k: m for k, (_, m) in controllers.items()},
         "axes": curves, "skipped_axes": skipped,
-        "combined": [{"factor": f, **point(combined(train, axes, f), f"combined x{f:g}")} for f in COMBINED],
-        "heldout": point(task_cls.dr_class.heldout(), "held-out preset"),
+        "combined": [{"factor": f, **next(results)} for f in COMBINED],
+        "heldout": next(results),
     }
-    out.update(_feasible(train, axes, curves, lambda dr, label: point(dr, label, feasible_episodes or episodes))
+
+    def feasible_point(dr: DomainRandomization, label: str) -> dict[str, Any]:
+        spec = {"dr": dr, "episodes": feasible_episodes or episodes, **common}
+        return _points(policy, [(label, spec)], on_point, ray_address)[0]
+
+    out.update(_feasible(train, axes, curves, feasible_point)
                if "oracle" in controllers else
                {"feasible_preset": None, "feasible": None, "transfer_ratio": None,
                 "transfer_note": f"no oracle for the {task_cls.robot}: the transfer ratio needs one"})
@@ -118,7 +165,7 @@ def _feasible(train: DomainRandomization, axes: list[Axis], curves: dict[str, An
 
 
 def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
-            on_point: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+            on_point: Callable[[str], None] = lambda _: None, ray_address: str | None = None) -> dict[str, Any]:
     """The policy and its reference under the training randomization, same seeds, in
     each of :data:`~sim2real.sim.core.solver.SIM2SIM`'s simulator configurations;
     ``change`` is each one's success minus the task's own."""
@@ -129,11 +176,11 @@ def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
     train = task_cls.dr_class.train()
     controllers = controllers_for(policy, task_cls, options, n_envs)
     controllers.pop("oracle", None)
-    rows = []
-    for name, variant in SIM2SIM.items():
-        rows.append({"variant": name, "simulator": variant.describe(),
-                     **evaluate_point(task_cls, train, controllers, episodes, n_envs, seed, options, variant)})
-        on_point(name)
+    specs = [(name, {"dr": train, "episodes": episodes, "n_envs": n_envs, "seed": seed, "solver": variant,
+                     "oracle": False}) for name, variant in SIM2SIM.items()]
+    rows = [{"variant": name, "simulator": variant.describe(), **result}
+            for (name, variant), result in zip(SIM2SIM.items(), _points(policy, specs, on_point, ray_address),
+                                               strict=True)]
     for row in rows:
         for who in controllers:
             row[who]["change"] = row[who]["success_rate"] - rows[0][who]["success_rate"]

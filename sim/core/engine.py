@@ -21,7 +21,7 @@ from sim2real.sim.core.errors import ActionError, ConfigError
 from sim2real.sim.core.physics import BACKENDS, FULL, PhysicsBackend, PhysicsSetup, RolloutPhysics, StepPhysics
 from sim2real.sim.core.randomization import DomainRandomization
 from sim2real.sim.core.solver import SolverVariant
-from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
+from sim2real.sim.core.task import BatchRng, PhysicsBatch, StepResult, Task, draw_rows
 
 
 @dataclass
@@ -145,6 +145,13 @@ class Engine:
             else 0
         )
         self.dr_sampled: list[dict[str, Any]] = [{} for _ in range(B)]
+        self._episode_rngs: list[np.random.Generator | None] = [None] * B
+        """Each env's episode generator while every env runs on its own (``reset(rngs=...)``)."""
+        self._episode_noise = np.zeros((B, self.obs_size))
+        self._noise_due = np.ones(B, dtype=bool)
+        """Envs whose episode-generator noise is not drawn yet for this step: observing
+        again after some envs reset redraws only theirs, so an env's draws do not depend
+        on when the others reset."""
         self.want_privileged = True
         """Compute the privileged state every step (for ``info``); batched envs
         turn it off and compute it on request."""
@@ -159,21 +166,35 @@ class Engine:
     def seed(self, seed: int | None) -> None:
         self.rng = np.random.default_rng(seed)
         self._noise_cursor = len(self._noise_block)  # drop noise drawn from the old generator
+        self._episode_rngs = [None] * self.num_envs
+
+    def in_episode_rng(self) -> BatchRng:
+        """Where draws inside episodes (observation noise, pushes, command resampling) come
+        from: each env's episode generator once every env was reset with its own
+        (``reset(rngs=...)``: an episode's draws then do not depend on which other envs
+        share the batch, so a sharded evaluation gives the same numbers), else the
+        engine's one stream."""
+        rngs = self._episode_rngs
+        if all(g is not None for g in rngs):
+            return [g for g in rngs if g is not None]
+        return self.rng
 
     def reset(self, env_ids: np.ndarray | list[int] | None = None,
               rngs: list[np.random.Generator] | None = None) -> None:
         """Re-randomize and reset the given environments (default: all).
 
         ``rngs``: one generator per environment reset, for its randomization draws,
-        initial state and latency (paired evaluations: an episode's draws then follow
-        from its own seed, not from which environments happened to reset before it).
-        Default: the engine's own stream.
+        initial state and latency, and then for the draws inside its episode (paired
+        evaluations: an episode's draws then follow from its own seed, not from which
+        environments happened to reset before it). Default: the engine's own stream.
         """
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
         if rngs is not None and len(rngs) != len(ids):
             raise ValueError(f"{len(rngs)} generators for {len(ids)} environments")
         for k, i in enumerate(ids):
             self._reset_one(i, self.rng if rngs is None else rngs[k])
+            self._episode_rngs[i] = None if rngs is None else rngs[k]
+            self._noise_due[i] = True
 
     def _reset_one(self, i: int, rng: np.random.Generator) -> None:
         model = self.models[i]
@@ -230,6 +251,7 @@ class Engine:
             for _ in range(self.decimation // self.inner_steps):
                 self._physics(self.task.inner_control(setpoint, self.phys), self.inner_steps)
         self.step_count += 1
+        self._noise_due[:] = True
         self._phys.last_action[:] = a
 
         diverged = self._check_divergence(time_before)
@@ -240,7 +262,7 @@ class Engine:
         if diverged.any():
             result.terminated = result.terminated | diverged
             result.reward = np.where(diverged, 0.0, result.reward)
-        self.task.after_step(phys, self.rng)
+        self.task.after_step(phys, self.in_episode_rng())
         return StepOutput(
             obs=self.observe(),
             result=result,
@@ -258,7 +280,13 @@ class Engine:
 
     def _next_noise(self) -> np.ndarray:
         """Standard normal draws ``[B, O]``, generated in blocks: one generator call
-        per 256 steps instead of one per step."""
+        per 256 steps instead of one per step (per env and step with episode generators)."""
+        rng = self.in_episode_rng()
+        if not isinstance(rng, np.random.Generator):
+            for i in np.flatnonzero(self._noise_due):
+                self._episode_noise[i] = rng[i].standard_normal(self.obs_size)
+            self._noise_due[:] = False
+            return self._episode_noise
         if self._noise_cursor >= len(self._noise_block):
             self._noise_block = self.rng.normal(size=(256, self.num_envs, self.obs_size))
             self._noise_cursor = 0
@@ -289,8 +317,9 @@ class Engine:
             return
         lo, hi = self.task.push_dofs
         ids = np.flatnonzero(due)
-        mag = self.dr.push_velocity.sample(self.rng, len(ids))
-        direction = self.rng.normal(size=(len(ids), hi - lo))
+        rng = self.in_episode_rng()
+        mag = draw_rows(rng, ids, self.dr.push_velocity.sample)
+        direction = draw_rows(rng, ids, lambda g, n: g.normal(size=(n, hi - lo)))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True) + 1e-9
         self.phys.qvel[ids, lo:hi] += mag[:, None] * direction
 

@@ -21,7 +21,7 @@ step, 1-5 ms, older than ``qpos``/``qvel``). Tasks treat sensors accordingly.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -63,6 +63,21 @@ class PhysicsBatch:
     @property
     def batch_size(self) -> int:
         return self.qpos.shape[0]
+
+
+BatchRng = np.random.Generator | Sequence[np.random.Generator]
+"""Random draws inside episodes: the engine's one stream for the whole batch (training),
+or one generator per environment, its episode's own (paired evaluation: an episode's
+draws then do not depend on which other environments share its batch)."""
+
+
+def draw_rows(rng: BatchRng, env_ids: np.ndarray, draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
+    """``draw(generator, n)`` gives ``n`` rows; rows for ``env_ids``: one call on a shared
+    stream, or one row from each environment's own generator."""
+    if isinstance(rng, np.random.Generator):
+        return draw(rng, len(env_ids))
+    rows = [draw(rng[int(i)], 1)[0] for i in env_ids]
+    return np.stack(rows) if rows else draw(np.random.default_rng(0), 0)
 
 
 @dataclass
@@ -202,9 +217,10 @@ class Task(abc.ABC):
         controller saw them). Called only when :attr:`wants_substeps` is set, before
         :meth:`evaluate`, possibly several times per control step (inner loops)."""
 
-    def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
+    def after_step(self, phys: PhysicsBatch, rng: BatchRng) -> None:
         """Update task variables after a control step (resample commands, advance
-        waypoints). Default: nothing."""
+        waypoints). Draw with :func:`draw_rows`: ``rng`` is the engine's one stream or,
+        in a paired evaluation, one generator per environment. Default: nothing."""
 
     def compose_action(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         """The action sent to the actuators for the policy's clipped ``action [B, A]``,

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.task import PhysicsBatch, StepResult
+from sim2real.sim.core.task import BatchRng, PhysicsBatch, StepResult, draw_rows
 from sim2real.sim.quadruped import rewards
 from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
 
@@ -116,13 +116,13 @@ class Velocity(QuadrupedTask):
     def reference_twist(self) -> np.ndarray:
         return self.command
 
-    def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
+    def after_step(self, phys: PhysicsBatch, rng: BatchRng) -> None:
         self.advance_reference()  # with the command that was just acted on
         self.time_to_resample -= self.control_dt
         due = np.flatnonzero(self.time_to_resample <= 0.0)
         if len(due):
-            self._set_commands(due, self.sample_commands(rng, len(due)))
-            self.time_to_resample[due] = self._resample_time(rng, len(due))
+            self._set_commands(due, draw_rows(rng, due, self.sample_commands))
+            self.time_to_resample[due] = draw_rows(rng, due, self._resample_time)
 
     # -- observation ---------------------------------------------------------------------
     def observation_blocks(self, phys: PhysicsBatch) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.padding import store_padded
-from sim2real.sim.core.task import PhysicsBatch, StepResult
+from sim2real.sim.core.task import BatchRng, PhysicsBatch, StepResult
 from sim2real.sim.quadruped import frames, layouts, planner, steering
 from sim2real.sim.quadruped.base import BaseState, QuadrupedTask
 from sim2real.sim.quadruped.scene import add_flat_floor
@@ -243,7 +243,7 @@ class Waypoints(QuadrupedTask):
     def reference_crouch(self) -> np.ndarray | None:
         return self.crouch if self.gait is not None else None
 
-    def after_step(self, phys: PhysicsBatch, rng: np.random.Generator) -> None:
+    def after_step(self, phys: PhysicsBatch, rng: BatchRng) -> None:
         self.advance_reference()  # with the twist that was just acted on
 
     def ranges(self, phys: PhysicsBatch) -> np.ndarray:

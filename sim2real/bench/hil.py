@@ -5,6 +5,11 @@ interventions, over several seeds. Sparse reward (1 on success) in every method.
 Writes ``results.json`` (updated after every run, so a cut-short benchmark keeps what it
 measured) and ``curves.png`` into ``--out``. ``--obs-mode pixels`` is the paper's setting;
 ``state`` (the full simulator state) is the variant that fits a small CPU budget.
+
+``--ray [ADDR]`` runs the (seed, method) runs as Ray tasks, one CPU each (a local Ray
+instance, or the cluster at ADDR), each seed's demonstrations recorded first; the
+results are the same, ``results.json`` is updated as each run arrives. Wall-clock
+figures are then each run's own on its worker, with the runs sharing the machines.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.policies.common import cluster
 
 HELP = "HIL-SERL vs RLPD vs SAC on arm peg insertion with a scripted operator (success vs steps)"
 METHODS = ("sac", "rlpd", "hil")
@@ -42,14 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include", type=Path, action="append", default=[], metavar="DIR",
                         help="with --from-results: take the runs from DIR/results.json instead (repeatable: "
                              "seeds or methods measured separately) and write the merged results to OUT")
+    cluster.add_ray_flag(parser, "the (seed, method) runs")
     add_json_flag(parser)
 
 
-def _config(args: argparse.Namespace, seed: int):
+RUN_OPTIONS = ("steps", "demos", "obs_mode", "image_size", "batch_size", "eval_every", "eval_episodes", "out")
+"""The arguments one run needs (what a Ray task is sent, not the whole namespace)."""
+
+
+def _config(opts: dict[str, Any], seed: int):
     from sim2real.policies.hil.config import EnvConfig, HilConfig, LearnerConfig
 
-    cfg = HilConfig(env=EnvConfig(obs_mode=args.obs_mode, image_size=args.image_size),
-                    learner=LearnerConfig(batch_size=args.batch_size, warmup_steps=500), seed=seed)
+    cfg = HilConfig(env=EnvConfig(obs_mode=opts["obs_mode"], image_size=opts["image_size"]),
+                    learner=LearnerConfig(batch_size=opts["batch_size"], warmup_steps=500), seed=seed)
     cfg.actor.random_steps = 500
     cfg.validate()
     return cfg
@@ -66,6 +77,38 @@ def _demos(cfg, n: int, folder: Path):
     env.close()
     demos, _ = load_demo_dir(folder)
     return demos
+
+
+def record_seed_demos(opts: dict[str, Any], seed: int) -> None:
+    """Record a seed's demonstrations before its runs, so its rlpd and hil runs (Ray tasks
+    at the same time) find them complete instead of both writing the folder."""
+    _demos(_config(opts, seed), opts["demos"], Path(opts["out"]) / f"demos-seed{seed}")
+
+
+def run_one(opts: dict[str, Any], seed: int, method: str, verbose: bool = True) -> dict[str, Any]:
+    """One (seed, method) run: its history and wall-clock. A lost Ray worker's run starts
+    again from scratch: it depends on its seed only, so the retry gives the same curve."""
+    import torch
+
+    from sim2real.policies.hil import loop
+    from sim2real.policies.hil.devices import ScriptedOperator
+
+    torch.set_num_threads(1)
+    cfg = _config(opts, seed)
+    demos = _demos(cfg, opts["demos"], Path(opts["out"]) / f"demos-seed{seed}") if method != "sac" else None
+    device = None
+    if method == "hil":
+        from sim2real.policies.hil.env import HilEnv
+
+        probe = HilEnv(cfg.env)
+        device = ScriptedOperator(probe.obs_layout, probe.action_layout, seed=100 + seed)
+        probe.close()
+    start = time.perf_counter()
+    prefix = f"[{method} seed {seed}]"
+    _, history = loop.train(cfg, opts["steps"], demos=demos, device=device, eval_every=opts["eval_every"],
+                            eval_episodes=opts["eval_episodes"],
+                            log=lambda s: console.print(f"{prefix} {s}", markup=False) if verbose else None)
+    return {**history.__dict__, "total_seconds": time.perf_counter() - start}
 
 
 def steps_to(history: dict[str, list], level: float) -> int | None:
@@ -127,39 +170,35 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from sim2real.policies.common import atomic
-    from sim2real.policies.hil import loop
-    from sim2real.policies.hil.devices import ScriptedOperator
 
     if args.from_results:
         return _report(args, _merged_runs(args.include or [args.out]))
-    torch.set_num_threads(1)
     methods = [m for m in args.methods.split(",") if m]
     results = _previous_runs(args)
     for m in methods:
         results.setdefault(m, {})
     args.out.mkdir(parents=True, exist_ok=True)
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        for method in methods:
-            cfg = _config(args, seed)
-            demos = _demos(cfg, args.demos, args.out / f"demos-seed{seed}") if method != "sac" else None
-            device = None
-            if method == "hil":
-                from sim2real.policies.hil.env import HilEnv
+    opts = {k: getattr(args, k) for k in RUN_OPTIONS}
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    quiet = args.ray is not None
+    if quiet and any(m != "sac" for m in methods):
+        cluster.run_calls(record_seed_demos, [{"opts": opts, "seed": s} for s in seeds], args.ray, max_retries=1)
+    calls = [(seed, method) for seed in seeds for method in methods]
+    settings = {k: str(v) for k, v in vars(args).items() if not k.startswith("_")}
+    saved = {m: dict(r) for m, r in results.items()}
 
-                probe = HilEnv(cfg.env)
-                device = ScriptedOperator(probe.obs_layout, probe.action_layout, seed=100 + seed)
-                probe.close()
-            start = time.perf_counter()
-            prefix = f"[{method} seed {seed}]"
-            _, history = loop.train(cfg, args.steps, demos=demos, device=device, eval_every=args.eval_every,
-                                    eval_episodes=args.eval_episodes,
-                                    log=lambda s, p=prefix: console.print(f"{p} {s}", markup=False))
-            results[method][str(seed)] = {**history.__dict__, "total_seconds": time.perf_counter() - start}
-            settings = {k: str(v) for k, v in vars(args).items() if not k.startswith("_")}
-            atomic.write_json(args.out / "results.json", {"args": settings, "runs": results})
+    def arrived(i: int, run: dict[str, Any]) -> None:
+        seed, method = calls[i]
+        saved[method][str(seed)] = run
+        atomic.write_json(args.out / "results.json", {"args": settings, "runs": saved})
+        if quiet:
+            console.print(f"[{method} seed {seed}] done: eval success {run['eval_success'][-1]:.0%}", markup=False)
+
+    runs = cluster.run_calls(run_one, [{"opts": opts, "seed": s, "method": m, "verbose": not quiet} for s, m in calls],
+                             args.ray, max_retries=1, on_result=arrived)
+    for (seed, method), run in zip(calls, runs, strict=True):  # the report in seed order, however they arrived
+        results[method][str(seed)] = run
     return _report(args, results)
 
 

@@ -4,19 +4,30 @@ RUN_OR_POLICY is a run folder (its best checkpoint, else its last), a checkpoint
 folder, or an exported ONNX policy (file, metadata JSON or export folder), which
 runs with onnxruntime and never imports torch.
 
+--workers N splits the episodes over N Ray actors (a local Ray instance, or the
+cluster --ray HOST:PORT names), each with its own batched simulation of its share of
+the --n-envs environments and its own copy of the policy, loaded from the file. Each
+environment runs the same episodes with the same seeds (noise, pushes and commands
+inside an episode included) as in one process, so the numbers are identical to one
+process with the same --n-envs and --seed. --video is recorded here.
+
 Examples:
   sim2real eval runs/reach-sac --episodes 100 --dr heldout
   sim2real eval runs/reach-sac/export/policy.onnx --video reach.mp4 --json
   sim2real eval runs/maze-lag --passivity-filter          # arm ee_impedance: energy tank filter on
+  sim2real eval policies/baselines/ArmReach --episodes 1000 --n-envs 32 --workers 4
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.policies.common import cluster
+from sim2real.policies.common.cluster import add_ray_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="arm ee_impedance policies: evaluate with the energy-tank passivity filter in the controller",
     )
-    parser.add_argument("--n-envs", type=int, default=8, help="environments stepped as one batch")
+    parser.add_argument("--n-envs", type=int, default=8,
+                        help="environments stepped as one batch (with --workers: in all, split over the workers)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="split the episodes over N Ray actors, each with its own batched simulation "
+                             "(default 1: in this process)")
+    add_ray_flag(parser, "the --workers (default with --workers: a local Ray instance)")
     add_json_flag(parser)
 
 
@@ -50,6 +66,12 @@ def is_onnx_source(path: Path) -> bool:
     if path.suffix in (".onnx", ".json"):
         return True
     return path.is_dir() and (path / "policy.onnx").is_file() and not (path / "checkpoints").is_dir()
+
+
+def load_policy(source: Path, deterministic: bool = True, checkpoint: str = "auto") -> Any:
+    """The policy callable alone: what an ``--workers`` actor loads from the file where it runs."""
+    namespace = argparse.Namespace(source=source, deterministic=deterministic, checkpoint=checkpoint)
+    return load_source(namespace)[0]
 
 
 def load_source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -92,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.sim.core.errors import ConfigError
     from sim2real.sim.core.registry import gym_id
 
-    if args.episodes < 1 or args.n_envs < 1:
-        raise ConfigError("--episodes", "--episodes and --n-envs must be >= 1")
+    if args.episodes < 1 or args.n_envs < 1 or args.workers < 1:
+        raise ConfigError("--episodes", "--episodes, --n-envs and --workers must be >= 1")
     policy, src = load_source(args)
     task_cls = src.pop("task_cls")
     options = dict(src["task_options"])
@@ -101,9 +123,18 @@ def run(args: argparse.Namespace) -> int:
         options["passivity_filter"] = True  # the task refuses it outside ee_impedance
     src["task_options"] = options
     common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": options}
-    evaluator = Evaluator(task_cls, n_envs=min(args.n_envs, args.episodes), seed=args.seed, **common)
-    with console.status(f"evaluating {args.episodes} episodes of {gym_id(task_cls)}"):
-        result = evaluator.run(policy, args.episodes)
+    n_envs = min(args.n_envs, args.episodes)
+    distributed = args.workers > 1 or args.ray is not None
+    with console.status(f"evaluating {args.episodes} episodes of {gym_id(task_cls)}"
+                        + (f" on {min(args.workers, n_envs)} Ray workers" if distributed else "")):
+        if distributed:
+            from sim2real.policies.common import distributed_eval
+
+            loader = functools.partial(load_policy, Path(src["source"]), args.deterministic, args.checkpoint)
+            result = distributed_eval.evaluate(loader, task_cls, args.episodes, n_envs, args.workers,
+                                               args.ray or cluster.LOCAL, seed=args.seed, **common)
+        else:
+            result = Evaluator(task_cls, n_envs=n_envs, seed=args.seed, **common).run(policy, args.episodes)
     video = None
     if args.video:
         with console.status(f"recording {args.video}"):
@@ -115,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         "dr": args.dr,
         "deterministic": args.deterministic,
         "seed": args.seed,
+        "n_envs": n_envs,
+        "workers": min(args.workers, n_envs) if distributed else 1,
         **result.to_dict(),
         "video": video,
     }

@@ -21,10 +21,15 @@ all three together; it writes sim2sim.json with each one's change in success.
 POLICY is an exported policy: its .onnx, metadata .json or folder (such as
 policies/baselines/DroneHover).
 
+--ray [ADDR] evaluates the points as Ray tasks, one CPU each (a local Ray instance, or
+the cluster at ADDR), each loading the policy from its file: the same figures, since
+every point runs with controllers of its own and its own seeds.
+
 Examples:
   sim2real robustness policies/baselines/DroneHover --out runs/robust-hover
   sim2real robustness policies/baselines/ArmReach --axes mass,latency,obs_noise --episodes 32 --json
   sim2real robustness policies/baselines/QuadrupedVelocity --sim2sim --episodes 100
+  sim2real robustness policies/baselines/DroneHover --episodes 256 --ray 10.0.0.5:6379
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import argparse
 from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.policies.common.cluster import add_ray_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "runs/robustness-<task>)")
     parser.add_argument("--sim2sim", action="store_true",
                         help="only the sim-to-sim check (other integrators, a finer timestep, softer contacts)")
+    add_ray_flag(parser, "the points")
     add_json_flag(parser)
 
 
@@ -79,9 +86,10 @@ def run(args: argparse.Namespace) -> int:
             progress.update(bar, advance=1, description=f"robustness: {label}")
 
         if args.sim2sim:
-            return _sim2sim(R.sim2sim(policy, args.episodes, args.n_envs, args.seed, on_point=advance), out, args.json)
+            return _sim2sim(R.sim2sim(policy, args.episodes, args.n_envs, args.seed, on_point=advance,
+                                      ray_address=args.ray), out, args.json)
         study = R.study(policy, names, args.episodes, args.n_envs, args.seed, on_point=advance,
-                        feasible_episodes=args.feasible_episodes)
+                        feasible_episodes=args.feasible_episodes, ray_address=args.ray)
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "robustness.json", study)
     study["png"] = str(plot_study(study, out / "robustness.png"))

@@ -60,3 +60,40 @@ def test_local_instance_listens_on_loopback_only(ray_local) -> None:
     bound = {c.laddr.ip for c in psutil.net_connections("tcp") if c.pid in ray_pids and c.status == "LISTEN"}
     assert bound, "no Ray listening socket found"
     assert bound <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, bound
+
+
+def _crash() -> None:
+    """Kills the process it runs in: a Ray worker lost mid-task."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_results_reported_as_they_arrive_and_returned_in_order(ray_local) -> None:
+    calls = [{"text": "ab " * i, "width": 4} for i in range(4)]
+    seen: dict[int, list[str]] = {}
+    got = cluster.run_calls(textwrap.wrap, calls, cluster.LOCAL, on_result=seen.__setitem__)
+    assert got == [textwrap.wrap(**c) for c in calls] and seen == dict(enumerate(got))
+
+
+def test_a_failing_task_raises_its_own_error_after_the_others(ray_local) -> None:
+    seen: list[int] = []
+    calls = [{"address": "127.0.0.1:1"}, {"address": "nohost"}, {"address": cluster.LOCAL}]
+    with pytest.raises(ConfigError, match=r"^ray address: cannot reach") as info:
+        cluster.run_calls(cluster.resolve_address, calls, cluster.LOCAL, on_result=lambda i, _: seen.append(i))
+    assert type(info.value) is ConfigError and "\n" not in str(info.value)  # one line, not Ray's traceback
+    assert seen == [2]
+
+
+def test_a_lost_worker_is_retried_then_reported(ray_local) -> None:
+    import sys
+
+    from ray import cloudpickle  # Ray's own copy pickles its tasks
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # a test module is not importable on workers
+    try:
+        with pytest.raises(cluster.WorkerLostError, match=r"_crash #0: its Ray worker was lost"):
+            cluster.run_calls(_crash, [{}], cluster.LOCAL, max_retries=1)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])

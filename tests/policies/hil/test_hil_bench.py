@@ -69,3 +69,18 @@ def test_from_results_merges_separately_measured_seeds(tmp_path: Path, capsys: p
     with pytest.raises(SystemExit, match="one budget"):
         main(["bench", "hil", "--from-results", "--include", str(tmp_path / "0"), "--include", str(tmp_path / "2"),
               "--out", str(out)])
+
+
+def test_bench_hil_on_ray_matches_in_process(ray_local, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--ray: the same runs (all but their wall-clock), results.json written as they arrive."""
+    argv = ["bench", "hil", "--steps", "40", "--seeds", "1", "--methods", "sac,hil", "--demos", "1",
+            "--eval-every", "20", "--eval-episodes", "1", "--json"]
+    for name, extra in (("here", []), ("ray", ["--ray"])):
+        assert main([*argv, "--out", str(tmp_path / name), *extra]) == 0
+    capsys.readouterr()
+    here, ray = (json.loads((tmp_path / name / "results.json").read_text())["runs"] for name in ("here", "ray"))
+    clock = ("wall_seconds", "total_seconds")
+    assert list(ray) == list(here) == ["sac", "hil"]
+    for method, runs in here.items():
+        assert {k: v for k, v in runs["0"].items() if k not in clock} == \
+            {k: v for k, v in ray[method]["0"].items() if k not in clock}

@@ -57,3 +57,25 @@ def test_tiny_study_end_to_end(tmp_path: Path) -> None:
     logs: list[str] = []
     run_study(cfg, tmp_path, log=logs.append)
     assert not any(line.startswith("training") for line in logs)
+
+
+@pytest.mark.slow
+def test_study_on_ray_matches_in_process(ray_local, tmp_path: Path) -> None:
+    """--ray: the training runs and evaluations as Ray tasks give the same results (~2 min)."""
+    from sim2real.policies.common import cluster
+
+    cfg = PassivityStudyConfig(seeds=1, steps=1024, n_envs=8, sensitivity_limits=[2.0], episodes=2)
+    here = run_study(cfg, tmp_path / "here", log=lambda _: None)
+    ray = run_study(cfg, tmp_path / "ray", log=lambda _: None, ray_address=cluster.LOCAL)
+    for key in ("per_seed", "summary", "sensitivity"):
+        assert json.dumps(ray[key]) == json.dumps(here[key])
+    assert (tmp_path / "ray" / "study.md").read_text() == (tmp_path / "here" / "study.md").read_text()
+
+
+def test_study_with_an_unreachable_ray_address_is_a_one_line_error(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    from sim2real.cli import main
+
+    assert main(["study", "passivity", "--seeds", "1", "--out", str(tmp_path), "--ray", "nohost"]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+    assert not (tmp_path / "runs").exists()  # nothing trained

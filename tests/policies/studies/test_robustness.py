@@ -139,3 +139,14 @@ def test_the_quadrupeds_oracle_is_the_shipped_teacher_reading_the_privileged_sta
     np.testing.assert_allclose(oracle(obs), teacher(np.concatenate([obs[:, :present], obs[:, size:]], axis=1)))
     waypoints = REGISTRY.get("QuadrupedWaypoints")(num_envs=1)
     assert oracle_for(waypoints, 1) is None  # other observation blocks: no oracle
+
+
+def test_points_as_ray_tasks_give_the_same_study(ray_local) -> None:
+    from sim2real.policies.common import cluster
+    from sim2real.policies.deploy import OnnxPolicy
+
+    policy = OnnxPolicy(ROOT / "policies" / "baselines" / "ArmReach")
+    here, labels = RR.study(policy, ["latency"], 2, 2, 20_000), []
+    ray = RR.study(policy, ["latency"], 2, 2, 20_000, on_point=labels.append, ray_address=cluster.LOCAL)
+    assert json.dumps(ray, sort_keys=True) == json.dumps(here, sort_keys=True)
+    assert sorted(labels)[:2] == ["combined x1", "combined x2"] and len(labels) == 9  # each point once
