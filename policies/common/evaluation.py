@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.sim.core.engine import Engine
+from sim2real.sim.core.physics import engine_backend
 from sim2real.sim.core.env import resolve_dr
 from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import Task
@@ -122,6 +123,7 @@ class Evaluator:
         solver: Another simulator configuration (sim-to-sim checks); default: the task's own.
         shard: Step only these environments of a larger layout (``n_envs`` is then the
             shard's size): one worker's part of a distributed evaluation.
+        physics: ``mujoco`` (CPU MuJoCo) or ``warp`` (MuJoCo Warp), as ``--backend``.
     """
 
     def __init__(
@@ -135,6 +137,7 @@ class Evaluator:
         nthread: int | None = None,
         solver: SolverVariant | None = None,
         shard: Shard | None = None,
+        physics: str = "mujoco",
     ) -> None:
         if shard is not None:
             n_envs = len(shard.env_ids)
@@ -142,7 +145,8 @@ class Evaluator:
         """Each environment's index in the evaluation's layout."""
         self.layout_envs = shard.of if shard is not None else n_envs
         self.task = task_cls(num_envs=n_envs, action_mode=action_mode, **(task_options or {}))
-        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread, solver=solver)
+        self.engine = Engine(self.task, resolve_dr(task_cls, dr), seed=seed, nthread=nthread, solver=solver,
+                             backend=engine_backend(physics, n_envs))
         self.seed = seed
         self.obs_size = self.engine.obs_size
         self.act_size = self.engine.act_size

@@ -59,3 +59,16 @@ def test_eval_workers_on_ray_matches_one_process(ray_local, capsys: pytest.Captu
 
 def test_workers_must_be_positive(tmp_path: Path) -> None:
     assert main(["eval", str(BASELINES_DIR / "ArmReach"), "--workers", "0"]) == 2
+
+
+@pytest.mark.slow  # MuJoCo Warp compiles its kernels on first use (~45 s on 2 cores)
+def test_eval_on_warp_matches_cpu_mujoco(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", str(BASELINES_DIR / "ArmReach"), "--episodes", "4", "--n-envs", "4", "--json"]
+    reports = []
+    for backend in ("mujoco", "warp"):
+        assert main([*argv, "--backend", backend]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    cpu, warp = reports
+    assert warp["backend"] == "warp" and warp["successes"] == cpu["successes"] == 4
+    # float32 physics: the same episodes end within a fraction of a millimetre of each other
+    assert warp["metrics_final"]["ee_distance"] == pytest.approx(cpu["metrics_final"]["ee_distance"], abs=1e-4)
