@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ class Trainer:
         console: Where the progress bar and logs go (default: stderr).
         progress: Draw the progress bar and log lines.
         command: The command line, recorded in ``config.yaml``'s provenance.
+        on_evaluation: Called with each evaluation row once it is logged (``sim2real sweep``
+            reports it to Ray Tune, whose scheduler may stop the run there).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class Trainer:
         console: Console | None = None,
         progress: bool = True,
         command: list[str] | None = None,
+        on_evaluation: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         config.validate()
         self.config = config
@@ -76,6 +80,7 @@ class Trainer:
         self.console = console or Console(stderr=True)
         self.show_progress = progress
         self.command = command
+        self.on_evaluation = on_evaluation
         self.spec = get_algorithm(config.algo)
         self.task_cls = task_class(config.task)
         self.task_info = task_description(self.task_cls, config.action_mode, config.task_options,
@@ -223,6 +228,8 @@ class Trainer:
             self.best = row
             self._save("best", step)
         self.progress.evaluation(step, result.success_rate, result.ci_low, result.ci_high, result.mean_return, is_best)
+        if self.on_evaluation is not None:
+            self.on_evaluation(row)
         return row
 
     def save_last(self, step: int) -> None:

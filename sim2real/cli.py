@@ -31,6 +31,7 @@ COMMANDS = {
     "sysid": "sim2real.commands.sysid",
     "import": "sim2real.commands.import_policy",
     "sim2sim": "sim2real.commands.sim2sim",
+    "sweep": "sim2real.commands.sweep",
 }
 
 
