@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from sim2real.sim.core.engine import Engine
-from sim2real.sim.core.physics import engine_backend
 from sim2real.sim.core.env import resolve_dr
+from sim2real.sim.core.physics import engine_backend
 from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import Task
 
