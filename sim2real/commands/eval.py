@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-envs", type=int, default=8,
                         help="environments stepped as one batch (with --workers: in all, split over the workers)")
     parser.add_argument("--backend", choices=["mujoco", "warp"], default="mujoco",
-                        help="physics: CPU MuJoCo (default) or MuJoCo Warp (docs/warp_backend.md)")
+                        help="physics: CPU MuJoCo (default) or MuJoCo Warp (docs/warp_backend.md); --video always "
+                             "renders from CPU MuJoCo")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="split the episodes over N Ray actors, each with its own batched simulation "
                              "(default 1: in this process)")
@@ -124,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
     if args.passivity_filter:
         options["passivity_filter"] = True  # the task refuses it outside ee_impedance
     src["task_options"] = options
-    common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": options, "physics": args.backend}
+    common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": options}
+    video_options = dict(common)  # the video is rendered from one CPU MuJoCo env
+    common["physics"] = args.backend
     n_envs = min(args.n_envs, args.episodes)
     distributed = args.workers > 1 or args.ray is not None
     with console.status(f"evaluating {args.episodes} episodes of {gym_id(task_cls)}"
@@ -140,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     video = None
     if args.video:
         with console.status(f"recording {args.video}"):
-            record_video(policy, task_cls, args.video, episodes=args.video_episodes, seed=args.seed, **common)
+            record_video(policy, task_cls, args.video, episodes=args.video_episodes, seed=args.seed, **video_options)
         video = str(args.video)
     report = {
         **src,
