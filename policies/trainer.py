@@ -25,7 +25,7 @@ from stable_baselines3.common.logger import configure
 
 import sim2real
 from sim2real.policies.algorithms import get_algorithm
-from sim2real.policies.common import checkpoint, session
+from sim2real.policies.common import checkpoint, hyperparameters, session
 from sim2real.policies.common.callbacks import TrainingCallback, recent_episodes
 from sim2real.policies.common.envs import make_train_env, randomization, task_class, task_description
 from sim2real.policies.common.evaluation import Evaluator
@@ -61,6 +61,8 @@ class Trainer:
         command: The command line, recorded in ``config.yaml``'s provenance.
         on_evaluation: Called with each evaluation row once it is logged (``sim2real sweep``
             reports it to Ray Tune, whose scheduler may stop the run there).
+        retune: With ``resume``: the hyperparameters this resume may change and sets on the
+            restored model (a PBT exploit, :class:`~.hyperparameters.Retune`); nothing else may differ.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class Trainer:
         progress: bool = True,
         command: list[str] | None = None,
         on_evaluation: Callable[[dict[str, Any]], None] | None = None,
+        retune: hyperparameters.Retune | None = None,
     ) -> None:
         config.validate()
         self.config = config
@@ -81,6 +84,7 @@ class Trainer:
         self.show_progress = progress
         self.command = command
         self.on_evaluation = on_evaluation
+        self.retune = retune if resume else None
         self.spec = get_algorithm(config.algo)
         self.task_cls = task_class(config.task)
         self.task_info = task_description(self.task_cls, config.action_mode, config.task_options,
@@ -107,6 +111,8 @@ class Trainer:
             self.model = self.spec.build(cfg, self.env)
         else:
             self._restore(folder)
+            if self.retune is not None:
+                hyperparameters.apply(self.model, self.env, cfg, self.retune.keys)
         self.model.set_logger(configure(str(self.run_dir.tb_dir), ["tensorboard"]))
         self.evaluator = Evaluator(
             self.task_cls,
@@ -126,18 +132,30 @@ class Trainer:
             run.write_config(self.config, provenance(self.config, self.command))
             return None
         run.require_run()
-        stored = run.read_config().to_dict()
-        wanted = self.config.to_dict()
-        diff = sorted(k for k in wanted if k != "total_steps" and wanted[k] != stored.get(k))
+        stored = _flat(run.read_config().to_dict())
+        wanted = _flat(self.config.to_dict())
+        allowed = {"total_steps", *(self.retune.keys if self.retune else ())}
+        changed = sorted(k for k in wanted.keys() | stored.keys() if wanted.get(k) != stored.get(k))
+        diff = [k for k in changed if k not in allowed]
         if diff:
             raise CheckpointMismatchError(
                 f"cannot resume {run.path} with a different config ({', '.join(diff)} differ from its config.yaml); "
                 "only the number of steps may change"
             )
+        prov = run.read_provenance()
         if wanted["total_steps"] != stored["total_steps"]:
-            run.write_config(
-                self.config, {**run.read_provenance(), "resumed_with_total_steps": self.config.total_steps}
-            )
+            prov["resumed_with_total_steps"] = self.config.total_steps
+        if self.retune is not None and self.retune.record is not None:
+            # The one sanctioned config change on resume: recorded with its origin and old -> new values.
+            changes = {k: {"old": stored.get(k), "new": wanted.get(k)} for k in changed if k != "total_steps"}
+            record = {**self.retune.record, "changes": changes, "previous_config_hash": prov.get("config_hash")}
+            prov = {**prov, "config_hash": self.config.hash(),
+                    "hyperparameter_changes": [*prov.get("hyperparameter_changes", []), record]}
+        exploit = self.retune is not None and self.retune.record is not None
+        # total_steps, retuned keys or an exploit (recorded even when the values came out
+        # unchanged): config.yaml says what the run continues with and from where.
+        if changed or exploit:
+            run.write_config(self.config, prov)
         try:
             return checkpoint.locate(run.checkpoints, "last")
         except CheckpointNotFoundError:
@@ -252,6 +270,17 @@ class Trainer:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A config dict as dotted keys (``ppo.learning_rate``), so a change is named exactly."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
 
 
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, **kwargs: Any) -> TrainResult:

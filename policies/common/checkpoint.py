@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,41 @@ def save(
     atomic.fsync_dir(root)
     atomic.write_json(root / f"{kind}.json", {"dir": name, "step": step})
     _prune(root, kind, keep if kind == "last" else 1)
+    return folder
+
+
+def adopt(root: str | Path, source: str | Path, tag: str, keep: int = 2) -> Path:
+    """Copy a complete ``last`` checkpoint of another run into ``root`` and make it this
+    run's ``last``; returns the new folder.
+
+    This is how a PBT exploit hands a better trial's state to a worse one (``sim2real
+    sweep``): the copy is verified (sizes, SHA-256) before the pointer moves, so a
+    crash leaves the run's own ``last`` in force. The folder is named
+    ``step-<step>-<tag>`` so it never overwrites one of the run's own folders; the
+    run's ``last`` folders newer than it (a line of training the run abandons) are pruned.
+    Compatibility (task, sizes, algorithm) is checked by the resume that loads it, as
+    always; its ``config_hash`` is the donor's, which is the point of the exercise.
+    """
+    root, source = Path(root), Path(source)
+    if not tag or not all(c.isalnum() or c in "_-" for c in tag):
+        raise ValueError(f"checkpoint tag must be letters, digits, _ or -, got {tag!r}")
+    state = read_state(source)
+    name = f"{PREFIX['last']}-{int(state['step']):012d}-{tag}"
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / name
+    if _pointer_target(root, "last") == name:
+        return folder
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    for fname in [*state["files"], "state.json"]:  # the checkpoint's own files, nothing a copier added
+        shutil.copy2(source / fname, folder / fname)
+        with open(folder / fname, "rb") as f:
+            os.fsync(f.fileno())
+    read_state(folder)  # the copy is whole before anything points to it
+    atomic.fsync_dir(root)
+    atomic.write_json(root / "last.json", {"dir": name, "step": int(state["step"])})
+    _prune(root, "last", keep)
     return folder
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sim2real.policies.common import atomic
 from sim2real.policies.common.rundir import RunDir
+from sim2real.policies.sweep.exploit import read_exploits
 from sim2real.policies.sweep.space import SweepSpec
 from sim2real.policies.sweep.trainable import metrics_of, read_attempts
 
@@ -45,12 +46,15 @@ class TrialRow:
     run_dir: Path
     """The trial's run folder."""
     attempts: int = 1
-    """Processes that ran the trial (more than one: a worker died and the retry resumed the folder)."""
+    """Processes that ran the trial (more than one: a worker died and the retry resumed the folder,
+    or PBT paused the trial or moved it onto another's checkpoint)."""
+    exploits: int = 0
+    """PBT: checkpoints of other trials this trial took over (``pbt.jsonl`` in its run folder)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"trial": self.name, **self.values, "status": self.status, "steps": self.steps, "final": self.final,
                 "best": self.best, "success_rate": self.success_rate, "attempts": self.attempts,
-                "run_dir": str(self.run_dir)}
+                "exploits": self.exploits, "run_dir": str(self.run_dir)}
 
 
 def collect(results: Any, spec: SweepSpec, out: Path) -> list[TrialRow]:
@@ -68,7 +72,7 @@ def collect(results: Any, spec: SweepSpec, out: Path) -> list[TrialRow]:
             name=name, values={k: result.config.get(k) for k in spec.space}, status=status, steps=steps,
             final=series[-1] if series else None, best=pick(series) if series else None,
             success_rate=evals[-1].get("success_rate") if evals else None, run_dir=run.path,
-            attempts=len(read_attempts(run.path))))
+            attempts=len(read_attempts(run.path)), exploits=len(read_exploits(run.path))))
     sign = -1.0 if spec.mode == "max" else 1.0
     rows.sort(key=lambda r: (r.status != "complete", r.final is None, sign * (r.final or 0.0), r.name))
     return rows
@@ -113,13 +117,15 @@ def _cell(value: Any) -> str:
 
 def markdown(rows: list[TrialRow], spec: SweepSpec) -> str:
     keys = list(spec.space)
+    pbt = spec.scheduler.kind == "pbt"
     head = ["trial", *keys, "status", "steps", f"final {spec.metric}", f"best {spec.metric}", "success", "attempts",
-            "run folder"]
+            *(["exploits"] if pbt else []), "run folder"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         success = "–" if r.success_rate is None else f"{r.success_rate:.0%}"
         cells = [r.name, *(_cell(r.values.get(k)) for k in keys), r.status, f"{r.steps:,}", _cell(r.final),
-                 _cell(r.best), success, str(r.attempts), f"trials/{r.run_dir.name}"]
+                 _cell(r.best), success, str(r.attempts), *([str(r.exploits)] if pbt else []),
+                 f"trials/{r.run_dir.name}"]
         lines.append("| " + " | ".join(cells) + " |")
     note = (f"\n{len(rows)} trials, best first ({spec.mode} {spec.metric} at the last evaluation; full-budget trials "
             f"of {spec.total_steps:,} steps rank above those the scheduler stopped).\n")

@@ -10,6 +10,7 @@ stay finished and unfinished or errored ones continue their run folders.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -33,7 +34,8 @@ def spec_record(spec: SweepSpec) -> dict[str, Any]:
         "metric": spec.metric,
         "mode": spec.mode,
         "samples": spec.samples,
-        "scheduler": vars(spec.scheduler),
+        # PBT's options only when set: an ASHA sweep's record reads as before.
+        "scheduler": {k: v for k, v in dataclasses.asdict(spec.scheduler).items() if v is not None},
         "points": spec.points,
     }
 
@@ -55,6 +57,10 @@ def _scheduler(spec: SweepSpec) -> Any:
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
     s = spec.scheduler
+    if s.kind == "pbt":
+        from sim2real.policies.sweep import pbt
+
+        return pbt.scheduler(spec)
     if s.kind == "asha":
         return ASHAScheduler(time_attr=TIME_ATTR, max_t=spec.total_steps, grace_period=s.grace_steps,
                              reduction_factor=s.reduction_factor)
@@ -64,7 +70,8 @@ def _scheduler(spec: SweepSpec) -> Any:
 def _trainable(spec: SweepSpec, out: Path) -> Any:
     from ray import tune
 
-    fn = tune.with_parameters(run_trial, base=spec.base, trials_dir=str(out / "trials"))
+    pbt_keys = tuple(spec.space) if spec.scheduler.kind == "pbt" else ()  # PBT mutates every space key
+    fn = tune.with_parameters(run_trial, base=spec.base, trials_dir=str(out / "trials"), pbt_keys=pbt_keys)
     resources = {"cpu": spec.cpu, **({"gpu": spec.gpu} if spec.gpu else {})}
     return tune.with_resources(fn, resources)
 
@@ -111,6 +118,9 @@ def run(spec: SweepSpec, out: Path, resume: bool, log: Callable[[str], None]) ->
             trial_dirname_creator=_trial_name),
         run_config=tune.RunConfig(
             name=out.name, storage_path=str(out.parent), verbose=0,
+            # PBT: a trial's last report (at total_steps) ends it before the scheduler sees it,
+            # so no trial is pointlessly moved onto another's finished checkpoint.
+            stop={TIME_ATTR: spec.total_steps} if spec.scheduler.kind == "pbt" else None,
             failure_config=tune.FailureConfig(max_failures=spec.max_failures),
             callbacks=[ProgressLines(spec.metric)]),
     )

@@ -15,7 +15,7 @@ Everything is checked here, before Ray starts, so a typo costs a one-line
     metric: mean_return
     mode: max
     samples: 12
-    scheduler: {asha: {grace_steps: 100000, reduction_factor: 2}}   # or none
+    scheduler: {asha: {grace_steps: 100000, reduction_factor: 2}}   # or none, or {pbt: {...}} (see pbt.py)
     resources_per_trial: {cpu: 1}
     max_failures: 2
 """
@@ -32,6 +32,7 @@ from typing import Any, Literal
 from sim2real.errors import ConfigError
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.config_loading import read_yaml, resolve_config
+from sim2real.policies.sweep import pbt
 from sim2real.sim.core.schema import strip, type_hints
 
 Kind = Literal["choice", "grid", "uniform", "loguniform", "randint"]
@@ -75,14 +76,17 @@ class Distribution:
 
 @dataclass
 class Scheduler:
-    """Which trials stop early; time is counted in environment steps."""
+    """Which trials stop early or take over others; time is counted in environment steps."""
 
-    kind: Literal["asha", "none"] = "asha"
-    """``asha`` (default) or ``none`` (every trial runs its full budget)."""
+    kind: Literal["asha", "none", "pbt"] = "asha"
+    """``asha`` (default), ``none`` (every trial runs its full budget) or ``pbt``
+    (Population Based Training: weak trials continue strong ones' checkpoints with mutated values)."""
     grace_steps: int = 0
     """ASHA: environment steps every trial gets before it can be stopped (0: a quarter of ``total_steps``)."""
     reduction_factor: float = 2.0
     """ASHA: 1 / the fraction of trials promoted at each rung."""
+    pbt: pbt.PBTOptions | None = None
+    """PBT's options (``kind: pbt`` only)."""
 
 
 @dataclass
@@ -295,20 +299,17 @@ def _resources(raw: dict[str, Any]) -> tuple[float, float]:
 
 
 def _scheduler(raw: Any, spec: SweepSpec) -> Scheduler:
-    """``asha`` / ``none``, alone or as ``{asha: {options}}``."""
-    if raw == "pbt" or (isinstance(raw, dict) and "pbt" in raw):
-        # PBT copies a better trial's checkpoint into a worse one and changes its values;
-        # the trials would need Tune checkpoints and a way to apply new values to a
-        # restored SB3 model. Until then, refuse it rather than run PBT that never exploits.
-        raise ConfigError("scheduler", "pbt is not supported yet (trials cannot take over each other's "
-                                       "checkpoints with new values); use asha or none")
+    """``asha`` / ``none`` / ``pbt``, alone or as ``{asha: {options}}``."""
+    if raw == "pbt" or (isinstance(raw, dict) and len(raw) == 1 and "pbt" in raw):
+        return Scheduler(kind="pbt", pbt=pbt.parse(raw["pbt"] if isinstance(raw, dict) else None, spec.base,
+                                                       spec.space, spec.trial_count()))
     if raw is None or raw in ("none", "asha"):
         kind, options = (raw or "none"), {}
     elif isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("asha", "none"):
         ((kind, options),) = raw.items()
         options = options or {}
     else:
-        raise ConfigError("scheduler", f"expected asha or none (optionally {{asha: {{...}}}}), got {raw!r}")
+        raise ConfigError("scheduler", f"expected asha, none or pbt (optionally {{asha: {{...}}}}), got {raw!r}")
     if not isinstance(options, dict):
         raise ConfigError(f"scheduler.{kind}", f"expected a mapping of options, got {options!r}")
     allowed = {"asha": ("grace_steps", "reduction_factor"), "none": ()}[kind]

@@ -11,6 +11,10 @@ Fault tolerance needs no Tune checkpoints: when a worker dies, Tune calls this
 function again (``FailureConfig(max_failures)``); the run folder already holds the
 trial's config and its ``last`` checkpoint, so the Trainer resumes from there
 (``resume=True``) and the eval log continues.
+
+With PBT (``pbt_keys``) each report also carries a Tune checkpoint, and a trial that
+Tune restarts on another trial's checkpoint takes it over with its new values
+(:mod:`.exploit`).
 """
 
 from __future__ import annotations
@@ -69,13 +73,20 @@ def read_attempts(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def run_trial(values: dict[str, Any], base: dict[str, Any], trials_dir: str) -> None:
-    """Tune's function trainable (bind ``base`` and ``trials_dir`` with ``tune.with_parameters``)."""
+def run_trial(values: dict[str, Any], base: dict[str, Any], trials_dir: str, pbt_keys: tuple[str, ...] = ()) -> None:
+    """Tune's function trainable (bind ``base``, ``trials_dir`` and, for PBT, the mutated
+    ``pbt_keys`` with ``tune.with_parameters``)."""
     from ray import tune
 
-    run = RunDir(Path(trials_dir) / tune.get_context().get_trial_name())
+    name = tune.get_context().get_trial_name()
+    run = RunDir(Path(trials_dir) / name)
     config = trial_config(base, values)
-    resume = run.is_run()  # a retry after a dead worker, or a resumed sweep: continue the folder
+    retune = None
+    if pbt_keys:
+        from sim2real.policies.sweep import exploit
+
+        retune = exploit.prepare(run, tune.get_checkpoint(), name, values, config, tuple(pbt_keys))
+    resume = run.is_run()  # a retry after a dead worker, a resumed sweep or a PBT exploit: continue the folder
 
     from sim2real.policies.trainer import Trainer
 
@@ -87,10 +98,19 @@ def run_trial(values: dict[str, Any], base: dict[str, Any], trials_dir: str) -> 
             trainer.save_last(row["step"])
         # resumed_from: where this attempt picked the run folder up (0: from scratch); a
         # trial retried after a dead worker shows it in Tune's result.json.
-        tune.report({**metrics_of(row), "resumed_from": trainer.resumed_from or 0})
+        metrics = {**metrics_of(row), "resumed_from": trainer.resumed_from or 0}
+        if not pbt_keys or row["step"] == 0:
+            tune.report(metrics)
+            return
+        from ray.tune import Checkpoint
+
+        from sim2real.policies.sweep import exploit
+
+        with exploit.staged(run, name, values) as folder:  # PBT copies the strong trials' checkpoints
+            tune.report(metrics, checkpoint=Checkpoint.from_directory(str(folder)))
 
     trainer = Trainer(config, run.path, resume=resume, progress=False, command=["sim2real", "sweep"],
-                      on_evaluation=report)
+                      on_evaluation=report, retune=retune)
     record_attempt(run.path, trainer.resumed_from)
     try:
         trainer.run()

@@ -284,7 +284,7 @@ class Engine:
         rng = self.in_episode_rng()
         if not isinstance(rng, np.random.Generator):
             for i in np.flatnonzero(self._noise_due):
-                self._episode_noise[i] = rng[i].standard_normal(self.obs_size)
+                self._episode_noise[i] = rng[int(i)].standard_normal(self.obs_size)
             self._noise_due[:] = False
             return self._episode_noise
         if self._noise_cursor >= len(self._noise_block):

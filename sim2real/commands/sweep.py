@@ -1,4 +1,4 @@
-"""Tune training hyperparameters: Ray Tune over `sim2real train` runs, ASHA stopping the weak ones.
+"""Tune training hyperparameters: Ray Tune over `sim2real train` runs, ASHA stopping the weak ones (or PBT).
 
 Examples:
   sim2real sweep benchmarks/configs/sweep_arm_reach_ppo.yaml                  # local Ray, every core
@@ -18,7 +18,9 @@ The sweep file (YAML; `config` is relative to it):
   metric: mean_return        # success_rate, ci_low, mean_return, ... or final_<task metric>
   mode: max                  # or min
   samples: 12
-  scheduler: {asha: {grace_steps: 100000, reduction_factor: 2}}  # or none (pbt: not yet)
+  scheduler: {asha: {grace_steps: 100000, reduction_factor: 2}}  # or none, or
+             # {pbt: {perturbation_interval_steps: 100000, quantile_fraction: 0.25}}: weak trials
+             # continue strong ones' checkpoints with mutated space values (see docs/scaling.md)
   resources_per_trial: {cpu: 1}
   max_failures: 2            # a trial whose worker dies resumes its run folder this many times
 

@@ -108,7 +108,7 @@ def test_tune_domains() -> None:
     ("metric", "reward", "metric: 'reward' is not an evaluation number"),
     ("mode", "maximise", "mode: 'maximise' is not one of max, min"),
     ("samples", 0, "samples: expected a positive integer"),
-    ("scheduler", "hyperband", "scheduler: expected asha or none"),
+    ("scheduler", "hyperband", "scheduler: expected asha, none or pbt"),
     ("scheduler", {"asha": {"grace": 1}}, "scheduler.asha.grace: unknown option"),
     ("scheduler", {"asha": {"grace_steps": 300000}}, "leaves nothing to stop"),
     ("resources_per_trial", {"cpus": 1}, "resources_per_trial.cpus: unknown resource"),
@@ -128,11 +128,6 @@ def test_space_and_set_may_not_share_a_key(tmp_path: Path) -> None:
     data = {**GOOD, "set": {**GOOD["set"], "seed": 3}}
     with pytest.raises(ConfigError, match=r"space\.seed: is also fixed under `set`"):
         space.load(write(tmp_path, data))
-
-
-def test_pbt_is_refused_until_trials_can_exploit(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="scheduler: pbt is not supported yet"):
-        space.load(write(tmp_path, {**GOOD, "scheduler": {"pbt": {}}}))
 
 
 def test_metrics_of_an_evaluation_row() -> None:
