@@ -111,7 +111,7 @@ def tracking_table(policy: Any, episodes: int = 8, seconds: float = 10.0, dr: An
 def tracking_video(policy: Any, path: Any, seconds: float = 4.0, dr: Any = "none", seed: int = 30_000) -> int:
     """An mp4 of one episode per command of :data:`GRID`, in the table's order, ``seconds``
     each, from the tracking camera; returns the frame count."""
-    from sim2real.policies.common.evaluation import render_episodes, write_mp4
+    from sim2real.policies.common.video import render_episodes, write_mp4
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)

@@ -113,7 +113,8 @@ def load_source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim2real.policies.common.evaluation import Evaluator, record_video
+    from sim2real.policies.common.evaluation import Evaluator
+    from sim2real.policies.common.video import record_video
     from sim2real.sim.core.errors import ConfigError
     from sim2real.sim.core.registry import gym_id
 
