@@ -66,7 +66,23 @@ def writers(
     }
     if spec.off_policy and with_replay_buffer:
         out["replay_buffer.pkl"] = lambda f: pickle.dump(model.replay_buffer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    for wrapper in _stateful_wrappers(vecnorm):  # e.g. a reward model refined during the run
+        for name, data in wrapper.checkpoint_files().items():
+            if name in out:
+                raise ValueError(f"{type(wrapper).__name__} writes {name}, which the checkpoint already has")
+            out[name] = lambda f, data=data: f.write(data)
     return out
+
+
+def _stateful_wrappers(vecnorm: VecNormalize) -> list[Any]:
+    """The env wrappers under the normalization that keep training state of their own
+    (``checkpoint_files`` / ``restore_checkpoint_files``)."""
+    found, env = [], vecnorm.venv
+    while env is not None:
+        if hasattr(env, "checkpoint_files") and hasattr(env, "restore_checkpoint_files"):
+            found.append(env)
+        env = getattr(env, "venv", None)
+    return found
 
 
 def load_vecnormalize(folder: Path, venv: VecEnv | None) -> VecNormalize:
@@ -109,6 +125,11 @@ def restore_training_state(folder: Path, model: Any, vecnorm: VecNormalize, spec
             rng = pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError) as exc:
         raise CorruptCheckpointError(f"{folder / 'rng.pkl'} is unreadable ({exc})") from None
+    def read(name: str) -> bytes | None:
+        return (folder / name).read_bytes() if (folder / name).is_file() else None
+
+    for wrapper in _stateful_wrappers(vecnorm):
+        wrapper.restore_checkpoint_files(read)
     random.setstate(rng["python"])
     np.random.set_state(rng["numpy"])
     torch.set_rng_state(rng["torch"])

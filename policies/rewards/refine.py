@@ -10,11 +10,15 @@ and every ``every`` env steps fine-tunes the reward model on them, next to scrip
 anchor frames so it does not forget the states it was good at.
 
 Rewards already in an off-policy replay buffer keep the value they were given; the
-schedule and the time each round takes are recorded (``RefineRound``).
+schedule and the time each round takes are recorded (``RefineRound``). The refined
+weights and the schedule go into every checkpoint of the run (:meth:`state_files`), so
+the run's reward model is kept with its policy and a resumed run continues with it; the
+reservoir of frames is not saved (hundreds of MB) and refills after a resume.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -114,6 +118,34 @@ class OnlineRefiner:
                            stats["final_loss"])
         self.rounds.append(done)
         return done
+
+    WEIGHTS = "reward_model.safetensors"
+    SCHEDULE = "reward_refine.json"
+
+    def state_files(self) -> dict[str, bytes]:
+        """The refined model's weights (safetensors) and the schedule, as checkpoint files."""
+        from safetensors.torch import save
+
+        model = self.reward_model.model
+        weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        schedule = {"schema": "sim2real.refine/1", "model": self.reward_model.name, "next_round": self.next_round,
+                    "seen": self.seen, **self.describe()}
+        return {self.WEIGHTS: save(weights), self.SCHEDULE: json.dumps(schedule, indent=2).encode()}
+
+    def load_state_files(self, files: dict[str, bytes]) -> None:
+        """Continue from :meth:`state_files`: the refined weights (prompts re-embedded) and the schedule."""
+        from safetensors.torch import load
+
+        schedule = json.loads(files[self.SCHEDULE])
+        if schedule.get("schema") != "sim2real.refine/1" or schedule.get("every") != self.every:
+            raise ConfigError("reward.refine", f"the checkpoint's refinement schedule {schedule.get('every')} "
+                                               f"does not match this run's every={self.every}")
+        model = self.reward_model.model
+        model.load_state_dict(load(files[self.WEIGHTS]))
+        model.eval()
+        self.reward_model.refresh()
+        self.next_round = int(schedule["next_round"])
+        self.rounds = [RefineRound(**r) for r in schedule["rounds"]]
 
     def describe(self) -> dict[str, Any]:
         return {"every": self.every, "capacity": self.capacity, "rounds": [asdict(r) for r in self.rounds]}

@@ -221,6 +221,21 @@ class ClipRewardVecEnv(VecEnvWrapper):
                 self._clip_return[i] = 0.0
         return obs, reward.astype(np.float32), dones, infos
 
+    def checkpoint_files(self) -> dict[str, bytes]:
+        """Training state this wrapper adds to a checkpoint: the refined reward model, if refining."""
+        return self.refiner.state_files() if self.refiner is not None else {}
+
+    def restore_checkpoint_files(self, read: Callable[[str], bytes | None]) -> None:
+        """Continue from a checkpoint's files (``read(name)``: its bytes, None if absent)."""
+        if self.refiner is None:
+            return
+        files = {name: read(name) for name in (self.refiner.WEIGHTS, self.refiner.SCHEDULE)}
+        present = {k: v for k, v in files.items() if v is not None}
+        if present:  # none: saved before the first round, the model is still the original
+            if len(present) != len(files):
+                raise ConfigError("reward.refine", f"a checkpoint holds only {sorted(present)} of {sorted(files)}")
+            self.refiner.load_state_files(present)
+
     def timing(self) -> dict[str, float]:
         """Seconds spent rendering, in the reward model and refining it, and frames rewarded."""
         return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds,

@@ -103,3 +103,46 @@ def test_bad_refine_settings_are_refused():
                        refine=RefineConfig(every=1000))
     with pytest.raises(ConfigError, match="ensemble"):
         cfg.validate()
+
+
+def test_the_refined_model_is_saved_with_the_run_and_a_resume_continues_with_it(
+    micro_checkpoint, micro_model_name, tmp_path
+):
+    from safetensors.torch import load_file
+
+    from sim2real.policies.common import checkpoint
+    from sim2real.policies.config_loading import resolve_config
+    from sim2real.policies.trainer import Trainer
+
+    overrides = {
+        "total_steps": 256, "n_envs": 4, "ppo.n_steps": 32, "ppo.batch_size": 64, "ppo.n_epochs": 1,
+        "eval.every_steps": 0, "eval.episodes": 1, "eval.n_envs": 1, "checkpoint.every_steps": 256,
+        "net.pi": [16], "net.vf": [16], "reward.source": "clip", "reward.goal": [GOAL],
+        "reward.baseline": [BASELINE], "reward.clip_weights": str(micro_checkpoint), "reward.device": "cpu",
+        "reward.refine.every": 128, "reward.refine.frames": 64, "reward.refine.anchor_frames": 0,
+        "reward.refine.steps": 2, "reward.refine.batch_size": 8,
+    }
+    run = tmp_path / "run"
+    trainer = Trainer(resolve_config("ArmReach", overrides=overrides), run, progress=False)
+    try:
+        trainer.run()
+        refiner = trainer.env.venv.refiner
+        assert [r.env_steps for r in refiner.rounds] == [128, 256]
+        refined = {k: v.detach().clone() for k, v in refiner.reward_model.model.state_dict().items()}
+    finally:
+        trainer.close()
+    original = load_file(str(micro_checkpoint / "open_clip_model.safetensors"))
+    last = checkpoint.locate(run / "checkpoints", "last")
+    saved = load_file(str(last / OnlineRefiner.WEIGHTS))
+    assert any(not torch.equal(saved[k], original[k]) for k in original)  # the refined weights, not the start
+    assert all(torch.equal(saved[k], refined[k]) for k in refined)
+    # A resumed run continues with the refined model and its schedule (the next round at 384).
+    resumed = Trainer(resolve_config("ArmReach", overrides={**overrides, "total_steps": 384}), run, resume=True,
+                      progress=False)
+    try:
+        again = resumed.env.venv.refiner
+        assert [r.env_steps for r in again.rounds] == [128, 256] and again.next_round == 384
+        state = again.reward_model.model.state_dict()
+        assert all(torch.equal(state[k], refined[k]) for k in refined)
+    finally:
+        resumed.close()
