@@ -71,6 +71,7 @@ def test_from_results_merges_separately_measured_seeds(tmp_path: Path, capsys: p
               "--out", str(out)])
 
 
+@pytest.mark.slow  # ~11 s; the robustness and eval --workers tests show Ray = in-process in the default suite
 def test_bench_hil_on_ray_matches_in_process(ray_local, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """--ray: the same runs (all but their wall-clock), results.json written as they arrive."""
     argv = ["bench", "hil", "--steps", "40", "--seeds", "1", "--methods", "sac,hil", "--demos", "1",

@@ -17,6 +17,7 @@ from sim2real.policies.common.rundir import RunDir
 from sim2real.policies.sweep.exploit import read_exploits
 
 
+@pytest.mark.slow  # ~18 s; test_pbt_exploit.py covers the exploit itself without Ray in the default suite
 def test_pbt_sweep_exploits_and_finishes(ray_local, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     total = 2048
     sweep = write_sweep(tmp_path, total=total, eval_every=1024, samples=1, max_failures=1,
