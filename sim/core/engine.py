@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.errors import ActionError, ConfigError
+from sim2real.sim.core.noise import ObservationNoise
 from sim2real.sim.core.physics import BACKENDS, FULL, PhysicsBackend, PhysicsSetup, RolloutPhysics, StepPhysics
 from sim2real.sim.core.randomization import DomainRandomization
 from sim2real.sim.core.solver import SolverVariant
@@ -134,11 +135,8 @@ class Engine:
         self._action_hist = np.zeros((max_latency + 1, B, self.act_size))
         self._hist_head = 0
         self._env_index = np.arange(B)
-        self._noise = task.observation_noise() * self.dr.obs_noise_scale if self.dr.enabled else None
-        if self._noise is not None and not np.any(self._noise):
-            self._noise = None
-        self._noise_block = np.zeros((0, B, self.obs_size))
-        self._noise_cursor = 0
+        scale = task.observation_noise() * self.dr.obs_noise_scale if self.dr.enabled else None
+        self._noise = ObservationNoise(scale, B) if scale is not None and np.any(scale) else None
         self._push_every = (
             int(round(self.dr.push_interval_s / task.control_dt))
             if self.dr.enabled and self.dr.push_interval_s > 0 and task.push_dofs is not None
@@ -147,11 +145,6 @@ class Engine:
         self.dr_sampled: list[dict[str, Any]] = [{} for _ in range(B)]
         self._episode_rngs: list[np.random.Generator | None] = [None] * B
         """Each env's episode generator while every env runs on its own (``reset(rngs=...)``)."""
-        self._episode_noise = np.zeros((B, self.obs_size))
-        self._noise_due = np.ones(B, dtype=bool)
-        """Envs whose episode-generator noise is not drawn yet for this step: observing
-        again after some envs reset redraws only theirs, so an env's draws do not depend
-        on when the others reset."""
         self.want_privileged = True
         """Compute the privileged state every step (for ``info``); batched envs
         turn it off and compute it on request."""
@@ -165,7 +158,8 @@ class Engine:
     # -- reset -----------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
         self.rng = np.random.default_rng(seed)
-        self._noise_cursor = len(self._noise_block)  # drop noise drawn from the old generator
+        if self._noise is not None:
+            self._noise.restart_stream()
         self._episode_rngs = [None] * self.num_envs
 
     def in_episode_rng(self) -> BatchRng:
@@ -194,7 +188,8 @@ class Engine:
         for k, i in enumerate(ids):
             self._reset_one(i, self.rng if rngs is None else rngs[k])
             self._episode_rngs[i] = None if rngs is None else rngs[k]
-            self._noise_due[i] = True
+            if self._noise is not None:
+                self._noise.new_episode(i)
 
     def _reset_one(self, i: int, rng: np.random.Generator) -> None:
         model = self.models[i]
@@ -251,7 +246,8 @@ class Engine:
             for _ in range(self.decimation // self.inner_steps):
                 self._physics(self.task.inner_control(setpoint, self.phys), self.inner_steps)
         self.step_count += 1
-        self._noise_due[:] = True
+        if self._noise is not None:
+            self._noise.new_step()
         self._phys.last_action[:] = a
 
         diverged = self._check_divergence(time_before)
@@ -274,24 +270,9 @@ class Engine:
     def observe(self) -> np.ndarray:
         obs = self.task.observe(self.phys)
         if self._noise is not None:
-            obs = obs + self._next_noise() * self._noise
+            obs = obs + self._noise.sample(self.in_episode_rng())
         self.task.record_observation(obs, self.phys)
         return obs
-
-    def _next_noise(self) -> np.ndarray:
-        """Standard normal draws ``[B, O]``, generated in blocks: one generator call
-        per 256 steps instead of one per step (per env and step with episode generators)."""
-        rng = self.in_episode_rng()
-        if not isinstance(rng, np.random.Generator):
-            for i in np.flatnonzero(self._noise_due):
-                self._episode_noise[i] = rng[int(i)].standard_normal(self.obs_size)
-            self._noise_due[:] = False
-            return self._episode_noise
-        if self._noise_cursor >= len(self._noise_block):
-            self._noise_block = self.rng.normal(size=(256, self.num_envs, self.obs_size))
-            self._noise_cursor = 0
-        self._noise_cursor += 1
-        return self._noise_block[self._noise_cursor - 1]
 
     def _physics(self, ctrl: np.ndarray, nstep: int) -> None:
         readings = self.physics.advance(ctrl, nstep, self.task.wants_substeps)
