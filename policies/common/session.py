@@ -70,8 +70,15 @@ def writers(
         for name, data in wrapper.checkpoint_files().items():
             if name in out:
                 raise ValueError(f"{type(wrapper).__name__} writes {name}, which the checkpoint already has")
-            out[name] = lambda f, data=data: f.write(data)
+            out[name] = _bytes_writer(data)
     return out
+
+
+def _bytes_writer(data: bytes) -> Callable[[IO[bytes]], None]:
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    return write
 
 
 def _stateful_wrappers(vecnorm: VecNormalize) -> list[Any]:
