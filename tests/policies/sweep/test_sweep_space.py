@@ -141,8 +141,11 @@ def test_metrics_of_an_evaluation_row() -> None:
 @pytest.mark.parametrize("path", sorted((BASELINE.parents[3] / "benchmarks" / "configs").glob("sweep_*.yaml")),
                          ids=lambda p: p.name)
 def test_shipped_sweep_files_load(path: Path) -> None:
-    spec = space.load(path)
-    assert spec.trial_count() >= 12 and spec.scheduler.kind == "asha"
+    spec = space.load(path)  # the checks a sweep makes before Ray starts (PBT: only mutable keys)
+    if spec.scheduler.kind != "asha":
+        assert spec.scheduler.kind == "pbt" and spec.trial_count() >= 4
+        return
+    assert spec.trial_count() >= 12  # the ASHA sweep in docs/BENCHMARKS.md
     shipped = resolve_config(None, BASELINE)
     # The first trial is the shipped config's values: the sweep compares against it at the same budget.
     first = trial_config(spec.base, spec.points[0])
