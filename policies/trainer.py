@@ -34,6 +34,7 @@ from sim2real.policies.common.rundir import RunDir, provenance
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.errors import CheckpointMismatchError, CheckpointNotFoundError, RunFolderError
 from sim2real.policies.networks import DeterministicActor, StochasticPolicy, TorchPolicy
+from sim2real.sim.core.schema import flatten
 
 
 @dataclass
@@ -132,8 +133,8 @@ class Trainer:
             run.write_config(self.config, provenance(self.config, self.command))
             return None
         run.require_run()
-        stored = _flat(run.read_config().to_dict())
-        wanted = _flat(self.config.to_dict())
+        stored = flatten(run.read_config().to_dict())
+        wanted = flatten(self.config.to_dict())
         allowed = {"total_steps", *(self.retune.keys if self.retune else ())}
         changed = sorted(k for k in wanted.keys() | stored.keys() if wanted.get(k) != stored.get(k))
         diff = [k for k in changed if k not in allowed]
@@ -270,17 +271,6 @@ class Trainer:
 
     def close(self) -> None:
         self.env.close()
-
-
-def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A config dict as dotted keys (``ppo.learning_rate``), so a change is named exactly."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
 
 
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, **kwargs: Any) -> TrainResult:

@@ -144,6 +144,7 @@ class Engine:
         )
         self.dr_sampled: list[dict[str, Any]] = [{} for _ in range(B)]
         self._episode_rngs: list[np.random.Generator | None] = [None] * B
+        self._in_episode: BatchRng = self.rng
         """Each env's episode generator while every env runs on its own (``reset(rngs=...)``)."""
         self.want_privileged = True
         """Compute the privileged state every step (for ``info``); batched envs
@@ -161,6 +162,7 @@ class Engine:
         if self._noise is not None:
             self._noise.restart_stream()
         self._episode_rngs = [None] * self.num_envs
+        self._choose_in_episode_rng()
 
     def in_episode_rng(self) -> BatchRng:
         """Where draws inside episodes (observation noise, pushes, command resampling) come
@@ -168,10 +170,12 @@ class Engine:
         (``reset(rngs=...)``: an episode's draws then do not depend on which other envs
         share the batch, so a sharded evaluation gives the same numbers), else the
         engine's one stream."""
-        rngs = self._episode_rngs
-        if all(g is not None for g in rngs):
-            return [g for g in rngs if g is not None]
-        return self.rng
+        return self._in_episode
+
+    def _choose_in_episode_rng(self) -> None:
+        """Decided at resets (not per step): every env's own generator, else the one stream."""
+        own = [g for g in self._episode_rngs if g is not None]
+        self._in_episode = own if len(own) == self.num_envs else self.rng
 
     def reset(self, env_ids: np.ndarray | list[int] | None = None,
               rngs: list[np.random.Generator] | None = None) -> None:
@@ -190,6 +194,7 @@ class Engine:
             self._episode_rngs[i] = None if rngs is None else rngs[k]
             if self._noise is not None:
                 self._noise.new_episode(i)
+        self._choose_in_episode_rng()
 
     def _reset_one(self, i: int, rng: np.random.Generator) -> None:
         model = self.models[i]

@@ -153,6 +153,18 @@ def nest(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys (``ppo.learning_rate``), the inverse of :func:`nest`;
+    an empty mapping stays a value (``task_options: {}``)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
 def coerce(value: Any, tp: Any, path: str, validate: bool = True) -> Any:
     """``value`` converted to type ``tp`` (constraints included) or a ConfigError naming ``path``."""
     origin = typing.get_origin(tp)

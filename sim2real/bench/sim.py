@@ -18,6 +18,7 @@ import numpy as np
 from mujoco import rollout as mj_rollout
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.sim.core.physics import PHYSICS
 
 HELP = "env steps/s: single env, batched env, raw rollout limit, Ant-v5 peer"
 
@@ -64,19 +65,23 @@ def single_env_rate(task: str, seconds: float, seed: int = 0) -> float:
     return _timed(chunk, seconds)
 
 
-def batched_env_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> float:
+def batched_env_rate(task: str, num_envs: int, seconds: float, seed: int = 0, physics: str = "mujoco") -> float:
+    """Env steps/s of the batched env (the warm-up chunk pays Warp's kernel compilation)."""
     from sim2real.sim import make_vec
 
-    env = make_vec(task, num_envs, dr="train", seed=seed)
-    env.reset()
-    actions = np.random.default_rng(seed).uniform(-1, 1, (16, num_envs, env.action_space.shape[0]))
+    env = make_vec(task, num_envs, dr="train", seed=seed, physics=physics)
+    try:
+        env.reset()
+        actions = np.random.default_rng(seed).uniform(-1, 1, (16, num_envs, env.action_space.shape[0]))
 
-    def chunk() -> int:
-        for a in actions:
-            env.step(a)
-        return len(actions) * num_envs
+        def chunk() -> int:
+            for a in actions:
+                env.step(a)
+            return len(actions) * num_envs
 
-    return _timed(chunk, seconds)
+        return _timed(chunk, seconds)
+    finally:
+        env.close()
 
 
 def raw_limit_rate(task: str, num_envs: int, seconds: float, seed: int = 0) -> tuple[float, int]:
@@ -200,7 +205,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robot", action="append", choices=["arm", "quadruped", "drone"], help="robot(s) to measure (default: all)"
     )
-    p.add_argument("--backend", choices=["mujoco", "warp"], default="mujoco",
+    p.add_argument("--backend", choices=list(PHYSICS), default="mujoco",
                    help="warp: batched env steps/s of MuJoCo Warp against CPU MuJoCo, in one run")
     add_json_flag(p)
 

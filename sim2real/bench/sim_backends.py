@@ -6,34 +6,11 @@ randomization and random actions; only the physics differs, so the ratio is the 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 import mujoco
-import numpy as np
 
-BENCH_TASKS = {"arm": "ArmReach", "quadruped": "QuadrupedVelocity", "drone": "DroneHover"}
-
-
-def backend_env_rate(task: str, num_envs: int, seconds: float, physics: str, seed: int = 0) -> float:
-    """Env steps/s of the batched env with ``physics`` (after a warm-up that pays Warp's
-    kernel compilation and, on a GPU, graph capture)."""
-    from sim2real.sim import make_vec
-
-    env = make_vec(task, num_envs, dr="train", seed=seed, physics=physics)
-    try:
-        env.reset()
-        actions = np.random.default_rng(seed).uniform(-1, 1, (8, num_envs, env.action_space.shape[0]))
-        for a in actions[:3]:  # warm-up
-            env.step(a)
-        steps, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < seconds or steps == 0:
-            for a in actions:
-                env.step(a)
-            steps += len(actions) * num_envs
-        return steps / elapsed
-    finally:
-        env.close()
+from sim2real.bench.sim import BENCH_TASKS, batched_env_rate
 
 
 def run_backend_bench(seconds: float, num_envs: int, robots: list[str] | None, backend: str,
@@ -46,9 +23,9 @@ def run_backend_bench(seconds: float, num_envs: int, robots: list[str] | None, b
     for robot in robots or list(BENCH_TASKS):
         task = BENCH_TASKS[robot]
         progress(f"{robot}: CPU MuJoCo x{num_envs}")
-        cpu = backend_env_rate(task, num_envs, seconds, "mujoco")
+        cpu = batched_env_rate(task, num_envs, seconds, physics="mujoco")
         progress(f"{robot}: {backend} x{num_envs}")
-        other = backend_env_rate(task, num_envs, seconds, backend)
+        other = batched_env_rate(task, num_envs, seconds, physics=backend)
         figures[robot] = {
             "task": task,
             "num_envs": num_envs,

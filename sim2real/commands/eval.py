@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.policies.common import cluster
 from sim2real.policies.common.cluster import add_ray_flag
+from sim2real.policies.config import Physics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n-envs", type=int, default=8,
                         help="environments stepped as one batch (with --workers: in all, split over the workers)")
-    parser.add_argument("--backend", choices=["mujoco", "warp"], default="mujoco",
+    parser.add_argument("--backend", choices=list(get_args(Physics)), default="mujoco",
                         help="physics: CPU MuJoCo (default) or MuJoCo Warp (docs/warp_backend.md); --video always "
                              "renders from CPU MuJoCo")
     parser.add_argument("--workers", type=int, default=1, metavar="N",

@@ -18,7 +18,7 @@ from typing import get_args
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
-from sim2real.policies.config import Algo
+from sim2real.policies.config import Algo, Physics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "values over the training preset (sim2real sysid's fitted.yaml; copied into the "
                              "run's config as dr_overrides)")
     parser.add_argument("--action-mode", help="the task's action mode (default: the task's first)")
-    parser.add_argument("--backend", choices=["mujoco", "warp"],
+    parser.add_argument("--backend", choices=list(get_args(Physics)),
                         help="physics of the training envs: CPU MuJoCo (default) or MuJoCo Warp (the GPU path)")
     parser.add_argument(
         "--cost-limit", type=float, help="ppo_lag/sac_lag: allowed expected cost per episode (lagrangian.cost_limit)"

@@ -136,3 +136,12 @@ def test_dr_overrides_replace_preset_fields_for_training_and_matching_evaluation
         with pytest.raises(ConfigError, match=message) as err:
             randomization(bad, "train")
         assert err.value.field == field
+
+
+def test_the_configs_physics_choices_are_the_engines() -> None:
+    from typing import get_args
+
+    from sim2real.policies.config import Physics
+    from sim2real.sim.core.physics import PHYSICS
+
+    assert get_args(Physics) == PHYSICS  # --backend in train/eval and the engine's backends agree
