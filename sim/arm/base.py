@@ -51,7 +51,7 @@ class ArmTask(Task):
     """False when the task keeps the gripper closed on a tool (no gripper action then)."""
     fixed_gripper_width: ClassVar[float] = 0.0
     """Width command (m) when the task has no gripper action."""
-    init_joint_noise: ClassVar[float] = 0.05
+    init_joint_noise: float = 0.05
     """Uniform noise (rad) on the initial joint angles."""
     fault_penalty: ClassVar[float] = C.FAULT_PENALTY
     """Reward penalty of the joint-overspeed fault (it also ends the episode)."""
@@ -67,14 +67,19 @@ class ArmTask(Task):
     filter shrinks commands the tank cannot pay for (see ``passivity.py``)."""
 
     def __init__(self, num_envs: int, action_mode: str | None = None, tilt_limit: float | None = None,
-                 **options: Any) -> None:
+                 init_joint_noise: float | None = None, **options: Any) -> None:
         """``tilt_limit``: largest tilt (rad) of a Cartesian mode's setpoint from
         gripper-down, about the world x and y axes (default ``ROT_LIMIT``'s 0.8; 0 keeps
         the gripper pointing straight down, turning only about the vertical). It is a
         task option, so it travels with a policy's metadata and binds wherever the
         task's action mapper runs: training, evaluation, the emulators and deployment.
         A vision reward's policies turned the wrist to point its camera at the target
-        from afar (docs/vlm_rewards.md); with 0 they cannot."""
+        from afar (docs/vlm_rewards.md); with 0 they cannot.
+
+        ``init_joint_noise``: half-width (rad) of the uniform noise on each initial joint
+        angle (default the class's ``init_joint_noise``, 0.05). Wide starts (0.5) show a
+        reward model the arm in postures a scripted reach never takes, which the
+        policies trained on it otherwise find (docs/vlm_rewards.md)."""
         accepted = set(self.task_options) | set(self.impedance_options)
         unknown = sorted(set(options) - accepted)
         if unknown:
@@ -90,6 +95,10 @@ class ArmTask(Task):
             self.wants_substeps = True
         elif impedance:
             raise ConfigError(next(iter(impedance)), "applies to the ee_impedance action mode only")
+        if init_joint_noise is not None:
+            if not (isinstance(init_joint_noise, (int, float)) and 0.0 <= init_joint_noise <= np.pi):
+                raise ConfigError("init_joint_noise", f"must be a number in [0, pi] rad, got {init_joint_noise!r}")
+            self.init_joint_noise = float(init_joint_noise)
         rot_limit = C.ROT_LIMIT.copy()
         if tilt_limit is not None:
             if not (isinstance(tilt_limit, (int, float)) and 0.0 <= tilt_limit <= C.ROT_LIMIT[0]):

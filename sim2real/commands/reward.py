@@ -53,11 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ft.add_argument("--init", help="local CLIP weights (folder or file) to fine-tune instead of training from scratch")
     ft.add_argument(
-        "--policy",
-        help="a run folder: also render the states its (stochastic) policy visits, so the reward model learns the "
-        "states an RL policy drives it into, not only the scripted controller's",
+        "--policy", action="append", default=[],
+        help="a run folder (repeat for several): also render the states its (stochastic) policy visits, so the "
+        "reward model learns the states RL policies drive it into, not only the scripted controller's",
     )
-    ft.add_argument("--policy-frames", type=int, default=4000, help="frames from --policy per task (default 4000)")
+    ft.add_argument("--policy-frames", type=int, default=4000, help="frames from each --policy (default 4000)")
     ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit-96)")
     ft.add_argument(
         "--ordinal-smoothing",

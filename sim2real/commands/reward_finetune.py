@@ -75,7 +75,7 @@ def finetune(args: argparse.Namespace) -> int:
         "decoy_mix": decoy_mix(args.hard_negatives),
         "task_options": task_options,
         "held_out_captions": list(args.hold_out_caption),
-        "policy": None if not args.policy else {"run": str(args.policy), "frames": args.policy_frames},
+        "policy": None if not args.policy else {"runs": [str(r) for r in args.policy], "frames": args.policy_frames},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
         "caption_accuracy": accuracy,
@@ -117,16 +117,16 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
                                    seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=mix,
                                    task_options=task_options))
-    if args.policy:
+    for k, path in enumerate(args.policy):
         from sim2real.policies.loading import load_run
 
-        run = load_run(args.policy)
+        run = load_run(path)
         task_id = gym_id(REGISTRY.get(run.config.task))
         if task_id not in cameras:
-            raise ConfigError("policy", f"{args.policy} was trained on {task_id}, not on one of {sorted(cameras)}")
-        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {args.policy} (step {run.step})")
+            raise ConfigError("policy", f"{path} was trained on {task_id}, not on one of {sorted(cameras)}")
+        console.print(f"rendering {args.policy_frames} frames of {task_id} driven by {path} (step {run.step})")
         sets.append(policy_frames(run, args.policy_frames, n_envs=args.n_envs, size=size, camera=cameras[task_id],
-                                  seed=args.seed + 1000))
+                                  seed=args.seed + 1000 + k))
     return sets, cameras, size
 
 

@@ -93,3 +93,27 @@ def test_tilt_limit_keeps_the_gripper_pointing_down_whatever_the_rotation_action
             make_vec("ArmReach", 1, tilt_limit=bad)
     with pytest.raises(ConfigError, match="Cartesian"):
         make_vec("ArmReach", 1, action_mode="joint_position", tilt_limit=0.0)
+
+
+def test_init_joint_noise_widens_the_start_postures_and_is_checked():
+    """A task option: the half-width of the uniform noise on each initial joint angle."""
+    import pytest
+
+    from sim2real.sim import make_vec
+    from sim2real.sim.arm import constants as C
+    from sim2real.sim.core.errors import ConfigError
+
+    spread = {}
+    for noise in (None, 0.5):
+        venv = make_vec("ArmReach", 64, seed=0, **({} if noise is None else {"init_joint_noise": noise}))
+        try:
+            venv.reset()
+            offset = venv.engine.phys.qpos[:, :7] - C.HOME_QPOS
+        finally:
+            venv.close()
+        spread[noise] = np.abs(offset).max()
+    assert spread[None] <= 0.05 + 1e-9
+    assert 0.4 < spread[0.5] <= 0.5 + 1e-9
+    for bad in (-0.1, 4.0, "wide"):
+        with pytest.raises(ConfigError, match="init_joint_noise"):
+            make_vec("ArmReach", 1, init_joint_noise=bad)
