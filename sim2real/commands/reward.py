@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "reward model learns the states RL policies drive it into, not only the scripted controller's",
     )
     ft.add_argument("--policy-frames", type=int, default=4000, help="frames from each --policy (default 4000)")
-    ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit-96)")
+    ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit-96; "
+                    "sim2real-tiny-rn-96 is a small ResNet of the same cost)")
     ft.add_argument(
         "--ordinal-smoothing",
         type=float,
