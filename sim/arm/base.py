@@ -96,16 +96,12 @@ class ArmTask(Task):
         elif impedance:
             raise ConfigError(next(iter(impedance)), "applies to the ee_impedance action mode only")
         if init_joint_noise is not None:
-            if not (isinstance(init_joint_noise, (int, float)) and 0.0 <= init_joint_noise <= np.pi):
-                raise ConfigError("init_joint_noise", f"must be a number in [0, pi] rad, got {init_joint_noise!r}")
-            self.init_joint_noise = float(init_joint_noise)
+            self.init_joint_noise = _angle_option("init_joint_noise", init_joint_noise, np.pi)
         rot_limit = C.ROT_LIMIT.copy()
         if tilt_limit is not None:
-            if not (isinstance(tilt_limit, (int, float)) and 0.0 <= tilt_limit <= C.ROT_LIMIT[0]):
-                raise ConfigError("tilt_limit", f"must be a number in [0, {C.ROT_LIMIT[0]}] rad, got {tilt_limit!r}")
+            rot_limit[:2] = _angle_option("tilt_limit", tilt_limit, float(C.ROT_LIMIT[0]))
             if self.action_mode not in CARTESIAN_MODES:
                 raise ConfigError("tilt_limit", "applies to the Cartesian action modes only")
-            rot_limit[:2] = float(tilt_limit)
         self.mapper = ActionMapper(
             self.action_mode,
             num_envs,
@@ -310,3 +306,10 @@ class ArmTask(Task):
             q = q + rng.uniform(-self.init_joint_noise, self.init_joint_noise, 7)
         data.qpos[:7] = np.clip(q, C.JOINT_LOWER, C.JOINT_UPPER)
         data.qpos[7:9] = finger
+
+
+def _angle_option(name: str, value: Any, high: float) -> float:
+    """A task option that is an angle in ``[0, high]`` rad, as a float (else ``ConfigError``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= high:
+        raise ConfigError(name, f"must be a number in [0, {high:.4g}] rad, got {value!r}")
+    return float(value)

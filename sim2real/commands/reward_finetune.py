@@ -117,9 +117,9 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
                                    seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=mix,
                                    task_options=task_options))
-    for k, path in enumerate(args.policy):
-        from sim2real.policies.loading import load_run
+    from sim2real.policies.loading import load_run
 
+    for k, path in enumerate(args.policy):
         run = load_run(path)
         task_id = gym_id(REGISTRY.get(run.config.task))
         if task_id not in cameras:
