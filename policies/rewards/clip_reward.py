@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from sim2real.errors import ConfigError, Sim2RealError
+from sim2real.policies.rewards.onnx_tower import OnnxImageTower, resolve_runtime
 
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
 TINY_MODEL = "sim2real-tiny-vit-96"
@@ -189,6 +190,8 @@ class ClipRewardModel:
         baseline_prompts: Sentences describing the scene without the goal.
         alpha: Goal-baseline projection strength in [0, 1].
         batch_size: Frames embedded per forward pass.
+        runtime: What runs the image tower: ``torch``, or ``onnxruntime`` (CPU only;
+            ``onnx_tower.py``), or ``auto`` (ONNX Runtime on the CPU, torch on a GPU).
     """
 
     def __init__(
@@ -200,6 +203,7 @@ class ClipRewardModel:
         alpha: float = 0.5,
         batch_size: int = 256,
         name: str = "",
+        runtime: str = "torch",
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -219,6 +223,13 @@ class ClipRewardModel:
             1, 3, 1, 1
         )
         self.interpolation = str(cfg.get("interpolation", "bicubic"))
+        try:
+            self.runtime = resolve_runtime(runtime, self.device)
+        except ValueError as exc:
+            raise ConfigError("reward.runtime", str(exc)) from exc
+        if self.runtime == "onnxruntime" and (self.device.type != "cpu" or self.dtype != torch.float32):
+            raise ConfigError("reward.runtime", f"onnxruntime runs float32 models on the CPU, not {self.device}")
+        self._onnx = OnnxImageTower(model.visual, self.image_size) if self.runtime == "onnxruntime" else None
         self._text_cache: dict[str, torch.Tensor] = {}
         self.alpha = check_alpha(alpha)
         self.set_prompts(goal_prompts, baseline_prompts)
@@ -233,9 +244,10 @@ class ClipRewardModel:
         alpha: float = 0.5,
         device: str = "auto",
         batch_size: int = 256,
+        runtime: str = "auto",
     ) -> ClipRewardModel:
         model, tokenizer, name = load_open_clip(model_name, weights, select_device(device))
-        return cls(model, tokenizer, goal_prompts, baseline_prompts, alpha, batch_size, name=name)
+        return cls(model, tokenizer, goal_prompts, baseline_prompts, alpha, batch_size, name=name, runtime=runtime)
 
     # -- text ---------------------------------------------------------------
     def set_prompts(self, goal_prompts: Sequence[str] | str, baseline_prompts: Sequence[str] | str) -> None:
@@ -246,7 +258,10 @@ class ClipRewardModel:
         self._projection = projection(self.goal, self.baseline, self.alpha)
 
     def refresh(self) -> None:
-        """Embed the prompts again after the model's weights changed (online refinement)."""
+        """Embed the prompts again (and export the image tower again for ONNX Runtime)
+        after the model's weights changed (online refinement)."""
+        if self._onnx is not None:
+            self._onnx.update(self.model.visual)
         self._text_cache.clear()
         self.set_prompts(self.goal_prompts, self.baseline_prompts)
 
@@ -292,7 +307,8 @@ class ClipRewardModel:
         check_frames(frames)
         out = []
         for start in range(0, len(frames), self.batch_size):
-            emb = self.model.encode_image(self.preprocess(frames[start : start + self.batch_size])).float()
+            pixels = self.preprocess(frames[start : start + self.batch_size])
+            emb = (self._onnx(pixels) if self._onnx is not None else self.model.encode_image(pixels)).float()
             out.append(F.normalize(emb, dim=-1))
         if not out:
             return torch.zeros((0, self.goal.shape[0]), device=self.device)
@@ -318,4 +334,5 @@ class ClipRewardModel:
             "image_size": list(self.image_size),
             "device": str(self.device),
             "dtype": str(self.dtype).replace("torch.", ""),
+            "runtime": self.runtime,
         }

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from sim2real.errors import ConfigError
 
 REWARD_SOURCES = ("task", "clip")
+INFERENCE_MODES = ("inline", "process")  # policies/rewards/offloop.py
+RUNTIMES = ("auto", "torch", "onnxruntime")  # policies/rewards/onnx_tower.py
 
 
 @dataclass
@@ -88,6 +90,15 @@ class RewardConfig:
     """Frames per forward pass of the reward model."""
     device: str = "auto"
     """Device of the reward model: ``auto`` (GPU if present, half precision), ``cpu``, ``cuda``."""
+    runtime: str = "auto"
+    """What runs the image tower: ``auto`` (ONNX Runtime on the CPU, torch on a GPU),
+    ``torch`` or ``onnxruntime`` (``policies/rewards/onnx_tower.py``)."""
+    inference: str = "inline"
+    """Where the reward model runs: ``inline`` on the rollout thread after all frames are
+    rendered, or ``process``: off the loop, in its own process, embedding one chunk of a
+    step's frames while the next is rendered (needs a free core to gain anything)."""
+    chunks: int = 2
+    """Pieces each step's frames are sent to the reward process in (``inference: process``)."""
 
     def validate(self) -> None:
         if self.source not in REWARD_SOURCES:
@@ -119,3 +130,9 @@ class RewardConfig:
             raise ConfigError("reward.image_size", f"must be in [16, 1024], got {self.image_size}")
         if self.batch_size < 1:
             raise ConfigError("reward.batch_size", f"must be >= 1, got {self.batch_size}")
+        if self.runtime not in RUNTIMES:
+            raise ConfigError("reward.runtime", f"must be one of {list(RUNTIMES)}, got {self.runtime!r}")
+        if self.inference not in INFERENCE_MODES:
+            raise ConfigError("reward.inference", f"must be one of {list(INFERENCE_MODES)}, got {self.inference!r}")
+        if self.chunks < 1:
+            raise ConfigError("reward.chunks", f"must be >= 1, got {self.chunks}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from sim2real.policies.rewards.dataset import DECOY_FRACTION, collect_frames, de
 from sim2real.policies.rewards.ensemble import EnsembleReward
 from sim2real.policies.rewards.finetune import FinetuneConfig, read_metadata
 from sim2real.policies.rewards.hard_negatives import HARD_MIX
+from sim2real.policies.rewards.offloop import RewardFn, RewardProcess
 from sim2real.policies.rewards.refine import OnlineRefiner
 from sim2real.policies.rewards.vec_reward import ClipRewardVecEnv
 
@@ -29,6 +31,7 @@ def reward_model_from_config(reward: Any) -> ClipRewardModel | EnsembleReward:
             alpha=reward.alpha,
             device=reward.device,
             batch_size=reward.batch_size,
+            runtime=reward.runtime,
         )
         for weights in [reward.clip_weights, *reward.ensemble]
     ]
@@ -62,14 +65,28 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
     from sim2real.sim import REGISTRY
 
     task_cls = REGISTRY.get(config.task)
-    model = reward_model_from_config(config.reward)
     camera, size = render_settings(config.reward, task_cls)
     refine = config.reward.refine
-    if not refine.every:
-        return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift)
-    assert isinstance(model, ClipRewardModel)  # RewardConfig.validate refuses refining an ensemble
-    return ClipRewardVecEnv(venv, model, camera=camera, size=size, shift=config.reward.shift,
-                            refiner=online_refiner(model, config, camera, size), caption=captioner(config.task))
+    # The refiner trains a model in this process; off the loop, the reward process gets
+    # its weights after every round.
+    model = reward_model_from_config(config.reward) if refine.every or config.reward.inference == "inline" else None
+    inference: RewardFn | RewardProcess
+    if config.reward.inference == "process":
+        inference = RewardProcess(partial(reward_model_from_config, config.reward), chunks=config.reward.chunks,
+                                  torch_threads=config.torch_threads)
+    else:
+        assert model is not None
+        inference = model
+    try:
+        if not refine.every:
+            return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift)
+        assert isinstance(model, ClipRewardModel)  # RewardConfig.validate refuses refining an ensemble
+        return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift,
+                                refiner=online_refiner(model, config, camera, size), caption=captioner(config.task))
+    except BaseException:
+        if isinstance(inference, RewardProcess):
+            inference.close()
+        raise
 
 
 def online_refiner(model: ClipRewardModel, config: Any, camera: str | None, size: int) -> OnlineRefiner:

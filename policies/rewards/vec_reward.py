@@ -1,7 +1,9 @@
 """Replace a batched env's reward by a CLIP reward of its rendered frames.
 
 Every step renders the frame of each of the N environments and embeds all N in
-one forward pass of the reward model (never one frame at a time). The frame of
+one forward pass of the reward model (never one frame at a time), on the rollout
+thread or, off the loop, in a reward process that embeds one chunk of frames while
+the next is rendered (``offloop.py``). The frame of
 an environment whose episode just ended is rendered *before* the automatic
 reset, so the last transition of an episode (e.g. the one that reaches the
 target) is rewarded on what it actually reached, not on the next episode's
@@ -24,6 +26,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from sim2real.errors import ConfigError
 from sim2real.policies.rewards.captions import Captions
+from sim2real.policies.rewards.offloop import InlineReward, RewardFn, RewardProcess
 from sim2real.sim.core.rendering import OffscreenRenderer
 
 if TYPE_CHECKING:
@@ -117,7 +120,8 @@ class ClipRewardVecEnv(VecEnvWrapper):
     Args:
         venv: The batched env (must expose ``engine``, as ``BatchedVecEnv`` does).
         reward_model: Maps ``uint8 [B, H, W, 3]`` frames to rewards ``[B]`` (a
-            :class:`ClipRewardModel` or an ensemble of them).
+            :class:`ClipRewardModel` or an ensemble of them), called on the rollout
+            thread; or a :class:`RewardProcess` serving one off the loop.
         camera: Camera to render (default: the task's render camera).
         size: Rendered frame width and height in pixels.
         shift: Added to every reward. VLM-RM's reward is positive; with episodes that
@@ -130,7 +134,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
     def __init__(
         self,
         venv: Any,
-        reward_model: Callable[[np.ndarray], np.ndarray],
+        reward_model: RewardFn | RewardProcess,
         camera: str | None = None,
         size: int = 64,
         shift: float = -1.0,
@@ -145,6 +149,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.env_steps = 0
         self._terminal_labels: dict[int, tuple[str, bool, float]] = {}
         self.reward_model = reward_model
+        self._inference = reward_model if isinstance(reward_model, RewardProcess) else InlineReward(reward_model)
         self.renderer = FrameRenderer(venv, camera, size, size)
         self.shift = float(shift)
         self.render_seconds = 0.0
@@ -178,10 +183,24 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.refiner.observe(frames, self._labels())
         done = self.refiner.maybe_refine(self.env_steps)
         if done is not None:
+            self._inference.load_weights(self.refiner.reward_model)
             self.refine_seconds += done.seconds
             print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
                   f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
                   file=sys.stderr, flush=True)
+
+    def _render_and_submit(self) -> np.ndarray:
+        """This step's frames (the ended episodes' last ones from before their reset), sent
+        to the reward model chunk by chunk as they are rendered."""
+        chunks = []
+        for ids in np.array_split(np.arange(self.num_envs), min(self._inference.chunks, self.num_envs)):
+            t0 = time.perf_counter()
+            chunk = np.stack([self._terminal_frames[i] if i in self._terminal_frames else self.renderer.render(i)
+                              for i in ids])
+            self.render_seconds += time.perf_counter() - t0
+            self._inference.submit(chunk)
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
     def reset(self) -> VecEnvObs:
         self._clip_return[:] = 0.0
@@ -195,18 +214,10 @@ class ClipRewardVecEnv(VecEnvWrapper):
             obs, true_reward, dones, infos = self.venv.step_wait()
         finally:
             self._hook.armed = False
+        frames = self._render_and_submit()
         t0 = time.perf_counter()
-        frames = np.stack(
-            [
-                self._terminal_frames[i] if i in self._terminal_frames else self.renderer.render(i)
-                for i in range(self.num_envs)
-            ]
-        )
-        t1 = time.perf_counter()
-        reward = self.reward_model(frames) + self.shift
-        t2 = time.perf_counter()
-        self.render_seconds += t1 - t0
-        self.reward_seconds += t2 - t1
+        reward = self._inference.collect() + self.shift
+        self.reward_seconds += time.perf_counter() - t0
         self.frames += len(frames)
         self.env_steps += self.num_envs
         if self.refiner is not None:
@@ -235,13 +246,17 @@ class ClipRewardVecEnv(VecEnvWrapper):
             if len(present) != len(files):
                 raise ConfigError("reward.refine", f"a checkpoint holds only {sorted(present)} of {sorted(files)}")
             self.refiner.load_state_files(present)
+            self._inference.load_weights(self.refiner.reward_model)
 
     def timing(self) -> dict[str, float]:
-        """Seconds spent rendering, in the reward model and refining it, and frames rewarded."""
+        """Seconds spent rendering, waiting for the reward model (off the loop: only what
+        rendering did not hide), inside the model, refining it, and frames rewarded."""
         return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds,
-                "refine_seconds": self.refine_seconds, "frames": self.frames}
+                "model_seconds": self._inference.model_seconds, "refine_seconds": self.refine_seconds,
+                "frames": self.frames}
 
     def close(self) -> None:
         self._hook.remove()
+        self._inference.close()
         self.renderer.close()
         self.venv.close()

@@ -205,9 +205,13 @@ def test_reward_bench_uses_the_models_camera_and_size(micro_checkpoint):
 
     result = run_reward_bench("ArmReach", str(micro_checkpoint), 16, 512, 8, log=lambda m: None)
     assert result["camera"] == "wrist" and result["image_size"] == 32  # the checkpoint's metadata
-    assert set(result["reward_fps"]) == {"batch_1", "batch_32", "batch_256"}
-    assert result["image_gflop_per_frame"] > 0 and set(result["achieved_gflops"]) == set(result["reward_fps"])
-    clip = result["training"]["clip_reward"]
-    assert clip["steps"] == 512 and 0 < clip["render_share"] < 1 and 0 < clip["reward_model_share"] < 1
+    for runtime in ("torch", "onnxruntime"):
+        assert set(result["reward_fps"][runtime]) == {"batch_1", "batch_32", "batch_256"}
+        assert set(result["achieved_gflops"][runtime]) == set(result["reward_fps"][runtime])
+    assert result["image_gflop_per_frame"] > 0 and result["onnxruntime_batched_vs_torch_one_frame"] > 0
+    for key in ("clip_reward", "clip_reward_off_loop"):
+        clip = result["training"][key]
+        assert clip["steps"] == 512 and 0 < clip["render_share"] < 1 and 0 <= clip["reward_model_share"] < 1
+        assert clip["model_seconds"] > 0
     fresh = run_reward_bench("ArmReach", None, 16, 512, 8, log=lambda m: None)
     assert fresh["camera"] == "reach_view+wrist" and fresh["image_size"] == 96
