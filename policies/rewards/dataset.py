@@ -5,10 +5,15 @@ mixed, per episode, with uniform random actions (weight drawn from
 ``MIX_WEIGHTS``), so the frames cover the whole range from "far from the goal"
 to "at the goal". Every step renders every environment; the frame and caption of
 an environment whose episode just ended are taken before its automatic reset.
+With ``balance``, a frame is rendered only while its caption has fewer frames than
+its share: the physics runs on until the rare captions (the last centimetres of a
+reach) have as many frames as the common ones.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +35,11 @@ episodes that drive to a random point of the whole workspace instead of the targ
 to the target, and RL policies found the states they never showed: the arm swung close
 to the fixed camera, or lined up with the target along its ray, both rated like a near
 miss."""
+
+BALANCE_STEP_BUDGET = 60
+"""Env steps per requested frame that a balanced collection may simulate before it stops
+holding captions to their share and takes every frame (a caption the behaviour never
+reaches must not make it run forever)."""
 
 REWARD_CAMERAS = {"sim2real/ArmReach-v0": "reach_view+wrist", "arm": "wrist"}
 """Default reward camera per task (Gymnasium id), else per robot. For reach, the
@@ -201,9 +211,14 @@ class _Recorder:
     """Renders and captions frames, with the episode and step of each."""
 
     def __init__(
-        self, venv: Any, n_envs: int, renderer: FrameRenderer, caption: Callable[[Any, Any], Captions]
+        self, venv: Any, n_envs: int, renderer: FrameRenderer, caption: Callable[[Any, Any], Captions],
+        balance_to: int | None = None,
     ) -> None:
         self.venv, self.renderer, self.caption = venv, renderer, caption
+        self.balance_to = balance_to
+        """Frames to share equally among the captions seen so far (None: record every frame)."""
+        self.counts: Counter[str] = Counter()
+        self.captions_seen: set[str] = set()
         self.episode = np.arange(n_envs)
         self.step = np.zeros(n_envs, dtype=np.int64)
         self.next_episode = n_envs
@@ -215,6 +230,9 @@ class _Recorder:
         """Render and caption the current state of ``env_ids``."""
         labels = self.caption(self.venv.task, self.venv.engine.phys)
         for i in env_ids:
+            if not self._wanted(labels.text[i]):
+                continue
+            self.counts[labels.text[i]] += 1
             self.frames.append(self.renderer.render(i))
             self.rows.append(
                 (
@@ -226,6 +244,14 @@ class _Recorder:
                 )
             )
             self.states.append({k: np.asarray(v[i]) for k, v in labels.state.items()})
+
+    def _wanted(self, caption: str) -> bool:
+        """Whether to render a frame of ``caption``: always, unless balancing and the caption
+        already holds its share of the frames among the captions seen so far."""
+        if self.balance_to is None:
+            return True
+        self.captions_seen.add(caption)
+        return self.counts[caption] < math.ceil(self.balance_to / len(self.captions_seen))
 
     def new_episodes(self, done_ids: np.ndarray) -> None:
         """Give the envs whose episode ended a fresh episode id, at step 0."""
@@ -281,6 +307,7 @@ def collect_frames(
     decoy_fraction: float = 0.0,
     decoy_mix: dict[str, float] | None = None,
     task_options: dict[str, Any] | None = None,
+    balance: bool = False,
 ) -> FrameSet:
     """``n_frames`` captioned frames of ``task``.
 
@@ -294,6 +321,10 @@ def collect_frames(
         decoy_mix: Shares of the decoy kinds (``hard_negatives.KINDS``: anywhere in the
             workspace, along a fixed reward camera's ray, near misses); default: anywhere.
         task_options: The task's constructor options (e.g. ArmReach's ``target_colors``).
+        balance: Give every caption the same number of frames (see the module docstring),
+            simulating up to ``BALANCE_STEP_BUDGET`` env steps per frame; without it the
+            frames follow the behaviour, which spends most steps far from the goal (a
+            reach: 1.4 % of frames within 3 cm).
     """
     from sim2real.sim import REGISTRY, make_vec
 
@@ -305,13 +336,17 @@ def collect_frames(
     renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
     cameras = fixed_cameras(venv.engine.models[0], camera or default_camera(task_cls))
     behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction, cameras, decoy_mix)
-    recorder = _Recorder(venv, n_envs, renderer, caption)
+    recorder = _Recorder(venv, n_envs, renderer, caption, n_frames if balance else None)
     hook = BeforeResetHook(venv.engine, recorder.record)
     try:
         obs = venv.reset()
         recorder.record(list(range(n_envs)))
+        env_steps = 0
         while len(recorder.frames) < n_frames:
             obs = _collect_step(venv, hook, behaviour, recorder, obs)
+            env_steps += n_envs
+            if recorder.balance_to is not None and env_steps > BALANCE_STEP_BUDGET * n_frames:
+                recorder.balance_to = None
     finally:
         hook.remove()
         renderer.close()

@@ -39,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ft.add_argument("--hard-negatives", action="store_true",
                     help="send decoy episodes where reward models were fooled: 30 %% along a fixed reward camera's "
                          "ray in front of the target, 30 %% 4-8 cm near misses, 40 %% anywhere (default: anywhere)")
+    ft.add_argument("--balance-captions", action="store_true",
+                    help="render as many frames of every caption as of any other (the physics runs on until the "
+                         "rare ones, such as the last centimetres of a reach, fill their share; default: the frames "
+                         "follow the scripted controller, mostly far from the goal)")
     ft.add_argument("--batch-size", type=int, default=128)
     ft.add_argument("--lr", type=float, default=1e-3)
     ft.add_argument(

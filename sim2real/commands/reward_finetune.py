@@ -73,6 +73,7 @@ def finetune(args: argparse.Namespace) -> int:
         "image_size": size,
         "decoy_fraction": decoy_fraction,
         "decoy_mix": decoy_mix(args.hard_negatives),
+        "balanced_captions": bool(args.balance_captions),
         "task_options": task_options,
         "held_out_captions": list(args.hold_out_caption),
         "policy": None if not args.policy else {"runs": [str(r) for r in args.policy], "frames": args.policy_frames},
@@ -116,7 +117,7 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
         console.print(f"rendering {args.frames} frames of {task} ({camera} camera, {size} px)")
         sets.append(collect_frames(task, args.frames, n_envs=args.n_envs, size=size, camera=camera,
                                    seed=args.seed + i, decoy_fraction=decoy_fraction, decoy_mix=mix,
-                                   task_options=task_options))
+                                   task_options=task_options, balance=args.balance_captions))
     from sim2real.policies.loading import load_run
 
     for k, path in enumerate(args.policy):
