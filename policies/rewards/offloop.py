@@ -55,6 +55,10 @@ class InlineReward:
         self.model_seconds += time.perf_counter() - t0
         return reward
 
+    def cancel(self) -> None:
+        """Drop the frames submitted since the last collect."""
+        self._pending.clear()
+
     def load_weights(self, model: Any) -> None:
         """Nothing to do: the refined model is this model."""
 
@@ -164,6 +168,12 @@ class RewardProcess:
             self.model_seconds += seconds
             rewards.append(reward)
         return rewards[0] if len(rewards) == 1 else np.concatenate(rewards)
+
+    def cancel(self) -> None:
+        """Drop the answers to frames submitted since the last collect (a step that failed
+        half-way), so the next collect cannot return a previous step's rewards."""
+        with contextlib.suppress(RewardProcessError):
+            self.collect()
 
     def load_weights(self, model: Any) -> None:
         """Give the child the weights of ``model`` (a :class:`ClipRewardModel` refined in

@@ -193,13 +193,17 @@ class ClipRewardVecEnv(VecEnvWrapper):
         """This step's frames (the ended episodes' last ones from before their reset), sent
         to the reward model chunk by chunk as they are rendered."""
         chunks = []
-        for ids in np.array_split(np.arange(self.num_envs), min(self._inference.chunks, self.num_envs)):
-            t0 = time.perf_counter()
-            chunk = np.stack([self._terminal_frames[i] if i in self._terminal_frames else self.renderer.render(i)
-                              for i in ids])
-            self.render_seconds += time.perf_counter() - t0
-            self._inference.submit(chunk)
-            chunks.append(chunk)
+        try:
+            for ids in np.array_split(np.arange(self.num_envs), min(self._inference.chunks, self.num_envs)):
+                t0 = time.perf_counter()
+                chunk = np.stack([self._terminal_frames[i] if i in self._terminal_frames else self.renderer.render(i)
+                                  for i in ids])
+                self.render_seconds += time.perf_counter() - t0
+                self._inference.submit(chunk)
+                chunks.append(chunk)
+        except BaseException:
+            self._inference.cancel()  # no half step's rewards may reach the next step
+            raise
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
     def reset(self) -> VecEnvObs:

@@ -61,6 +61,22 @@ def test_off_loop_rewards_are_the_inline_rewards_and_follow_refined_weights(micr
         process.load_weights(model)
         np.testing.assert_allclose(process(frames), model(frames), atol=1e-5)
         assert not np.allclose(before, model(frames), atol=1e-5)
+
+        # A step that fails half-way (rendering raised after the first chunk went out)
+        # leaves no answer behind for the next step to read as its own.
+        render = offloop.renderer.render
+
+        def render_fails_on_the_last_env(i: int) -> np.ndarray:
+            if i == 2:
+                raise RuntimeError("GL context lost")
+            return render(i)
+
+        offloop.renderer.render = render_fails_on_the_last_env
+        offloop.step_async(np.zeros((3, offloop.action_space.shape[0]), dtype=np.float32))
+        with pytest.raises(RuntimeError, match="GL context lost"):
+            offloop.step_wait()
+        offloop.renderer.render = render
+        np.testing.assert_allclose(process(frames), model(frames), atol=1e-5)
     finally:
         inline.close()
         offloop.close()
