@@ -11,6 +11,11 @@ commands in ``metrics.json`` are the ones a user would paste.
 Baselines made by a module of their own instead (:data:`SCRIPTED`) run that module,
 which writes the folder, its metrics included.
 
+A baseline trained on a learned reward (``reward.source: clip``, e.g. ArmReach-vlm)
+needs that reward model, which is not committed (27 MB); its folder's
+``reward_model.json`` names it (hash, metadata) and gives the commands that make it.
+Without it such a baseline is skipped when all are rebuilt, and refused when named.
+
 ``--ray [ADDR]`` (``make baselines ARGS=--ray``) builds the tasks as Ray tasks, one CPU
 each (a local Ray instance, or the cluster at ADDR) in dependency waves: the trained
 baselines together, then the students (``algo: distill``), which read their teachers'
@@ -45,6 +50,22 @@ def _cli(*args: str, capture: bool = False) -> str:
     print("+ sim2real " + " ".join(args), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, check=True, text=True, stdout=subprocess.PIPE if capture else None)
     return out.stdout if capture else ""
+
+
+def missing_reward_model(task: str) -> str | None:
+    """Why ``task``'s baseline cannot be trained here, if its config's learned reward model
+    (``reward.clip_weights``, relative to the working directory) is absent; else None."""
+    import yaml
+
+    config = BASELINES_DIR / task / "config.yaml"
+    if not config.is_file():
+        return None
+    reward = (yaml.safe_load(config.read_text()) or {}).get("reward") or {}
+    weights = reward.get("clip_weights") if reward.get("source") == "clip" else None
+    if not weights or Path(weights).exists():
+        return None
+    return (f"{task} trains on the reward model {weights}, which is not here; the commands that make it are in "
+            f"{BASELINES_DIR / task / 'reward_model.json'}")
 
 
 def build(task: str, runs: Path, episodes: int, train: bool = True, last: bool = False) -> dict[str, Any]:
@@ -102,16 +123,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tasks", nargs="*", help=f"tasks to rebuild (default: all of {available()})")
     parser.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="where the training runs go")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes per randomization preset")
-    parser.add_argument("--no-train", action="store_true", help="only export, evaluate and plot existing runs")
+    parser.add_argument("--no-train", dest="train", action="store_false",
+                        help="only export, evaluate and plot existing runs")
     parser.add_argument("--last", action="store_true", help="ship the last checkpoint, not the best")
     cluster.add_ray_flag(parser, "the tasks (in dependency waves)")
     args = parser.parse_args(argv)
     tasks = args.tasks or available()
+    if args.train:
+        for task in list(tasks):
+            reason = missing_reward_model(task)
+            if reason and args.tasks:
+                parser.error(reason)
+            if reason:
+                print(f"skipped: {reason}", file=sys.stderr, flush=True)
+                tasks.remove(task)
     unknown = [t for t in tasks if t not in SCRIPTED and not (BASELINES_DIR / t / "config.yaml").is_file()]
     if unknown:  # before anything starts (a Ray task would take SystemExit for its worker's end)
         parser.error(f"no baseline config for {', '.join(unknown)}; known: {available()}")
     for wave in waves(tasks):
-        calls = [{"task": t, "runs": args.runs, "episodes": args.episodes, "train": not args.no_train,
+        calls = [{"task": t, "runs": args.runs, "episodes": args.episodes, "train": args.train,
                   "last": args.last} for t in wave]
         cluster.run_calls(build, calls, args.ray, on_result=lambda _, m: print(
             json.dumps({k: m[k] for k in ("task", "train_wall_s")}), flush=True))
