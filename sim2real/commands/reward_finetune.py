@@ -36,7 +36,8 @@ def finetune(args: argparse.Namespace) -> int:
         captioner(task)  # fail before rendering anything when a task has no captions
     if args.progress_weight > 0 and len(args.tasks) > 1:
         raise ConfigError("--progress-weight", "orders one task's frames by its progress; give one task")
-    model_name = args.model or TINY_MODEL
+    # Fine-tuning a folder keeps its architecture, and the metadata must name it.
+    model_name = args.model or (_model_of_init(args.init) if args.init else None) or TINY_MODEL
     model_cfg = model_config_of(model_name) if args.init is None else _config_of_init(args.init, model_name)
     decoy_fraction = DECOY_FRACTION if args.decoy_fraction is None else args.decoy_fraction
     task_options = parse_overrides(args.task_options)
@@ -143,6 +144,14 @@ def _hold_out_last_episodes(sets: list, keep: float = 0.85):
         train_parts.append(fs.subset(fs.episode <= cut))
         held_parts.append(fs.subset(fs.episode > cut))
     return FrameSet.concat(train_parts), FrameSet.concat(held_parts)
+
+
+def _model_of_init(init: str) -> str | None:
+    """The architecture a ``finetune-clip`` folder was trained as (None for other weights)."""
+    from sim2real.policies.rewards.finetune import read_metadata
+
+    folder = Path(init)
+    return read_metadata(folder).get("training", {}).get("model") if folder.is_dir() else None
 
 
 def _config_of_init(init: str, model: str):

@@ -266,7 +266,9 @@ def test_drone_and_quadruped_frames_are_captioned(task):
     assert goal != baseline
 
 
-def test_fine_tuning_keeps_the_camera_the_init_model_was_trained_on(micro_model_name, tmp_path, capsys):
+def test_fine_tuning_keeps_the_camera_and_architecture_the_init_model_was_trained_on(
+    micro_model_name, tmp_path, capsys
+):
     from sim2real.cli import main
 
     common = ["--frames", "60", "--steps", "1", "--batch-size", "8", "--n-envs", "2", "--json"]
@@ -277,3 +279,4 @@ def test_fine_tuning_keeps_the_camera_the_init_model_was_trained_on(micro_model_
     assert main(["reward", "finetune-clip", "ArmReach", "--init", str(first), "--out", str(second), *common]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["cameras"] == {"sim2real/ArmReach-v0": "reach_side"} and summary["image_size"] == 32
+    assert summary["training"]["model"] == micro_model_name  # not the default architecture's name
