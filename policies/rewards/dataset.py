@@ -2,7 +2,7 @@
 
 A behaviour policy drives the batched env: the task's classical controller
 mixed, per episode, with uniform random actions (weight drawn from
-``MIX_WEIGHTS``), so the frames cover the whole range from "far from the goal"
+``behaviour.MIX_WEIGHTS``), so the frames cover the whole range from "far from the goal"
 to "at the goal". Every step renders every environment; the frame and caption of
 an environment whose episode just ended are taken before its automatic reset.
 With ``balance``, a frame is rendered only while its caption has fewer frames than
@@ -21,12 +21,9 @@ from typing import Any
 import numpy as np
 
 from sim2real.errors import ConfigError
+from sim2real.policies.rewards.behaviour import Behaviour
 from sim2real.policies.rewards.captions import Captions, captioner
 from sim2real.policies.rewards.vec_reward import BeforeResetHook, FrameRenderer
-from sim2real.sim.core.layout import layout_slices
-
-MIX_WEIGHTS = np.array([0.0, 0.5, 0.8, 1.0, 1.0])
-"""Per-episode weight of the classical controller's action (the rest is uniform noise)."""
 
 DECOY_FRACTION = 0.3
 """Default share (``finetune-clip --decoy-fraction``) of the classical controller's reach
@@ -125,88 +122,6 @@ def default_camera(task_cls: type) -> str | None:
     return REWARD_CAMERAS.get(gym_id(task_cls), REWARD_CAMERAS.get(task_cls.robot, task_cls.render_camera))
 
 
-def behaviour_controller(venv: Any) -> Any | None:
-    """The task's classical controller, if it has one for its action mode (else pure
-    random actions)."""
-    from sim2real.policies.classical import controller_for
-
-    try:
-        return controller_for(venv.task, venv.num_envs)
-    except ConfigError:
-        return None
-
-
-def decoy_points(venv: Any, rng: np.random.Generator, ids: Any,
-                 cameras: dict[str, tuple[float, float, float]] | None = None,
-                 mix: dict[str, float] | None = None) -> np.ndarray | None:
-    """Decoy points (world frame) for the envs ``ids`` of a reach task, drawn by kind from
-    ``mix`` (:mod:`~sim2real.policies.rewards.hard_negatives`; default: anywhere in the
-    workspace box); None for other tasks."""
-    from sim2real.policies.rewards.hard_negatives import decoy_points as draw
-
-    task = venv.task
-    if "target_rel_ee" not in dict(task.observation_layout()) or not hasattr(task, "targets"):
-        return None
-    points, _ = draw(task.targets[np.asarray(ids)], task.workspace_low, task.workspace_high, cameras or {}, rng, mix)
-    return points
-
-
-def toward_decoys(obs: np.ndarray, venv: Any, decoys: np.ndarray, mask: np.ndarray, block: slice) -> np.ndarray:
-    """Observations in which the target of the ``mask``ed envs is their decoy point
-    (``block``: the ``target_rel_ee`` slice of the observation)."""
-    out = obs.copy()
-    out[mask, block] += decoys[mask] - venv.task.targets[mask]
-    return out
-
-
-class _Behaviour:
-    """The actions of :func:`collect_frames`: a given policy's, else the classical
-    controller's mixed per episode with uniform noise (and driven to decoys)."""
-
-    def __init__(self, venv: Any, n_envs: int, seed: int, policy: Any, decoy_fraction: float,
-                 cameras: dict[str, tuple[float, float, float]] | None = None,
-                 decoy_mix: dict[str, float] | None = None) -> None:
-        self.venv, self.policy, self.decoy_fraction = venv, policy, decoy_fraction
-        self.cameras, self.decoy_mix = cameras, decoy_mix
-        self.rng = np.random.default_rng(seed)
-        self.controller = behaviour_controller(venv) if policy is None else None
-        self.weight = self.rng.choice(MIX_WEIGHTS, size=n_envs)
-        self.decoy_rng = np.random.default_rng([seed, 1])
-        self.decoys = (
-            decoy_points(venv, self.decoy_rng, np.arange(n_envs), cameras, decoy_mix)
-            if self.controller is not None and decoy_fraction > 0 else None
-        )
-        self.decoyed = self.decoy_rng.random(n_envs) < decoy_fraction
-        self.target_block = layout_slices(venv.task.observation_layout()).get("target_rel_ee")
-
-    def _driven(self, obs: np.ndarray) -> np.ndarray:
-        """The observations the controller sees: decoyed envs see their decoy as the target."""
-        # decoy_points gives decoys only to tasks whose observation has a target_rel_ee block.
-        if self.decoys is None or self.target_block is None:
-            return obs
-        return toward_decoys(obs, self.venv, self.decoys, self.decoyed, self.target_block)
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Actions ``[N, A]`` for observations ``[N, O]`` (not yet clipped)."""
-        if self.policy is not None:
-            return np.asarray(self.policy(obs), dtype=np.float32)
-        noise = self.rng.uniform(-1.0, 1.0, size=(len(self.weight), self.venv.action_space.shape[0]))
-        if self.controller is None:
-            return noise
-        return self.weight[:, None] * self.controller.act(self._driven(obs)) + (1 - self.weight[:, None]) * noise
-
-    def new_episodes(self, done_ids: np.ndarray) -> None:
-        """Draw a new mix weight (and decoy) for the envs whose episode ended; reset their controller."""
-        for i in done_ids:
-            self.weight[i] = self.rng.choice(MIX_WEIGHTS)
-            if self.decoys is not None:
-                points = decoy_points(self.venv, self.decoy_rng, [i], self.cameras, self.decoy_mix)
-                assert points is not None  # the same task gave the first decoys
-                self.decoys[i], self.decoyed[i] = points[0], self.decoy_rng.random() < self.decoy_fraction
-        if len(done_ids) and self.controller is not None:
-            self.controller.reset(done_ids)
-
-
 class _Recorder:
     """Renders and captions frames, with the episode and step of each."""
 
@@ -277,7 +192,7 @@ class _Recorder:
 
 
 def _collect_step(
-    venv: Any, hook: BeforeResetHook, behaviour: _Behaviour, recorder: _Recorder, obs: np.ndarray
+    venv: Any, hook: BeforeResetHook, behaviour: Behaviour, recorder: _Recorder, obs: np.ndarray
 ) -> np.ndarray:
     """Step every env once and record its frame; returns the new observations."""
     venv.step_async(np.clip(behaviour.act(obs), -1.0, 1.0))
@@ -335,7 +250,7 @@ def collect_frames(
     venv = make_vec(task, n_envs, dr=dr, seed=seed, **(task_options or {}))
     renderer = FrameRenderer(venv, camera or default_camera(task_cls), size, size)
     cameras = fixed_cameras(venv.engine.models[0], camera or default_camera(task_cls))
-    behaviour = _Behaviour(venv, n_envs, seed, policy, decoy_fraction, cameras, decoy_mix)
+    behaviour = Behaviour(venv, n_envs, seed, policy, decoy_fraction, cameras, decoy_mix)
     recorder = _Recorder(venv, n_envs, renderer, caption, n_frames if balance else None)
     hook = BeforeResetHook(venv.engine, recorder.record)
     try:

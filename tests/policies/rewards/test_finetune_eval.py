@@ -43,7 +43,7 @@ def test_reach_frames_are_captioned_from_the_state_including_the_successful_last
 def test_decoy_episodes_drive_the_scripted_arm_to_random_workspace_points_not_the_target():
     from sim2real.errors import ConfigError
     from sim2real.policies.classical.arm import ArmCartesianController
-    from sim2real.policies.rewards.dataset import decoy_points, toward_decoys
+    from sim2real.policies.rewards.behaviour import decoy_points, toward_decoys
     from sim2real.sim import make_vec
     from sim2real.sim.core.layout import layout_slices
 

@@ -41,9 +41,10 @@ def test_a_bad_mix_is_refused(mix: dict[str, float]) -> None:
 
 def test_the_scripted_arm_at_a_hard_negative_is_a_failure_of_that_kind() -> None:
     from sim2real.policies.classical.arm import ArmCartesianController
+    from sim2real.policies.rewards.behaviour import decoy_points as env_decoys
+    from sim2real.policies.rewards.behaviour import toward_decoys
     from sim2real.policies.rewards.captions import captioner
-    from sim2real.policies.rewards.dataset import decoy_points as env_decoys
-    from sim2real.policies.rewards.dataset import fixed_cameras, toward_decoys
+    from sim2real.policies.rewards.dataset import fixed_cameras
     from sim2real.sim import make_vec
     from sim2real.sim.core.layout import layout_slices
 
