@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,13 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
     camera, size = render_settings(config.reward, task_cls)
     refine = config.reward.refine
     # The refiner trains a model in this process; off the loop, the reward process gets
-    # its weights after every round.
-    model = reward_model_from_config(config.reward) if refine.every or config.reward.inference == "inline" else None
+    # its weights after every round, and this copy never embeds a frame: torch only, so
+    # no round exports an ONNX tower here that nothing runs.
+    model = None
+    if config.reward.inference == "inline":
+        model = reward_model_from_config(config.reward)
+    elif refine.every:
+        model = reward_model_from_config(replace(config.reward, runtime="torch"))
     inference: RewardFn | RewardProcess
     if config.reward.inference == "process":
         inference = RewardProcess(partial(reward_model_from_config, config.reward), chunks=config.reward.chunks,
