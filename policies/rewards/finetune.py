@@ -27,14 +27,8 @@ import torch.nn.functional as F
 
 from sim2real.errors import ConfigError
 from sim2real.policies.common.augment import random_shift
-from sim2real.policies.rewards.clip_reward import (
-    TINY_MODEL,
-    WEIGHT_FILE,
-    ClipRewardModel,
-    load_open_clip,
-    register_model_configs,
-    vlm_rm_reward,
-)
+from sim2real.policies.rewards.clip_reward import ClipRewardModel, vlm_rm_reward
+from sim2real.policies.rewards.clip_weights import TINY_MODEL, WEIGHT_FILE, load_open_clip, register_model_configs
 from sim2real.policies.rewards.dataset import FrameSet
 
 if TYPE_CHECKING:

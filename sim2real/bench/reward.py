@@ -61,7 +61,7 @@ def _reward_model(weights: str | None, model_name: str | None, task_cls: type, t
     import open_clip
     import torch
 
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, register_model_configs
+    from sim2real.policies.rewards.clip_weights import TINY_MODEL, register_model_configs
     from sim2real.policies.rewards.finetune import model_config_of, model_image_size, save_model
     from sim2real.policies.rewards.training import frame_settings
 

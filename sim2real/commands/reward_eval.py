@@ -82,7 +82,8 @@ def _reward_models(args: argparse.Namespace, goal: list[str], baseline: list[str
     ``--include-untrained`` the first one's architecture untrained (the "before")."""
     import torch
 
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel, register_model_configs
+    from sim2real.policies.rewards.clip_reward import ClipRewardModel
+    from sim2real.policies.rewards.clip_weights import TINY_MODEL, register_model_configs
     from sim2real.policies.rewards.finetune import read_metadata
 
     models: dict[str, ClipRewardModel] = {}

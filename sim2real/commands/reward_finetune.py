@@ -16,7 +16,8 @@ def finetune(args: argparse.Namespace) -> int:
 
     from sim2real.errors import ConfigError
     from sim2real.policies.rewards.captions import captioner
-    from sim2real.policies.rewards.clip_reward import TINY_MODEL, ClipRewardModel
+    from sim2real.policies.rewards.clip_reward import ClipRewardModel
+    from sim2real.policies.rewards.clip_weights import TINY_MODEL
     from sim2real.policies.rewards.dataset import DECOY_FRACTION
     from sim2real.policies.rewards.finetune import (
         FinetuneConfig,

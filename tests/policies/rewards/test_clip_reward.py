@@ -9,12 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from sim2real.errors import ConfigError
-from sim2real.policies.rewards.clip_reward import (
-    ClipRewardModel,
-    ClipWeightsError,
-    projection,
-    vlm_rm_reward,
-)
+from sim2real.policies.rewards.clip_reward import ClipRewardModel, projection, vlm_rm_reward
+from sim2real.policies.rewards.clip_weights import ClipWeightsError
 
 
 def unit(v):

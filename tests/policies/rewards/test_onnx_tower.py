@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from sim2real.errors import ConfigError
-from sim2real.policies.rewards.clip_reward import ClipRewardModel, register_model_configs
+from sim2real.policies.rewards.clip_reward import ClipRewardModel
+from sim2real.policies.rewards.clip_weights import register_model_configs
 from sim2real.policies.rewards.onnx_tower import resolve_runtime
 
 GOAL, BASELINE = "the gripper touches the green ball", "the gripper is far from the green ball"
