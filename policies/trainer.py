@@ -34,6 +34,7 @@ from sim2real.policies.common.rundir import RunDir, provenance
 from sim2real.policies.config import TrainConfig
 from sim2real.policies.errors import CheckpointMismatchError, CheckpointNotFoundError, RunFolderError
 from sim2real.policies.networks import DeterministicActor, StochasticPolicy, TorchPolicy
+from sim2real.policies.rewards.relabel import connect_relabelling
 from sim2real.sim.core.schema import flatten
 
 
@@ -115,6 +116,7 @@ class Trainer:
             if self.retune is not None:
                 hyperparameters.apply(self.model, self.env, cfg, self.retune.keys)
         self.model.set_logger(configure(str(self.run_dir.tb_dir), ["tensorboard"]))
+        connect_relabelling(self.env, self.model)  # a refined reward model rescores the replay buffer
         self.evaluator = Evaluator(
             self.task_cls,
             n_envs=min(cfg.eval.n_envs, cfg.eval.episodes),

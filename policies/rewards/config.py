@@ -34,6 +34,10 @@ class RefineConfig:
     """AdamW peak step size of a round (cosine decay within the round)."""
     progress_weight: float = 1.0
     """Weight of the progress ranking loss in a round (``finetune-clip --progress-weight``)."""
+    relabel: bool = True
+    """SAC/TD3: keep each transition's frame in the replay buffer and recompute every
+    stored reward with the refined model after each round (``policies/rewards/relabel.py``);
+    off, stored rewards keep the old model's values."""
 
     def validate(self) -> None:
         if self.every < 0:

@@ -9,8 +9,12 @@ simulation, the simulator's success and distance are what a person's labels woul
 and every ``every`` env steps fine-tunes the reward model on them, next to scripted
 anchor frames so it does not forget the states it was good at.
 
-Rewards already in an off-policy replay buffer keep the value they were given; the
-schedule and the time each round takes are recorded (``RefineRound``). The refined
+Rewards already in an off-policy replay buffer are recomputed by the refined model after
+each round (``relabel.py``, ``reward.refine.relabel``); the schedule and the time each
+round and each relabelling take are recorded (``RefineRound``, ``relabels``). Captions the
+reward model's folder declares held out of its fine-tuning (``held_out_captions`` in its
+metadata) stay held out here: frames with them are never trained on, so a run from a
+held-out sentence still never shows the model that sentence. The refined
 weights and the schedule go into every checkpoint of the run (:meth:`state_files`), so
 the run's reward model is kept with its policy and a resumed run continues with it; the
 reservoir of frames is not saved (hundreds of MB) and refills after a resume.
@@ -54,6 +58,8 @@ class OnlineRefiner:
         capacity: Policy frames kept (uniform reservoir over everything seen).
         cfg: Optimizer settings of one round (``steps`` optimizer steps).
         seed: Seed of the reservoir's sampling.
+        held_out: Captions never trained on: frames labelled with them are dropped from
+            the reservoir and the anchor.
     """
 
     def __init__(
@@ -64,11 +70,16 @@ class OnlineRefiner:
         capacity: int,
         cfg: FinetuneConfig,
         seed: int = 0,
+        held_out: frozenset[str] = frozenset(),
     ) -> None:
         if every < 1 or capacity < 2 or cfg.steps < 1:
             raise ConfigError("reward.refine", f"every, frames and steps must be positive, got {every}, {capacity}, "
                                                f"{cfg.steps}")
         self.reward_model, self.anchor, self.every, self.capacity, self.cfg = reward_model, anchor, every, capacity, cfg
+        self.held_out = frozenset(held_out)
+        if anchor is not None and self.held_out:
+            anchor = anchor.subset(np.array([c not in self.held_out for c in anchor.captions]))
+        self.anchor = anchor
         self.rng = np.random.default_rng(seed)
         self.frames: np.ndarray | None = None
         self.captions: list[str] = []
@@ -77,6 +88,8 @@ class OnlineRefiner:
         self.seen = 0
         self.next_round = every
         self.rounds: list[RefineRound] = []
+        self.relabels: list[dict[str, Any]] = []
+        """One entry per replay-buffer relabelling (``relabel.RelabelRound`` and its env steps)."""
 
     def observe(self, frames: np.ndarray, labels: Captions) -> None:
         """Offer one step's frames ``[B, H, W, 3]`` with their labels to the reservoir."""
@@ -84,6 +97,8 @@ class OnlineRefiner:
             self.frames = np.zeros((self.capacity, *frames.shape[1:]), dtype=np.uint8)
             self.captions = [""] * self.capacity
         for i in range(len(frames)):
+            if labels.text[i] in self.held_out:
+                continue
             slot = self.seen if self.seen < self.capacity else int(self.rng.integers(self.seen + 1))
             self.seen += 1
             if slot < self.capacity:
@@ -146,6 +161,8 @@ class OnlineRefiner:
         self.reward_model.refresh()
         self.next_round = int(schedule["next_round"])
         self.rounds = [RefineRound(**r) for r in schedule["rounds"]]
+        self.relabels = list(schedule.get("relabels", []))
 
     def describe(self) -> dict[str, Any]:
-        return {"every": self.every, "capacity": self.capacity, "rounds": [asdict(r) for r in self.rounds]}
+        return {"every": self.every, "capacity": self.capacity, "held_out": sorted(self.held_out),
+                "rounds": [asdict(r) for r in self.rounds], "relabels": self.relabels}

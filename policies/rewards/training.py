@@ -88,7 +88,8 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
             return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift)
         assert isinstance(model, ClipRewardModel)  # RewardConfig.validate refuses refining an ensemble
         return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift,
-                                refiner=online_refiner(model, config, camera, size), caption=captioner(config.task))
+                                refiner=online_refiner(model, config, camera, size), caption=captioner(config.task),
+                                relabel=refine.relabel)
     except BaseException:
         if isinstance(inference, RewardProcess):
             inference.close()
@@ -97,7 +98,8 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
 
 def online_refiner(model: ClipRewardModel, config: Any, camera: str | None, size: int) -> OnlineRefiner:
     """The refiner a training config's ``reward.refine`` block describes, with its scripted
-    anchor frames rendered now (hard-negative decoys included; seeded apart from training)."""
+    anchor frames rendered now (hard-negative decoys included; seeded apart from training).
+    Captions the model folder was fine-tuned without stay out of its refinement."""
     refine = config.reward.refine
     anchor = None
     if refine.anchor_frames:
@@ -106,4 +108,7 @@ def online_refiner(model: ClipRewardModel, config: Any, camera: str | None, size
                                 task_options=config.task_options)
     cfg = FinetuneConfig(steps=refine.steps, batch_size=refine.batch_size, learning_rate=refine.learning_rate,
                          progress_weight=refine.progress_weight, progress_alpha=config.reward.alpha, seed=config.seed)
-    return OnlineRefiner(model, anchor, refine.every, refine.frames, cfg, seed=config.seed)
+    held_out = config.reward.clip_weights and Path(config.reward.clip_weights).is_dir() and \
+        read_metadata(config.reward.clip_weights).get("held_out_captions")
+    return OnlineRefiner(model, anchor, refine.every, refine.frames, cfg, seed=config.seed,
+                         held_out=frozenset(held_out or ()))

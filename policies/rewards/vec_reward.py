@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 from sim2real.errors import ConfigError
 from sim2real.policies.rewards.captions import Captions
 from sim2real.policies.rewards.offloop import InlineReward, RewardFn, RewardProcess
+from sim2real.policies.rewards.relabel import FRAME_KEY
 from sim2real.sim.core.rendering import OffscreenRenderer
 
 if TYPE_CHECKING:
@@ -129,6 +130,10 @@ class ClipRewardVecEnv(VecEnvWrapper):
             success, so the default ``-1`` makes it non-positive.
         refiner: Refines the reward model on the rewarded frames (``refine.py``); it then
             needs ``caption``, the task's captioner, to label them.
+        relabel: With ``refiner``: hand each transition's frame on in
+            ``info["reward_frame"]`` and, after each round, call every function in
+            :attr:`relabel_targets` with the refined model's scorer, so a replay buffer's
+            stored rewards become the new model's (``relabel.py``).
     """
 
     def __init__(
@@ -140,11 +145,15 @@ class ClipRewardVecEnv(VecEnvWrapper):
         shift: float = -1.0,
         refiner: OnlineRefiner | None = None,
         caption: Callable[[Any, Any], Captions] | None = None,
+        relabel: bool = False,
     ) -> None:
         super().__init__(venv)
         if refiner is not None and caption is None:
             raise ConfigError("reward.refine", "refining the reward model needs the task's captions")
         self.refiner, self.caption = refiner, caption
+        self.relabel = relabel and refiner is not None
+        self.relabel_targets: list[Callable[[Callable[[np.ndarray], np.ndarray]], Any]] = []
+        """Called after each refinement round with :meth:`score` (a replay buffer's ``relabel``)."""
         self._batched: Any = venv  # the BatchedVecEnv: its task and physics label the frames
         self.env_steps = 0
         self._terminal_labels: dict[int, tuple[str, bool, float]] = {}
@@ -155,6 +164,7 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.render_seconds = 0.0
         self.reward_seconds = 0.0
         self.refine_seconds = 0.0
+        self.relabel_seconds = 0.0
         self.frames = 0
         self._terminal_frames: dict[int, np.ndarray] = {}
         self._clip_return = np.zeros(self.num_envs)
@@ -178,16 +188,32 @@ class ClipRewardVecEnv(VecEnvWrapper):
                 for i in range(self.num_envs)]
         return Captions([r[0] for r in rows], np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
 
-    def _refine(self, frames: np.ndarray) -> None:
+    def _refine(self, frames: np.ndarray) -> bool:
+        """Offer this step's frames to the refiner; True when a round ran."""
         assert self.refiner is not None
         self.refiner.observe(frames, self._labels())
         done = self.refiner.maybe_refine(self.env_steps)
-        if done is not None:
-            self._inference.load_weights(self.refiner.reward_model)
-            self.refine_seconds += done.seconds
-            print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
-                  f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
-                  file=sys.stderr, flush=True)
+        if done is None:
+            return False
+        self._inference.load_weights(self.refiner.reward_model)
+        self.refine_seconds += done.seconds
+        print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
+              f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
+              file=sys.stderr, flush=True)
+        for relabel in self.relabel_targets:
+            result = relabel(self.score)
+            self.relabel_seconds += result.seconds
+            self.refiner.relabels.append({"env_steps": done.env_steps, **vars(result)})
+            print(f"replay buffer relabelled: {result.transitions} transitions in {result.seconds:.0f} s, "
+                  f"mean reward {result.mean_reward_before:.3f} -> {result.mean_reward_after:.3f} "
+                  f"(mean |change| {result.mean_abs_change:.3f})", file=sys.stderr, flush=True)
+        return True
+
+    def score(self, frames: np.ndarray) -> np.ndarray:
+        """The refined model's reward of ``frames`` (``uint8 [B, H, W, 3]``), the shift
+        included: what a transition with that frame would be given now."""
+        assert self.refiner is not None
+        return np.asarray(self.refiner.reward_model(frames), dtype=np.float64) + self.shift
 
     def _render_and_submit(self) -> np.ndarray:
         """This step's frames (the ended episodes' last ones from before their reset), sent
@@ -224,12 +250,15 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.reward_seconds += time.perf_counter() - t0
         self.frames += len(frames)
         self.env_steps += self.num_envs
-        if self.refiner is not None:
-            self._refine(frames)
+        if self.refiner is not None and self._refine(frames) and self.relabel:
+            # This step's transitions reach the buffer after the relabelling: give them the new model's reward too.
+            reward = self.score(frames)
         self._clip_return += reward
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_reward[i])
             info["clip_reward"] = float(reward[i])
+            if self.relabel:
+                info[FRAME_KEY] = frames[i]
             if dones[i]:
                 if "episode" in info:
                     info["episode"]["clip_r"] = float(self._clip_return[i])
@@ -254,9 +283,11 @@ class ClipRewardVecEnv(VecEnvWrapper):
 
     def timing(self) -> dict[str, float]:
         """Seconds spent rendering, waiting for the reward model (off the loop: only what
-        rendering did not hide), inside the model, refining it, and frames rewarded."""
+        rendering did not hide), inside the model, refining it, relabelling a replay buffer
+        with it, and frames rewarded."""
         return {"render_seconds": self.render_seconds, "reward_seconds": self.reward_seconds,
                 "model_seconds": self._inference.model_seconds, "refine_seconds": self.refine_seconds,
+                "relabel_seconds": self.relabel_seconds,
                 "frames": self.frames}
 
     def close(self) -> None:
