@@ -62,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "reward model learns the states RL policies drive it into, not only the scripted controller's",
     )
     ft.add_argument("--policy-frames", type=int, default=4000, help="frames from each --policy (default 4000)")
+    add_policy_checkpoint_flag(ft)
     ft.add_argument("--model", default=None, help="open_clip architecture (default sim2real-tiny-vit-96; "
                     "sim2real-tiny-rn-96 is a small ResNet of the same cost)")
     ft.add_argument(
@@ -119,6 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a run folder: also evaluate on the states its (stochastic) policy visits, where RL would exploit "
         "the reward's mistakes (reported as policy_states)",
     )
+    add_policy_checkpoint_flag(ev)
     ev.add_argument(
         "--quality-alpha", type=float, default=0.5,
         help="alpha of the quality report: value-order correlation, success detection, hacking audit (default 0.5)",
@@ -150,3 +152,12 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.commands.reward_eval import evaluate
 
     return evaluate(args)
+
+
+def add_policy_checkpoint_flag(parser: argparse.ArgumentParser) -> None:
+    """``--policy-checkpoint``: which checkpoint of a ``--policy`` run drives the frames."""
+    parser.add_argument(
+        "--policy-checkpoint", choices=["auto", "best", "last"], default="auto",
+        help="checkpoint of each --policy run (auto: best, else last; as eval --checkpoint); a checkpoint folder "
+        "(RUN/checkpoints/step-...) given as --policy is used as it is",
+    )

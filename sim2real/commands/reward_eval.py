@@ -46,7 +46,7 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.policy:
         from sim2real.policies.loading import load_run
 
-        run = load_run(args.policy)
+        run = load_run(args.policy, args.policy_checkpoint)
         console.print(f"rendering {args.frames} frames driven by {args.policy} (step {run.step})")
         visited = policy_frames(run, args.frames, size=size, camera=camera, seed=args.seed)
         for name, m in models.items():

@@ -78,7 +78,8 @@ def finetune(args: argparse.Namespace) -> int:
         "balanced_captions": bool(args.balance_captions),
         "task_options": task_options,
         "held_out_captions": list(args.hold_out_caption),
-        "policy": None if not args.policy else {"runs": [str(r) for r in args.policy], "frames": args.policy_frames},
+        "policy": None if not args.policy else {"runs": [str(r) for r in args.policy], "frames": args.policy_frames,
+                                               "checkpoint": args.policy_checkpoint},
         "frames": {"train": len(train_set), "heldout": len(held_set)},
         "caption_counts": {c: int(sum(1 for x in train_set.captions if x == c)) for c in captions},
         "caption_accuracy": accuracy,
@@ -123,7 +124,7 @@ def _render_frames(args: argparse.Namespace, model_size: int, decoy_fraction: fl
     from sim2real.policies.loading import load_run
 
     for k, path in enumerate(args.policy):
-        run = load_run(path)
+        run = load_run(path, args.policy_checkpoint)
         task_id = gym_id(REGISTRY.get(run.config.task))
         if task_id not in cameras:
             raise ConfigError("policy", f"{path} was trained on {task_id}, not on one of {sorted(cameras)}")

@@ -103,10 +103,10 @@ def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(
 
     args = ["reward", "finetune-clip", "ArmReach", "--out", str(tmp_path / "clip"), "--frames", "60", "--n-envs", "4"]
     args += ["--policy", str(tmp_path / "run"), "--policy", str(tmp_path / "run")]  # repeatable: one set each
-    args += ["--policy-frames", "40", "--steps", "2", "--batch-size", "8"]
+    args += ["--policy-frames", "40", "--policy-checkpoint", "last", "--steps", "2", "--batch-size", "8"]
     assert main([*args, "--model", micro_model_name, "--size", "32", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["policy"] == {"runs": [str(tmp_path / "run")] * 2, "frames": 40}
+    assert summary["policy"] == {"runs": [str(tmp_path / "run")] * 2, "frames": 40, "checkpoint": "last"}
     assert summary["frames"]["train"] + summary["frames"]["heldout"] == 140
     # ... and an evaluation reports the reward on the states it visits as well.
     args = ["reward", "eval", "ArmReach", "--clip-weights", str(tmp_path / "clip"), "--frames", "400"]
