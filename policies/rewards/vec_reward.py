@@ -14,11 +14,9 @@ first frame. The task's own reward stays in ``info["true_reward"]`` and in
 from __future__ import annotations
 
 import copy
-import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mujoco
@@ -90,20 +88,6 @@ class FrameRenderer:
     def close(self) -> None:
         for _, renderer in self._views:
             renderer.close()
-
-
-@contextmanager
-def every_core() -> Iterator[None]:
-    """Torch's intra-op threads raised to the machine's cores for the block, then restored:
-    for work the rollout waits on (a refinement round, relabelling a replay buffer)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(before, len(os.sched_getaffinity(0))))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class BeforeResetHook:
@@ -208,22 +192,21 @@ class ClipRewardVecEnv(VecEnvWrapper):
         """Offer this step's frames to the refiner; True when a round ran."""
         assert self.refiner is not None
         self.refiner.observe(frames, self._labels())
-        with every_core():  # the rollout waits for the round: its cores are free
-            done = self.refiner.maybe_refine(self.env_steps)
-            if done is None:
-                return False
-            self._inference.load_weights(self.refiner.reward_model)
-            self.refine_seconds += done.seconds
-            print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
-                  f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
-                  file=sys.stderr, flush=True)
-            for relabel in self.relabel_targets:
-                result = relabel(self.score)
-                self.relabel_seconds += result.seconds
-                self.refiner.relabels.append({"env_steps": done.env_steps, **vars(result)})
-                print(f"replay buffer relabelled: {result.transitions} transitions in {result.seconds:.0f} s, "
-                      f"mean reward {result.mean_reward_before:.3f} -> {result.mean_reward_after:.3f} "
-                      f"(mean |change| {result.mean_abs_change:.3f})", file=sys.stderr, flush=True)
+        done = self.refiner.maybe_refine(self.env_steps)
+        if done is None:
+            return False
+        self._inference.load_weights(self.refiner.reward_model)
+        self.refine_seconds += done.seconds
+        print(f"reward model refined at {done.env_steps} env steps on {done.policy_frames} policy + "
+              f"{done.anchor_frames} anchor frames in {done.seconds:.0f} s (loss {done.final_loss:.3f})",
+              file=sys.stderr, flush=True)
+        for relabel in self.relabel_targets:
+            result = relabel(self.score)
+            self.relabel_seconds += result.seconds
+            self.refiner.relabels.append({"env_steps": done.env_steps, **vars(result)})
+            print(f"replay buffer relabelled: {result.transitions} transitions in {result.seconds:.0f} s, "
+                  f"mean reward {result.mean_reward_before:.3f} -> {result.mean_reward_after:.3f} "
+                  f"(mean |change| {result.mean_abs_change:.3f})", file=sys.stderr, flush=True)
         return True
 
     def score(self, frames: np.ndarray) -> np.ndarray:

@@ -6,7 +6,6 @@ import pickle
 
 import numpy as np
 import pytest
-import torch
 from gymnasium import spaces
 
 from sim2real.policies.rewards.captions import Captions
@@ -108,9 +107,7 @@ def test_sac_with_refinement_trains_on_the_refined_models_rewards(micro_checkpoi
     }
     trainer = Trainer(resolve_config("ArmReach", overrides=overrides), tmp_path / "run", progress=False)
     try:
-        threads = torch.get_num_threads()
         trainer.run()
-        assert torch.get_num_threads() == threads  # the rounds' extra threads were given back
         env = trainer.env.venv
         assert isinstance(env, ClipRewardVecEnv) and env.refiner is not None
         buf = trainer.model.replay_buffer
