@@ -111,7 +111,7 @@ def connect_relabelling(env: Any, model: Any) -> bool:
     buffer = getattr(model, "replay_buffer", None)
     while env is not None and not hasattr(env, "relabel_targets"):
         env = getattr(env, "venv", None)
-    if env is None or not isinstance(buffer, RelabelReplayBuffer):
+    if env is None or getattr(env, "refiner", None) is None or not isinstance(buffer, RelabelReplayBuffer):
         return False
     env.relabel_targets[:] = [buffer.relabel]
     return True

@@ -88,8 +88,7 @@ def wrap_clip_reward(venv: Any, config: Any) -> ClipRewardVecEnv:
             return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift)
         assert isinstance(model, ClipRewardModel)  # RewardConfig.validate refuses refining an ensemble
         return ClipRewardVecEnv(venv, inference, camera=camera, size=size, shift=config.reward.shift,
-                                refiner=online_refiner(model, config, camera, size), caption=captioner(config.task),
-                                relabel=refine.relabel)
+                                refiner=online_refiner(model, config, camera, size), caption=captioner(config.task))
     except BaseException:
         if isinstance(inference, RewardProcess):
             inference.close()

@@ -130,10 +130,10 @@ class ClipRewardVecEnv(VecEnvWrapper):
             success, so the default ``-1`` makes it non-positive.
         refiner: Refines the reward model on the rewarded frames (``refine.py``); it then
             needs ``caption``, the task's captioner, to label them.
-        relabel: With ``refiner``: hand each transition's frame on in
-            ``info["reward_frame"]`` and, after each round, call every function in
-            :attr:`relabel_targets` with the refined model's scorer, so a replay buffer's
-            stored rewards become the new model's (``relabel.py``).
+
+    With a refiner and a replay buffer in :attr:`relabel_targets` (``relabel.connect_relabelling``
+    puts it there), each transition's frame goes on in ``info["reward_frame"]`` and after each
+    round the buffer's stored rewards become the refined model's.
     """
 
     def __init__(
@@ -145,13 +145,11 @@ class ClipRewardVecEnv(VecEnvWrapper):
         shift: float = -1.0,
         refiner: OnlineRefiner | None = None,
         caption: Callable[[Any, Any], Captions] | None = None,
-        relabel: bool = False,
     ) -> None:
         super().__init__(venv)
         if refiner is not None and caption is None:
             raise ConfigError("reward.refine", "refining the reward model needs the task's captions")
         self.refiner, self.caption = refiner, caption
-        self.relabel = relabel and refiner is not None
         self.relabel_targets: list[Callable[[Callable[[np.ndarray], np.ndarray]], Any]] = []
         """Called after each refinement round with :meth:`score` (a replay buffer's ``relabel``)."""
         self._batched: Any = venv  # the BatchedVecEnv: its task and physics label the frames
@@ -250,14 +248,14 @@ class ClipRewardVecEnv(VecEnvWrapper):
         self.reward_seconds += time.perf_counter() - t0
         self.frames += len(frames)
         self.env_steps += self.num_envs
-        if self.refiner is not None and self._refine(frames) and self.relabel:
+        if self.refiner is not None and self._refine(frames) and self.relabel_targets:
             # This step's transitions reach the buffer after the relabelling: give them the new model's reward too.
             reward = self.score(frames)
         self._clip_return += reward
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_reward[i])
             info["clip_reward"] = float(reward[i])
-            if self.relabel:
+            if self.relabel_targets:
                 info[FRAME_KEY] = frames[i]
             if dones[i]:
                 if "episode" in info:
