@@ -11,10 +11,13 @@ It behaves as the Go2's firmware does, as far as a host can see on the wire:
   bad CRC, a wrong head (0xFE 0xEF) or level flag (0xFF), non-finite values or the
   wrong size are dropped and counted per reason. The last valid command applies
   forever: the firmware has no lowcmd timeout.
-* Sport mode after boot: the robot's own controller holds the standing pose and
+* Sport mode after boot (:mod:`.go2_sport`): the robot's own controller stands and
   low-level commands are ignored (counted ``sport_mode``; a real Go2 would fight them)
   until the motion switcher (:mod:`sim2real.hardware.go2.motion_switcher`) releases it.
-  Released, the motors are limp until the first valid command.
+  The sport service answers StandDown (lie down) and StandUp over the same DDS
+  request/response API as the robot's. Released, the motors are limp until the first
+  valid command: a robot released standing drops (counted, with its fall speed).
+  SelectMode hands the robot back to the sport controller.
 
 The servo law runs inside MuJoCo at every physics step (2 ms, the state period): each
 position actuator's gain and bias are set from the command (gain 1, bias -kp q - kd dq,
@@ -37,6 +40,8 @@ import numpy as np
 from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.gait_record import GaitRecord
+from sim2real.hardware.emulator.go2_sport import SportController
+from sim2real.hardware.go2 import sport
 from sim2real.hardware.go2.codec import Codec, FrameError
 from sim2real.hardware.go2.dds import (
     DdsConfig,
@@ -48,6 +53,7 @@ from sim2real.hardware.go2.dds import (
 )
 from sim2real.hardware.go2.motion_switcher import MotionSwitcherService
 from sim2real.hardware.go2.protocol import check_command, lowstate_frame
+from sim2real.hardware.go2.rpc import RpcServer
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
@@ -58,8 +64,8 @@ from sim2real.sim.quadruped.base import QuadrupedTask
 
 STATE_PERIOD = 0.002
 """The Go2 streams lowstate at 500 Hz; physics steps at the same period."""
-SPORT_KP, SPORT_KD = 60.0, 5.0
-"""Gains of the emulated sport-mode stance controller."""
+FALL_WATCH_SECONDS = 1.0
+"""After a release of sport mode, the base's fastest fall within this long is recorded."""
 
 
 @dataclass
@@ -113,7 +119,12 @@ class Go2Emulator(Emulator):
         self.dp = participant(cfg.dds)
         self.lowcmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, depth=16)
         self.lowstate = RawWriter.create(self.dp, "rt/lowstate", LowState_)
-        self.switcher = MotionSwitcherService(self.dp, "normal" if cfg.sport_mode else "")
+        self.sport = SportController(cfg.sport_mode)
+        self.switcher = MotionSwitcherService(self.dp, "normal" if cfg.sport_mode else "", self._mode_changed)
+        self.sport_service = RpcServer(self.dp, sport.SERVICE, self._sport_answer)
+        self.fall_after_release = 0.0
+        """m/s: the base's fastest fall within FALL_WATCH_SECONDS of any release of sport mode."""
+        self._watch_fall_until = -math.inf
         self.command: np.ndarray | None = None
         """The last valid LowCmd_ (applied forever)."""
         self.rejected: Counter[str] = Counter()
@@ -176,17 +187,40 @@ class Go2Emulator(Emulator):
         for frame in self.lowcmd.take(64):
             self.handle(frame)
         self.switcher.poll()
+        self.sport_service.poll()
+
+    def _joints(self) -> tuple[np.ndarray, np.ndarray]:
+        n = C.NUM_JOINTS
+        return self.data.qpos[7:7 + n].copy(), self.data.qvel[6:6 + n].copy()
+
+    def _sport_answer(self, api: int, parameter: str) -> tuple[int, str] | None:
+        return self.sport.answer(api, self.data.time, self._joints()[0])
+
+    def _mode_changed(self, old: str, new: str) -> None:
+        q, dq = self._joints()
+        if not new:
+            self.sport.release(self.data.time, q, dq)
+            self._watch_fall_until = self.data.time + FALL_WATCH_SECONDS
+        elif not old:
+            self.sport.select(self.data.time, q, dq)
+            self.command = None  # the sport controller owns the motors; a later release starts limp
 
     def _apply(self) -> None:
         """Set the actuators from the sport controller or the last command."""
+        n = C.NUM_JOINTS
+        if self.sport.running:  # the sport controller's pose, every tick (it moves)
+            self._applied = None
+            self._powered = False
+            target = self.sport.targets(self.data.time)
+            self.model.actuator_biasprm[:, 1] = -target.kp
+            self.model.actuator_biasprm[:, 2] = -target.kd
+            self.data.ctrl[:] = target.kp * target.q
+            return
         key = (b"" if self.command is None else self.command.tobytes(), self.switcher.mode)
         if key == self._applied:
             return
         self._applied = key
-        n = C.NUM_JOINTS
-        if self.switcher.mode:  # the sport controller holds the stance
-            q, dq, kp, kd, tau = C.DEFAULT_POSE, np.zeros(n), np.full(n, SPORT_KP), np.full(n, SPORT_KD), np.zeros(n)
-        elif self.command is None:  # released, nothing commanded yet: limp
+        if self.command is None:  # released, nothing commanded yet: limp
             q = dq = kp = kd = tau = np.zeros(n)
         else:
             m = self.command["motor_cmd"][:n]
@@ -194,7 +228,7 @@ class Go2Emulator(Emulator):
             q, dq, tau = (m[k].astype(np.float64) for k in ("q", "dq", "tau"))
             kp, kd = np.where(on, m["kp"], 0.0), np.where(on, m["kd"], 0.0)
             tau = np.where(on, tau, 0.0)
-        self._powered = bool(np.any(kp > 0)) and not self.switcher.mode
+        self._powered = bool(np.any(kp > 0))
         self.model.actuator_biasprm[:, 1] = -kp
         self.model.actuator_biasprm[:, 2] = -kd
         self.data.ctrl[:] = kp * q + kd * dq + tau
@@ -212,6 +246,8 @@ class Go2Emulator(Emulator):
         mujoco.mj_step(self.model, self.data)
         self.ticks += 1
         d = self.data
+        if d.time <= self._watch_fall_until:
+            self.fall_after_release = max(self.fall_after_release, float(-d.qvel[2]))
         self.gait.sample(d.time, d.qpos, d.qvel, np.asarray(self.config.cmd_vel), self._powered)
         accel = d.sensordata[self._sensor["imu_acc"]].copy()
         feet = d.sensordata[self._touch].copy()
@@ -276,6 +312,9 @@ class Go2Emulator(Emulator):
             "commands_rejected": dict(self.rejected), "gains_seen": dict(self.gains_seen),
             "sport_mode": self.switcher.mode,
             "motion_switcher_calls": dict(self.switcher.calls),
+            "sport": {"posture": self.sport.posture, "calls": dict(self.sport_service.calls),
+                      "released_standing": self.sport.counts["released_standing"],
+                      "fall_after_release": round(self.fall_after_release, 3)},
             "tick_jitter_ms": {"p50": float(np.percentile(jitter, 50)) if len(jitter) else math.nan,
                                "p99": float(np.percentile(jitter, 99)) if len(jitter) else math.nan,
                                "n": len(jitter)},

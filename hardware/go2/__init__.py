@@ -3,9 +3,14 @@
 * :mod:`.types`: the message types from Unitree's IDL (``unitree_go``, ``unitree_api``).
 * :mod:`.codec`, :mod:`.crc`, :mod:`.protocol`: 500 Hz frames with numpy, the firmware's CRC32.
 * :mod:`.dds`: the one place the network is configured (loopback unless told otherwise).
-* :mod:`.motion_switcher`: releasing sport mode (and answering it, for the emulator).
-* :mod:`.state_machine`: damping -> stand up -> policy -> damping, the robot's only watchdog.
+* :mod:`.rpc`: Unitree's request/response services over DDS, both sides.
+* :mod:`.motion_switcher`, :mod:`.sport`: releasing and selecting sport mode; the sport
+  service's StandDown (and answering both, for the emulator).
+* :mod:`.handover`: sport mode -> lying -> low level, and back (Unitree's sequence).
+* :mod:`.state_machine`: damping -> stand up -> policy -> lie down / damping, the robot's
+  only watchdog.
 * :mod:`.estimator`: base velocity from leg kinematics (low-level state has none).
 
-The robot side is :mod:`sim2real.hardware.emulator.go2`. Needs ``cyclonedds`` (Python binding).
+The robot side is :mod:`sim2real.hardware.emulator.go2` (its sport mode:
+:mod:`sim2real.hardware.emulator.go2_sport`). Needs ``cyclonedds`` (Python binding).
 """

@@ -1,16 +1,18 @@
 """The Go2 backend: Unitree's low-level DDS protocol from the host, with the deployment
 state machine real users run (:mod:`.state_machine`).
 
-``connect`` releases sport mode through the motion switcher, starts the 500 Hz loop and
-waits for ``rt/lowstate``; the robot is then in DAMPING (its safe state: kp 0, kd 8, the
-legs fold slowly). ``enable`` stands it up from the measured pose; ``command`` takes 12
-joint position targets (rad, FR FL RR RL x hip thigh calf) applied with the simulated
-servo's gains. One thread owns the link: every 2 ms it writes a LowCmd_ (CRC filled last)
-from the state machine and, in between, reads every lowstate frame that arrives. Because
-the firmware applies the last command forever, that loop is the robot's watchdog: a
-command older than 3 policy periods (0.06 s), a state older than 0.06 s, or an invalid
-frame put it in DAMPING within one loop period, and close() leaves damping as the last
-command the robot holds.
+``connect`` takes the robot over from sport mode the way Unitree's example does
+(:mod:`.handover`: StandDown, the robot seen lying, then ReleaseMode), starts the 500 Hz
+loop and waits for ``rt/lowstate``; the robot is then lying in DAMPING (kp 0, kd 8).
+``enable`` stands it up from the measured (lying) pose; ``command`` takes 12 joint
+position targets (rad, FR FL RR RL x hip thigh calf) applied with the simulated servo's
+gains. ``safe`` lies it down with its own targets (LYING_DOWN, then damping);
+``close`` does the same, then hands it back to the sport mode that ran before. One
+thread owns the link: every 2 ms it writes a LowCmd_ (CRC filled last) from the state
+machine and, in between, reads every lowstate frame that arrives. Because the firmware
+applies the last command forever, that loop is the robot's watchdog: a command older
+than 3 policy periods (0.06 s), a state older than 0.06 s, or an invalid frame put it in
+DAMPING within one loop period.
 
 Measurements: joint positions, velocities and torques, the IMU's quaternion and body
 rates, and the base velocity and position estimated from leg kinematics
@@ -32,9 +34,11 @@ from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.go2.codec import Codec, FrameError
 from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, close_participant, participant
 from sim2real.hardware.go2.estimator import EstimatorConfig, LegOdometry
+from sim2real.hardware.go2.handover import HandoverError, SportHandover
 from sim2real.hardware.go2.motion_switcher import MotionSwitcherClient
 from sim2real.hardware.go2.protocol import LowState, fill_command, parse_state
-from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode
+from sim2real.hardware.go2.sport import SportClient
+from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode, is_lying
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.hardware.options import load_options
 from sim2real.sim.core.deployment import Measurements
@@ -52,8 +56,9 @@ READ_GUARD = 0.0003
 @dataclass
 class Go2Session:
     release_sport_mode: bool = True
-    """Release sport mode through the motion switcher at connect (false: the robot is
-    already in low-level mode)."""
+    """Take the robot over from sport mode at connect (StandDown, then the motion
+    switcher's ReleaseMode) and hand it back at close (false: the robot is already in
+    low-level mode, and stays there)."""
 
 
 class Go2Backend(RobotBackend):
@@ -91,6 +96,9 @@ class Go2Backend(RobotBackend):
         self._odometry = LegOdometry(self.estimator_config)
         self._dp: Any = None
         self._needs_release = False
+        self._handover: SportHandover | None = None
+        self.handback = ""
+        """Why the last close() did not give the robot back to sport mode ('' : it did, or none ran)."""
         self.last_fault: dict[str, Any] = {}
         """The latest drop to damping the loop decided: reason, when (host monotonic s), and
         how old the newest command and state were then (s)."""
@@ -105,9 +113,12 @@ class Go2Backend(RobotBackend):
             self._dp = participant(self.dds)
             self._writer = RawWriter.create(self._dp, "rt/lowcmd", LowCmd_)
             self._reader = RawReader.create(self._dp, "rt/lowstate", LowState_, depth=16)
+            self._handover = None
             if self.release_sport_mode:
-                MotionSwitcherClient(self._dp).release(max(end - time.monotonic(), 0.1))
-        except (TimeoutError, OSError, ConfigError, RuntimeError) as exc:
+                self._handover = SportHandover(MotionSwitcherClient(self._dp), SportClient(self._dp),
+                                               self._lying_now)
+                self._handover.take_over(max(end - time.monotonic(), 0.1))
+        except (HandoverError, TimeoutError, OSError, ConfigError, RuntimeError) as exc:
             self._teardown()
             raise HardwareError(f"Go2 on {self.dds.interface} (domain {self.dds.domain_id}): {exc}") from exc
         self._machine = DeploymentStateMachine(self.gait)
@@ -162,8 +173,13 @@ class Go2Backend(RobotBackend):
             self._counts["commands"] += 1
 
     def safe(self, reason: str) -> None:
+        """Lie down with the stand gains, then damping (the robot stands: a drop is what
+        this avoids); with no state to start from, or already down, damping at once."""
         with self._lock:
-            self._machine.damp(reason)
+            if self._last_state is not None and self._machine.mode in (Mode.STANDING, Mode.HOLD, Mode.POLICY):
+                self._machine.lie_down(time.monotonic(), self._last_state.q, reason)
+            elif self._machine.mode is not Mode.LYING_DOWN:
+                self._machine.damp(reason)
             if self._phase is Phase.ENABLED:
                 self._set_phase(Phase.CONNECTED, reason)
 
@@ -173,26 +189,58 @@ class Go2Backend(RobotBackend):
             self._set_phase(Phase.ESTOPPED, reason)
 
     def close(self) -> None:
+        """Lie the robot down, leave damping as the last command it holds, then give it
+        back to the sport mode that ran before connect() (not after an e-stop, not when
+        it is not lying: then it stays damped, and :attr:`handback` says why)."""
+        running = self._thread is not None and self._thread.is_alive()
+        handing_back = (self._handover is not None and running and not self._needs_release
+                        and self._phase is not Phase.ESTOPPED)
+        if handing_back:
+            self.safe("closing")
+            end = time.monotonic() + self.gait.stand_seconds + 1.0
+            while self._machine.mode is Mode.LYING_DOWN and time.monotonic() < end:
+                time.sleep(0.01)
         with self._lock:
             self._machine.damp("closed")
             sent = self._counts["frames_sent"]
-        if self._thread is not None and self._thread.is_alive():
+        if running:
             # Damping must be the last command the robot keeps: wait until the loop has
             # written it a few times (a loaded process may not run the loop for a while).
             end = time.monotonic() + CLOSE_TIMEOUT
             while self._counts["frames_sent"] < sent + 5 and time.monotonic() < end:
                 time.sleep(WRITE_PERIOD)
+        self._stop_loop()
+        if handing_back and self._handover is not None:
+            self.handback = self._handover.hand_back(2.0)
         self._teardown()
         if self._phase is not Phase.ESTOPPED:
             self._set_phase(Phase.DISCONNECTED, "closed")
 
-    def _teardown(self) -> None:
+    def _lying_now(self, wait: float = 0.2) -> bool | None:
+        """Whether the newest ``rt/lowstate`` shows the robot lying (None: no valid
+        frame within ``wait`` s). Only while the loop is not running (it owns the reader)."""
+        end, state = time.monotonic() + wait, None
+        while time.monotonic() < end:
+            for frame in self._reader.take(16):
+                try:
+                    state = parse_state(self.state_codec, frame)
+                except FrameError:
+                    continue
+            if state is not None:
+                return is_lying(state.q, state.dq)
+            self._reader.wait(max(end - time.monotonic(), 0.0))
+        return None
+
+    def _stop_loop(self) -> None:
         self._stop.set()
         with self._notify:
             self._notify.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
             self._thread = None
+
+    def _teardown(self) -> None:
+        self._stop_loop()
         if self._dp is not None:
             close_participant(self._dp)
             self._dp = None

@@ -1,59 +1,35 @@
 """Unitree's motion-switcher service, both sides: the host releases sport mode with it
-before any low-level command, and the emulator answers it as the robot does.
+before any low-level command (and selects it again when it hands the robot back), and
+the emulator answers it as the robot does.
 
-Wire protocol (Unitree's RPC over DDS, ``unitree_sdk2py/rpc``): requests
-(``unitree_api::msg::dds_::Request_``) on ``rt/api/motion_switcher/request``, answers
-(``Response_``) on ``rt/api/motion_switcher/response``, matched by
-``header.identity.id``; API ids CheckMode 1001 (answer ``{"name": ..., "form": ...}``,
-an empty name when no high-level mode runs), SelectMode 1002, ReleaseMode 1003. While a
-mode runs (sport mode, after boot) the robot's own controller drives the motors and
-fights any low-level command.
+Wire protocol: the service ``motion_switcher`` of :mod:`.rpc`; API ids (Unitree's SDK,
+``unitree_sdk2py/comm/motion_switcher/motion_switcher_api.py``): CheckMode 1001 (answer
+``{"name": ..., "form": ...}``, an empty name when no high-level mode runs), SelectMode
+1002 (parameter ``{"name": ...}``), ReleaseMode 1003. While a mode runs (sport mode,
+after boot) the robot's own controller drives the motors and fights any low-level
+command. Releasing it stops that controller at once: a standing robot drops (the
+sequence that avoids it is :mod:`.handover`).
 """
 
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cyclonedds.domain import DomainParticipant
-from cyclonedds.pub import DataWriter
-from cyclonedds.sub import DataReader
-from cyclonedds.topic import Topic
 
-from sim2real.hardware.go2.dds import SERVICE_QOS
-from sim2real.hardware.go2.types import Request_, Response_, request, response
+from sim2real.hardware.go2.rpc import SERVER_API_NOT_IMPLEMENTED, SERVER_API_PARAMETER, RpcClient, RpcServer
 
-REQUEST_TOPIC = "rt/api/motion_switcher/request"
-RESPONSE_TOPIC = "rt/api/motion_switcher/response"
+SERVICE = "motion_switcher"
 CHECK_MODE, SELECT_MODE, RELEASE_MODE = 1001, 1002, 1003
-SERVER_API_NOT_IMPLEMENTED = 3203
-CLIENT_API_TIMEOUT = 3104
 
 
-class MotionSwitcherClient:
-    """The host's side: calls with a timeout, answers matched by request id."""
+class MotionSwitcherClient(RpcClient):
+    """The host's side."""
 
     def __init__(self, dp: DomainParticipant) -> None:
-        self.writer = DataWriter(dp, Topic(dp, REQUEST_TOPIC, Request_), SERVICE_QOS)
-        self.reader = DataReader(dp, Topic(dp, RESPONSE_TOPIC, Response_), SERVICE_QOS)
-        self._next_id = time.monotonic_ns()
-
-    def call(self, api_id: int, timeout: float, parameter: str = "{}") -> tuple[int, str]:
-        """(status code, data); ``CLIENT_API_TIMEOUT`` when nothing answered in ``timeout`` s.
-        The request is repeated every 0.25 s (a request written before discovery
-        finished is lost)."""
-        self._next_id += 1
-        rid, end, resend = self._next_id, time.monotonic() + timeout, 0.0
-        while time.monotonic() < end:
-            if time.monotonic() >= resend:
-                self.writer.write(request(rid, api_id, parameter))
-                resend = time.monotonic() + 0.25
-            for answer in self.reader.take(16):
-                if isinstance(answer, Response_) and answer.header.identity.id == rid:
-                    return int(answer.header.status.code), str(answer.data)
-            time.sleep(0.005)
-        return CLIENT_API_TIMEOUT, ""
+        super().__init__(dp, SERVICE)
 
     def active_mode(self, timeout: float) -> str | None:
         """The running high-level mode ('' when released), None when the call failed."""
@@ -65,53 +41,52 @@ class MotionSwitcherClient:
         except (ValueError, AttributeError):
             return None
 
-    def release(self, timeout: float) -> None:
-        """Release every high-level mode (CheckMode -> ReleaseMode until none runs).
+    def release_mode(self, timeout: float) -> int:
+        """One ReleaseMode call; its status code."""
+        return self.call(RELEASE_MODE, timeout)[0]
 
-        Raises:
-            TimeoutError: still a mode running, or no answer, after ``timeout`` s.
-        """
-        end = time.monotonic() + timeout
-        while (left := end - time.monotonic()) > 0:
-            mode = self.active_mode(left)
-            if mode == "":
-                return
-            if mode is not None:
-                self.call(RELEASE_MODE, max(end - time.monotonic(), 0.0))
-        raise TimeoutError("the motion switcher did not release sport mode")
+    def select_mode(self, name: str, timeout: float) -> int:
+        """One SelectMode call (``name``: what CheckMode reported before the release); its code."""
+        return self.call(SELECT_MODE, timeout, json.dumps({"name": name}))[0]
 
 
 @dataclass
 class MotionSwitcherService:
-    """The robot's side, polled by the emulator's loop."""
+    """The robot's side, polled by the emulator's loop. ``on_change(old, new)`` runs
+    whenever the mode changes (the emulator stops or starts its sport controller)."""
 
     dp: DomainParticipant
     mode: str = "normal"
     """The running high-level mode ('' : released, low-level commands take effect)."""
-    calls: dict[int, int] = field(default_factory=dict)
-    """API id -> requests answered."""
+    on_change: Callable[[str, str], None] = field(default=lambda old, new: None)
 
     def __post_init__(self) -> None:
-        self.reader = DataReader(self.dp, Topic(self.dp, REQUEST_TOPIC, Request_), SERVICE_QOS)
-        self.writer = DataWriter(self.dp, Topic(self.dp, RESPONSE_TOPIC, Response_), SERVICE_QOS)
+        self.server = RpcServer(self.dp, SERVICE, self._answer)
+
+    @property
+    def calls(self) -> dict[int, int]:
+        """API id -> requests answered."""
+        return self.server.calls
 
     def poll(self) -> None:
-        for req in self.reader.take(16):
-            if not isinstance(req, Request_):
-                continue
-            identity = req.header.identity
-            api = int(identity.api_id)
-            if api == CHECK_MODE:
-                code, data = 0, json.dumps({"name": self.mode, "form": "0"})
-            elif api == RELEASE_MODE:
-                self.mode, code, data = "", 0, ""
-            elif api == SELECT_MODE:
-                try:
-                    self.mode, code, data = str(json.loads(req.parameter)["name"]), 0, ""
-                except (ValueError, KeyError, TypeError):
-                    code, data = 3204, ""  # RPC_ERR_SERVER_API_PARAMETER
-            else:
-                code, data = SERVER_API_NOT_IMPLEMENTED, ""
-            self.calls[api] = self.calls.get(api, 0) + 1
-            if not req.header.policy.noreply:
-                self.writer.write(response(identity, code, data))
+        self.server.poll()
+
+    def _answer(self, api: int, parameter: str) -> tuple[int, str]:
+        if api == CHECK_MODE:
+            return 0, json.dumps({"name": self.mode, "form": "0"})
+        if api == RELEASE_MODE:
+            self._set("")
+            return 0, ""
+        if api == SELECT_MODE:
+            try:
+                name = str(json.loads(parameter)["name"])
+            except (ValueError, KeyError, TypeError):
+                return SERVER_API_PARAMETER, ""
+            self._set(name)
+            return 0, ""
+        return SERVER_API_NOT_IMPLEMENTED, ""
+
+    def _set(self, mode: str) -> None:
+        old, self.mode = self.mode, mode
+        if old != mode:
+            self.on_change(old, mode)

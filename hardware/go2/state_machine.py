@@ -5,8 +5,10 @@ so this state machine (the one real deployments run, rl_sar's) is the robot's on
 watchdog::
 
     DAMPING --enable--> STANDING --(stand_seconds)--> HOLD --command--> POLICY
-       ^                                                                  |
-       +--- safe()/estop(), a stale command, a stale or invalid state ----+
+     ^   ^                                                                |
+     |   +--- estop(), a stale command, a stale or invalid state ---------+
+     |                                                                    |
+     +--(stand_seconds)-- LYING_DOWN <--- safe(), close() ----------------+
 
 * DAMPING: kp 0, kd ``damping_kd`` on every motor, no torque: the legs fold slowly
   under the robot's weight (the passive mode of rl_sar and Unitree's examples).
@@ -17,6 +19,11 @@ watchdog::
 * POLICY: the newest command's 12 joint targets with the simulated servo's gains
   (Kp 35, Kd 1: the policy sees the dynamics it trained on); older than
   ``command_timeout`` (3 policy periods) -> DAMPING.
+* LYING_DOWN: targets interpolated from the measured pose to :data:`LYING_POSE` over
+  ``stand_seconds`` with the stand gains, then DAMPING (lying, the legs folded): the way
+  back to where the stand-up started, and what sport mode takes over on ``close()``.
+  The motors track position targets on their own encoders, so a stale state does not
+  stop it; a stale lowstate still ends it in DAMPING, as in every mode.
 """
 
 from __future__ import annotations
@@ -30,12 +37,34 @@ import numpy as np
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
 
+LYING_POSE = np.array([0.0, 1.36, -2.65, 0.0, 1.36, -2.65, -0.2, 1.36, -2.65, 0.2, 1.36, -2.65])
+"""Lying on the belly, legs folded (FR, FL, RR, RL x hip, thigh, calf): the first target
+of Unitree's low-level stand example (``example/go2/low_level/go2_stand_example.py``,
+``_targetPos_1``), where the sport service's StandDown leaves the robot."""
+LYING_TOLERANCE = 0.3
+"""rad: thighs and calves this close to :data:`LYING_POSE` (folded at least that far) count as lying."""
+
+
+def is_lying(q: np.ndarray, dq: np.ndarray | None = None) -> bool:
+    """Whether measured joints (and velocities, if given) show a robot lying still:
+    every thigh and calf folded to within :data:`LYING_TOLERANCE` of :data:`LYING_POSE`
+    (or further), no joint moving faster than 0.5 rad/s."""
+    q = np.asarray(q, dtype=np.float64)
+    if q.shape != LYING_POSE.shape or not np.all(np.isfinite(q)):
+        return False
+    thigh, calf = q[1::3], q[2::3]
+    folded = bool(np.all(thigh >= LYING_POSE[1::3] - LYING_TOLERANCE)
+                  and np.all(calf <= LYING_POSE[2::3] + LYING_TOLERANCE))
+    still = dq is None or bool(np.all(np.abs(np.asarray(dq, dtype=np.float64)) < 0.5))
+    return folded and still
+
 
 class Mode(enum.Enum):
     DAMPING = "damping"
     STANDING = "standing"
     HOLD = "hold"
     POLICY = "policy"
+    LYING_DOWN = "lying_down"
 
 
 @dataclass
@@ -115,6 +144,15 @@ class DeploymentStateMachine:
         self._stand_start = now
         self.mode, self.reason = Mode.STANDING, ""
 
+    def lie_down(self, now: float, measured: np.ndarray, reason: str) -> None:
+        """Start lying down from the measured pose (already lying down: only the reason changes)."""
+        if self.mode is Mode.LYING_DOWN:
+            self.reason = reason
+            return
+        self._stand_from = np.clip(np.asarray(measured, dtype=np.float64), self._low, self._high)
+        self._stand_start = now
+        self.mode, self.reason = Mode.LYING_DOWN, reason
+
     def command(self, now: float, q: np.ndarray) -> None:
         """A new policy command (validated by the caller), clipped to the joint ranges."""
         self._command = np.clip(q, self._low, self._high)
@@ -138,12 +176,15 @@ class DeploymentStateMachine:
         if self.mode is Mode.DAMPING:
             out.kd[:] = cfg.damping_kd
             return out, fault
-        if self.mode is Mode.STANDING:
+        if self.mode in (Mode.STANDING, Mode.LYING_DOWN):
             s = min(max((now - self._stand_start) / cfg.stand_seconds, 0.0), 1.0)
-            out.q[:] = (1 - s) * self._stand_from + s * C.DEFAULT_POSE
+            goal = C.DEFAULT_POSE if self.mode is Mode.STANDING else LYING_POSE
+            out.q[:] = (1 - s) * self._stand_from + s * goal
             out.kp[:], out.kd[:] = cfg.stand_kp, cfg.stand_kd
-            if s >= 1.0:
+            if s >= 1.0 and self.mode is Mode.STANDING:
                 self.mode, self._mode_time = Mode.HOLD, now
+            elif s >= 1.0:  # lying: no torque needed to stay there
+                self.damp(self.reason)
             return out, fault
         if self.mode is Mode.HOLD:
             out.q[:], out.kp[:], out.kd[:] = C.DEFAULT_POSE, cfg.stand_kp, cfg.stand_kd

@@ -19,17 +19,12 @@ What the real robot would do in the same faults (and what this backend makes of 
 
 from __future__ import annotations
 
-import json
-import os
-import select
-import signal
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+from go2_rig import EmulatorProcess, enable, wait_for
 
 from sim2real.hardware.backend import HardwareError, Phase, backend_class
 from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
@@ -132,64 +127,7 @@ def test_leg_odometry_tracks_the_simulated_trot() -> None:
         emu.close()
 
 
-# -- the whole link, emulator in its own process ------------------------------------------
-class EmulatorProcess:
-    """``python -m sim2real.hardware.emulator.go2_serve`` on this test's DDS domain."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sim2real.hardware.emulator.go2_serve", "--domain-id", str(default_domain()),
-             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-        end, seen = time.monotonic() + 30, ""
-        assert self.proc.stderr is not None
-        while time.monotonic() < end:
-            ready, _, _ = select.select([self.proc.stderr], [], [], 0.5)
-            if ready:
-                line = self.proc.stderr.readline()
-                seen += line
-                if line.strip() == "ready":
-                    return
-                if not line and self.proc.poll() is not None:
-                    break
-        self.proc.kill()
-        raise RuntimeError(f"emulator did not start: {seen}")
-
-    def stop(self) -> dict:
-        """SIGTERM, then its summary ({} when it had already died)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        out, _ = self.proc.communicate(timeout=10)
-        lines = out.strip().splitlines()
-        return json.loads(lines[-1]) if lines else {}
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(5)
-
-
-def _wait(condition, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
-
-
-def _enable(backend: Go2Backend) -> None:
-    """enable(), up to 3 times if a stale stream aborted the stand-up: on this shared machine the
-    emulator's process is sometimes descheduled for over 60 ms, and the backend then rightly
-    drops to damping (the fault tests below check exactly that)."""
-    for attempt in range(3):
-        try:
-            backend.enable()
-            return
-        except HardwareError as exc:
-            if "stale lowstate" not in str(exc) or attempt == 2:
-                raise
-            print(f"\nenable() retried after: {exc}")
-
-
+# -- the whole link, emulator in its own process (go2_rig) -----------------------------------
 def _height(backend: Go2Backend) -> float:
     m = backend.state()
     assert m is not None and m.base_pos is not None
@@ -227,18 +165,18 @@ def test_connect_stand_command_stale_estop() -> None:
         with pytest.raises(HardwareError):
             backend.enable()  # not connected
         backend.connect(10.0)
-        assert _wait(lambda: len(received) > 10, 1.0)
+        assert wait_for(lambda: len(received) > 10, 1.0)
         m = received[-1]
         assert set(m.stamps) == {"joint_states", "odom", "imu"} and backend.health().state_age < 0.05
         assert all(getattr(m, f) is not None for f in ("joint_pos", "joint_vel", "joint_effort", "base_pos",
                                                          "base_quat", "base_lin_vel", "base_ang_vel"))
         assert backend.phase is Phase.CONNECTED and backend.detail()["mode"] == "damping"
         # passive: the legs fold under the robot's weight
-        assert _wait(lambda: _height(backend) < 0.15, 3.0), _height(backend)
+        assert wait_for(lambda: _height(backend) < 0.15, 3.0), _height(backend)
         backend.command(C.DEFAULT_POSE)  # ignored: not enabled
         assert backend.counters()["commands_ignored"] == 1
         started = time.monotonic()
-        _enable(backend)
+        enable(backend)
         print(f"\nstand-up took {time.monotonic() - started:.2f} s")
         assert backend.phase is Phase.ENABLED
         assert abs(_height(backend) - C.STANDING_HEIGHT) < 0.05, _height(backend)
@@ -259,7 +197,7 @@ def test_connect_stand_command_stale_estop() -> None:
         with pytest.raises(ValueError):
             backend.command(np.zeros(11))
         # the policy stops: damping within 3 control periods of the last command
-        assert _wait(lambda: backend.phase is Phase.CONNECTED, 1.0)
+        assert wait_for(lambda: backend.phase is Phase.CONNECTED, 1.0)
         fault = backend.last_fault
         print(f"stale command -> damping at command age {fault['command_age'] * 1e3:.1f} ms")
         assert "stale command" in fault["reason"]
@@ -270,7 +208,7 @@ def test_connect_stand_command_stale_estop() -> None:
         print(f"lowcmd writer: {detail['write_rate_hz']} Hz, jitter {detail['write_jitter_ms']} ms")
         assert 400 <= detail["write_rate_hz"] <= 600
         # e-stop latches
-        _enable(backend)
+        enable(backend)
         backend.estop("test")
         assert backend.phase is Phase.ESTOPPED and backend.detail()["mode"] == "damping"
         backend.command(target)
@@ -298,7 +236,7 @@ def test_link_lost_and_robot_restarted() -> None:
     backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
     try:
         backend.connect(10.0)
-        _enable(backend)
+        enable(backend)
         policy_runs = threading.Event()
         policy_runs.set()
 
@@ -311,7 +249,7 @@ def test_link_lost_and_robot_restarted() -> None:
         thread.start()
         time.sleep(0.5)
         emulator.kill()  # the link drops (the robot would keep its last command)
-        assert _wait(lambda: backend.phase is Phase.CONNECTED, 1.0)
+        assert wait_for(lambda: backend.phase is Phase.CONNECTED, 1.0)
         policy_runs.clear()
         thread.join(1.0)
         fault = backend.last_fault
@@ -319,12 +257,12 @@ def test_link_lost_and_robot_restarted() -> None:
         assert "stale lowstate" in fault["reason"] and fault["state_age"] <= 3 * CONTROL_PERIOD + SLACK
         backend.command(C.DEFAULT_POSE)  # ignored now
         emulator = EmulatorProcess()  # the robot reboots, in sport mode
-        assert _wait(lambda: backend.counters().get("robot_restarts", 0) == 1, 10.0)
+        assert wait_for(lambda: backend.counters().get("robot_restarts", 0) == 1, 10.0)
         assert backend.phase is Phase.CONNECTED and backend.detail()["mode"] == "damping"
         with pytest.raises(HardwareError, match="restarted"):
             backend.enable()
         backend.connect(10.0)  # releases sport mode again
-        _enable(backend)
+        enable(backend)
         assert backend.phase is Phase.ENABLED
     finally:
         backend.close()
@@ -340,7 +278,7 @@ def test_corrupted_state_frames_end_in_damping() -> None:
     backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
     try:
         backend.connect(10.0)
-        _enable(backend)
+        enable(backend)
         stop = threading.Event()
 
         def policy() -> None:
@@ -351,7 +289,7 @@ def test_corrupted_state_frames_end_in_damping() -> None:
         thread = threading.Thread(target=policy, daemon=True)
         thread.start()
         try:
-            assert _wait(lambda: backend.phase is Phase.CONNECTED, 10.0)
+            assert wait_for(lambda: backend.phase is Phase.CONNECTED, 10.0)
         finally:
             stop.set()
             thread.join(1.0)

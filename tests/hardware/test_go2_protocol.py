@@ -347,7 +347,7 @@ def test_motion_switcher_releases_sport_mode() -> None:
         try:
             code, data = client.call(CHECK_MODE, 3.0)
             assert code == 0 and json.loads(data)["name"] == "normal"
-            client.release(3.0)
+            assert client.release_mode(3.0) == 0
         finally:
             stop.set()
             thread.join(2.0)
