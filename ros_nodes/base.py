@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import rclpy
 from rclpy.clock import Clock
@@ -34,18 +34,23 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from sim2real.errors import ConfigError
+from sim2real.ros_nodes.node_log import NodeLogger
 from sim2real.sim.core.schema import FieldSpec, coerce, fields_of
 
 Params = dict[str, Any]
 
 
 class ThrottledLog:
-    """``log_throttled`` for an rclpy node (mixed in before the node class)."""
+    """Logging that cannot raise, and ``log_throttled``, for an rclpy node (mixed in
+    before the node class): :meth:`get_logger` is a :class:`~.node_log.NodeLogger`."""
 
     _throttle: dict[str, float]
+    _safe_logger: NodeLogger
 
-    if TYPE_CHECKING:  # the node class it is mixed into provides it
-        def get_logger(self) -> Any: ...
+    def get_logger(self) -> NodeLogger:
+        if not hasattr(self, "_safe_logger"):
+            self._safe_logger = NodeLogger(super().get_logger())  # type: ignore[misc]
+        return self._safe_logger
 
     def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
         """Log ``message`` at most once per ``period`` seconds per ``key`` (first one always)."""
@@ -53,8 +58,10 @@ class ThrottledLog:
             self._throttle = {}
         t = time.monotonic()
         if t - self._throttle.get(key, -1e9) >= period:
+            if len(self._throttle) > 4096:  # keys carry message fragments: never an unbounded table
+                self._throttle.clear()
             self._throttle[key] = t
-            getattr(self.get_logger(), level)(message)
+            self.get_logger().log(message, level)
 
 
 class ManagedNode(ThrottledLog, LifecycleNode):
@@ -70,6 +77,9 @@ class ManagedNode(ThrottledLog, LifecycleNode):
 
     fixed_parameters: frozenset[str] = frozenset()
     """Parameters fixed when the node starts (declared ``read_only``)."""
+
+    report_period: float = 1.0
+    """s between two :meth:`report` calls while the node is active."""
 
     def __init__(self, name: str, settings: type, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -130,11 +140,16 @@ class ManagedNode(ThrottledLog, LifecycleNode):
                               f"this node's: {', '.join(sorted(self.specs))}")
 
     # -- callbacks that cannot kill the executor -------------------------------------------
-    def _guarded(self, callback: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def _guarded(self, callback: Callable[..., Any], what: str, arity: int | None = None) -> Callable[..., Any]:
+        """``callback`` that never raises into the executor. ``arity``: how many arguments
+        rclpy passes (rclpy inspects the signature: a subscription whose callback takes two
+        gets the message's ``MessageInfo``); ``None``: any."""
         def run(*args: Any) -> Any:
             try:
                 return callback(*args)
             except Exception as exc:
+                if not self.context.ok():  # Ctrl-C shut the context under a running callback: no failure
+                    return args[1] if what.startswith("service") and len(args) == 2 else None
                 self.callback_errors += 1
                 self.log_throttled("cb:" + what, f"{what} callback failed: {type(exc).__name__}: {exc}",
                                    level="error")
@@ -149,6 +164,10 @@ class ManagedNode(ThrottledLog, LifecycleNode):
                         response.success, response.message = False, f"failed: {type(exc).__name__}: {exc}"
                     return response
                 return None
+        if arity == 1:
+            return lambda msg: run(msg)
+        if arity == 2:
+            return lambda first, second: run(first, second)
         return run
 
     def _on_set_parameters(self, params: list[Any]) -> Any:
@@ -187,7 +206,9 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         """Called after a callback raised; nodes that command a robot go safe here."""
 
     def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., Any], qos_profile: Any,
-                            **kwargs: Any) -> Any:
+                            message_info: bool = False, **kwargs: Any) -> Any:
+        """rclpy's, with the callback guarded; ``message_info``: ``callback(msg, info)``
+        receives each message's :class:`rclpy.subscription.MessageInfo` (its publisher's GID)."""
         if kwargs.get("event_callbacks") is None and _never_incompatible(qos_profile):
             # rclpy's default event handlers only warn about QoS incompatibility, which a
             # best-effort volatile subscription cannot have; each costs the executor two
@@ -195,7 +216,8 @@ class ManagedNode(ThrottledLog, LifecycleNode):
             from rclpy.event_handler import SubscriptionEventCallbacks
 
             kwargs["event_callbacks"] = SubscriptionEventCallbacks(use_default_callbacks=False)
-        return super().create_subscription(msg_type, topic, self._guarded(callback, f"subscription {topic}"),
+        arity = 2 if message_info else 1
+        return super().create_subscription(msg_type, topic, self._guarded(callback, f"subscription {topic}", arity),
                                            qos_profile, **kwargs)
 
     def create_service(self, srv_type: Any, name: str, callback: Callable[..., Any], *args: Any,
@@ -279,12 +301,28 @@ class ManagedNode(ThrottledLog, LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.start()
         self.active = True
+        self._stop_reports()
+        self._report_timer = self.create_control_timer(self.report_period, self.report)
         return TransitionCallbackReturn.SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.active = False
+        self._stop_reports()
         self.stop()
         return TransitionCallbackReturn.SUCCESS
+
+    def _stop_reports(self) -> None:
+        timer = getattr(self, "_report_timer", None)
+        if timer is not None:
+            self.destroy_timer(timer)
+        self._report_timer = None
+
+    def report(self) -> None:
+        """The node's status on ``diagnostics``, every :attr:`report_period` while active:
+        what the operator reads, and the heartbeat ``deploy`` watches (a node silent for
+        5 s ends the run). Nodes with figures override it; this one says it is alive."""
+        summary = getattr(self, "summary", None)
+        self.publish_status(0, "active", summary() if callable(summary) else {})
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configured = False
@@ -299,7 +337,7 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         """Leave the way deactivate and cleanup would (timers stopped, files closed, the
         robot link released), when the process ends with the node still up. Never raises:
         each step that fails is logged and the next one still runs."""
-        steps = [("stop", self.stop)] if self.active else []
+        steps = [("stop", self.stop), ("reports", self._stop_reports)] if self.active else []
         steps += [("unload", self.unload)] if self.configured else []
         self.active = self.configured = False
         for what, step in steps:

@@ -212,8 +212,7 @@ class CameraNode(ManagedNode):
     def start(self) -> None:
         if isinstance(self.reader, LiveReader):
             self.reader.take()  # read while inactive: old by now, never published as new
-        self._timers = [self.create_control_timer(self.period, self._tick),
-                        self.create_control_timer(1.0, self.report)]
+        self._timers = [self.create_control_timer(self.period, self._tick)]
 
     def stop(self) -> None:
         for t in self._timers:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sim2real.errors import GraphError
 from sim2real.policies import BASELINES_DIR
 from sim2real.ros_nodes.graph import (
     NODE_MODULES,
@@ -266,6 +267,12 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     return summary
 
 
+STARTUP_TIMEOUT = 90.0
+"""s: every node of a one-process-per-node graph reports within this of its start."""
+SILENT_AFTER = 5.0
+"""s: a node that reported and then says nothing for this long is taken as dead (nodes
+report at 1 Hz; five missed reports is no scheduling hiccup)."""
+
 STOP = threading.Event()
 """Set by :func:`request_stop` (SIGINT/SIGTERM): the run's window ends now, the graph and
 the emulator shut down and the summary is still made."""
@@ -275,12 +282,16 @@ def request_stop() -> None:
     STOP.set()
 
 
-def _wait(duration: float, progress: Any) -> None:
+def _wait(duration: float, progress: Any, alive: Any) -> None:
+    """Until ``duration`` ends or a stop is asked; ``alive()`` (raising when a node died)
+    is called several times a second, so a dead node ends the run at once."""
     end = time.monotonic() + duration
     while (left := end - time.monotonic()) > 0 and not STOP.is_set():
+        alive()
         if progress is not None:
             progress(_left(left))
-        STOP.wait(min(1.0, left))
+        STOP.wait(min(0.25, left))
+    alive()
 
 
 def _left(seconds: float) -> str:
@@ -292,10 +303,8 @@ def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progres
     graph = InProcessGraph(params, nodes, opts.domain_id)
     try:
         graph.start()
-        _wait(opts.duration, progress)
+        _wait(opts.duration, progress, graph.raise_if_dead)
         window.append(time.monotonic())
-        if graph.error is not None:
-            raise RuntimeError(f"the executor stopped: {graph.error!r}")
         return {name: node.summary() for name, node in graph.nodes.items() if hasattr(node, "summary")}
     finally:
         graph.shutdown()
@@ -317,15 +326,26 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
     executor.add_node(monitor)
     try:
         graph.start()
-        end = time.monotonic() + opts.duration + 15.0  # start-up: imports and discovery
-        while time.monotonic() < end and not monitor.all_reporting(nodes):
+        end = time.monotonic() + STARTUP_TIMEOUT  # imports and discovery, whatever the run's duration
+        while not monitor.all_reporting(nodes) and not STOP.is_set():
+            if time.monotonic() > end:
+                silent = ", ".join(n for n in nodes if n not in monitor.statuses)
+                raise GraphError(f"{silent} never reported within {STARTUP_TIMEOUT:.0f} s of starting")
             executor.spin_once(timeout_sec=0.1)
             graph.raise_if_dead()
         monitor.reset_window()
+
+        def alive() -> None:
+            graph.raise_if_dead()
+            silent = monitor.silent(nodes, SILENT_AFTER)
+            if silent:
+                raise GraphError(f"{', '.join(silent)} stopped reporting for {SILENT_AFTER:.0f} s (hung or its "
+                                 "executor died): the graph is stopped and the robot held")
+
         stop = time.monotonic() + opts.duration
         while time.monotonic() < stop and not STOP.is_set():
             executor.spin_once(timeout_sec=0.1)
-            graph.raise_if_dead()
+            alive()
             if progress is not None:
                 progress(_left(stop - time.monotonic()))
         window.append(time.monotonic())

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from sim2real.errors import GraphError
 from sim2real.sim.core.errors import ConfigError
 
 NODE_MODULES: dict[str, str] = {
@@ -208,6 +209,13 @@ class InProcessGraph:
     def add_node(self, node: Any) -> None:
         self.executor.add_node(node)
 
+    def raise_if_dead(self) -> None:
+        """Raise ``GraphError`` when the executor has stopped (every node of the graph
+        with it: nothing commands the robot any more)."""
+        if self.error is not None or (self._thread is not None and not self._thread.is_alive()):
+            raise GraphError(f"the graph's executor stopped: {self.error!r}" if self.error is not None
+                             else "the graph's executor stopped")
+
     def shutdown(self) -> None:
         import rclpy
 
@@ -221,10 +229,6 @@ class InProcessGraph:
             node.destroy_node()
         if self.context.ok():
             rclpy.shutdown(context=self.context)
-
-    def _thread_alive(self) -> bool:
-        t = getattr(self, "_thread", None)
-        return t is not None and t.is_alive()
 
 
 class ProcessGraph:

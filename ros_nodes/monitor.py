@@ -1,8 +1,10 @@
 """A plain listener for ``diagnostics``: keeps the latest key-values each node reported
-(the deployment summary in one-process-per-node runs, and the tests' probe)."""
+and when (the deployment summary and its liveness watch in one-process-per-node runs,
+and the tests' probe)."""
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Any
 
@@ -19,6 +21,8 @@ class Monitor(Node):
         self.levels: dict[str, int] = {}
         self.messages: dict[str, str] = {}
         self.history: deque[tuple[str, int, str, dict[str, str]]] = deque(maxlen=10_000)
+        self.last_seen: dict[str, float] = {}
+        """``time.monotonic()`` of each node's latest report."""
         self.create_subscription(DiagnosticArray, "diagnostics", self._on_diag, status_qos())
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
@@ -28,9 +32,16 @@ class Monitor(Node):
             level = int.from_bytes(s.level, "little") if isinstance(s.level, bytes) else int(s.level)
             self.statuses[name], self.levels[name], self.messages[name] = values, level, s.message
             self.history.append((name, level, s.message, values))
+            self.last_seen[name] = time.monotonic()
 
     def all_reporting(self, nodes: list[str]) -> bool:
-        return all(n in self.statuses for n in nodes if n != "recorder")
+        """Every node of ``nodes`` has reported (each managed node reports at 1 Hz)."""
+        return all(n in self.statuses for n in nodes)
+
+    def silent(self, nodes: list[str], seconds: float) -> list[str]:
+        """The nodes of ``nodes`` whose latest report is older than ``seconds`` (or missing)."""
+        now = time.monotonic()
+        return [n for n in nodes if now - self.last_seen.get(n, -1e18) > seconds]
 
     def reset_window(self) -> None:
         self.history.clear()

@@ -88,10 +88,6 @@ class PlannerNode(ManagedNode):
 
     def start(self) -> None:
         self._pending = True  # a course or map that arrived while inactive is planned now
-        self._timer = self.create_control_timer(1.0, self.report)
-
-    def stop(self) -> None:
-        self.destroy_timer(self._timer)
 
     # -- inputs ----------------------------------------------------------------------------
     def _on_course(self, msg: String) -> None:

@@ -141,13 +141,11 @@ class PolicyNode(ManagedNode):
         self.builder.restart()
         self._last_tick = self.now_s()
         self._timer = self.create_control_timer(self.period, self._tick)
-        self._status_timer = self.create_control_timer(1.0, self.report)
 
     def stop(self) -> None:
-        for t in (self._timer, getattr(self, "_status_timer", None)):
-            if t is not None:
-                self.destroy_timer(t)
-        self._timer = self._status_timer = None
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+        self._timer = None
 
     def summary(self) -> dict[str, Any]:
         """Flat counters and latency percentiles (also the diagnostics' key-values)."""

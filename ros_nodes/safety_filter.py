@@ -116,6 +116,7 @@ class SafetyFilterNode(ManagedNode):
         self.state_latency = LatencyStats(deadline)
         if not self._subscribed:  # subscriptions survive cleanup -> configure; make them once
             self._subscribe(info)
+        self.report_period = 1.0 / float(self.param("diagnostics_rate"))  # the base's timer: report()
         publish_on = self.param("publish_on")
         if publish_on not in ("state", "command", "both"):
             raise ValueError(f"publish_on must be state, command or both, got {publish_on!r}")
@@ -207,9 +208,6 @@ class SafetyFilterNode(ManagedNode):
         # Checked every quarter period: with the 2-period timeout the safe action starts
         # within 2.25 periods, leaving scheduling slack below the 3-period requirement.
         self._timers = [self.create_control_timer(self.space.control_dt / 4, self._tick)]
-        rate = float(self.param("diagnostics_rate"))
-        if rate > 0:
-            self._timers.append(self.create_control_timer(1.0 / rate, self.publish_diagnostics))
 
     def stop(self) -> None:
         for t in self._timers:
@@ -386,6 +384,9 @@ class SafetyFilterNode(ManagedNode):
         values.update({f"processing_{k}": v for k, v in percentiles_ms(self.processing).items()})
         values.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.state_latency).items()})
         return values
+
+    def report(self) -> None:
+        self.publish_diagnostics()
 
     def publish_diagnostics(self) -> None:
         if self.chain is None:

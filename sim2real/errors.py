@@ -43,6 +43,11 @@ class UnknownTaskError(Sim2RealError, KeyError):
         return str(self.args[0])
 
 
+class GraphError(Sim2RealError, RuntimeError):
+    """A node of a running deployment graph died or stopped reporting (the robot is held
+    and the run ends)."""
+
+
 class ActionError(Sim2RealError, ValueError):
     """An action has the wrong shape or non-finite values."""
 

@@ -1,0 +1,140 @@
+"""Issue 42, defect 3: no message can kill a node, and a node that dies ends the graph
+loudly. Over real DDS (loopback, private domain).
+
+rclpy's logger raises when one call site logs with two severities; the throttled logger
+did exactly that, inside the callback guard's own error handler, so one malformed
+message after an e-stop ended the safety filter's executor (no more commands, no
+e-stop or reset service) while ``deploy`` ran on until ``--duration``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ros_harness import Harness, make_probe, safety_node, unique_domain_id, wait_for
+
+from sim2real.errors import GraphError
+
+
+def test_a_throttled_log_site_takes_every_severity_without_raising() -> None:
+    from sim2real.ros_nodes.base import ManagedNode
+    from sim2real.ros_nodes.settings import NodeSettings
+
+    h = Harness()
+    try:
+        node = h.add(ManagedNode("loud", NodeSettings, context=h.context))
+        for i, level in enumerate(("warning", "error", "info", "fatal", "debug", "error", "bogus")):
+            node.log_throttled(f"key{i}", f"message {i}", level=level)  # one call site, every severity
+        log = node.get_logger()
+        for level in ("info", "error", "warning"):
+            log.log("direct", level)
+        assert log.failures == 0
+    finally:
+        h.close()
+
+
+def _trigger(h: Harness, service: str) -> tuple[bool, str]:
+    """Call a std_srvs/Trigger service from a node spun by the harness."""
+    from rclpy.node import Node
+    from std_srvs.srv import Trigger
+
+    caller = h.add(Node(f"caller{len(h.nodes)}", context=h.context))
+    client = caller.create_client(Trigger, service)
+    if not client.wait_for_service(timeout_sec=5.0):
+        return False, "no service"
+    future = client.call_async(Trigger.Request())
+    assert wait_for(future.done, 5.0), f"{service} did not answer"
+    result = future.result()
+    return (bool(result.success), result.message) if result is not None else (False, "no answer")
+
+
+def test_a_malformed_joint_state_after_an_estop_leaves_the_filter_alive(tmp_path: Path) -> None:
+    """The repro: e-stop, then one ``joint_states`` with an unknown joint name. The filter
+    keeps sending the hold, and its reset service still answers."""
+    h = Harness()
+    try:
+        safety = h.add(safety_node(h.context, "arm", latch_file=str(tmp_path / "latch.json")))
+        probe = h.add(make_probe(h.context, "arm"))
+        h.spin()
+        assert wait_for(lambda: (probe.publish_state(), probe.publish_raw(np.zeros(7)), len(probe.received()) > 5)[-1],
+                        10.0, step=0.02)
+        assert _trigger(h, "/safety_filter/trip_estop")[0]
+        probe.publish_raw(np.r_[0.1, np.zeros(6)])  # dropped during the e-stop: a warning from that site
+        time.sleep(0.1)
+        names = list(probe.info.joints)
+        names[2] = "panda_joint_unknown"
+        probe.publish_state(names=names)  # refused: an error from the state stream's site
+        time.sleep(0.2)
+        probe.publish_raw(np.r_[0.1, np.zeros(6)])
+        before = len(probe.received())
+        assert wait_for(lambda: (probe.publish_state(), len(probe.received()) > before + 10)[-1], 5.0, step=0.02), \
+            "the filter stopped sending commands"
+        ok, message = _trigger(h, "/safety_filter/reset")
+        assert message != "no service" and ok, message
+        assert safety.callback_errors == 0
+    finally:
+        h.close()
+
+
+def test_an_in_process_graph_whose_executor_stopped_ends_the_run() -> None:
+    from sim2real.ros_nodes.deployment import _wait
+    from sim2real.ros_nodes.graph import InProcessGraph, config_dir, load_config
+
+    graph = InProcessGraph(load_config(config_dir() / "arm.yaml"), ["safety_filter"], unique_domain_id())
+    try:
+        graph.start()
+        graph.executor.shutdown(timeout_sec=2.0)  # the executor is gone: nothing commands the robot
+        t0 = time.monotonic()
+        with pytest.raises(GraphError, match="executor stopped"):
+            _wait(30.0, None, graph.raise_if_dead)
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        graph.shutdown()
+
+
+def _children(pid: int) -> dict[str, int]:
+    """{node module's last part: pid} of ``pid``'s child processes."""
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        child, _, args = line.strip().partition(" ")
+        for part in args.split():
+            if part.startswith("sim2real.ros_nodes."):
+                found[part.rsplit(".", 1)[-1]] = int(child)
+    return found
+
+
+def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> None:
+    """A hung node (SIGSTOP: its executor never runs again) ends a --processes run within
+    seconds, with its name, instead of the run going on silently to --duration."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "arm", "--processes", "--duration", "120",
+           "--domain-id", str(unique_domain_id()), "--policy", "classical"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = 0
+    try:
+        assert wait_for(lambda: "safety_filter" in _children(proc.pid), 60.0, step=0.2)
+        time.sleep(15.0)  # every node up and reporting (start-up takes ~5-10 s here)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        stopped = _children(proc.pid)["safety_filter"]
+        os.kill(stopped, signal.SIGSTOP)
+        t_stop = time.monotonic()
+        _, err = proc.communicate(timeout=120.0)
+        assert proc.returncode == 2, err[-2000:]
+        if "never reported" not in err:  # a start-up slower than 15 s ends at its own deadline instead
+            assert "safety_filter stopped reporting" in err, err[-2000:]
+            assert time.monotonic() - t_stop < 30.0
+    finally:
+        if stopped:
+            with contextlib.suppress(ProcessLookupError):  # the graph's shutdown killed it
+                os.kill(stopped, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
