@@ -11,15 +11,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim2real.policies.safety.base import FilterParams, SafetyFilter
-from sim2real.policies.safety.blind_descent import (
-    BlindDescent,
-    BlindDescentParams,
-    ThrustGain,
-    levelling_rates,
-)
+from sim2real.policies.safety.blind_descent import BlindDescent, BlindDescentParams, levelling_rates
 from sim2real.policies.safety.fallback import Fallback
 from sim2real.policies.safety.guards import tilt_angle
 from sim2real.policies.safety.spaces import CommandSpace
+from sim2real.policies.safety.thrust_model import ThrustGain
 from sim2real.policies.safety.types import FilterReport, SafetyState, compare
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
@@ -152,7 +148,7 @@ class HoverThenLand(Fallback):
             state.fresh_value(f, timeout) for f in ("base_pos", "base_lin_vel", "base_quat", "base_ang_vel"))
         if base_pos is None or lin_vel is None or quat is None or ang_vel is None or self.hold is None:
             if self.blind is None:
-                self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.gain)
+                self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.band())
             out = self.blind.step(state, last_output)
             self.landed = self.blind.motors_off  # down: odometry coming back must not restart the motors
             return out

@@ -4,16 +4,24 @@ position and velocity are lost (and perhaps the IMU too).
 Nothing here cuts thrust early. The descent is flown on a dead-reckoned velocity that
 starts from the last known velocity. While the IMU is fresh its accelerometer drives
 it (the specific force turned to the world frame, minus gravity); without it the
-commanded thrust does (through the motors' lag and the thrust gain learned in flight),
-with gravity and the rotors' linear drag. The attitude is the IMU's while it is fresh,
-otherwise the last known attitude turned by the body rates that were sent since (the
-flight controller's rate loop tracks them). The thrust axis is steered to
-brake the horizontal velocity (tilting at most ``max_brake_tilt``) and then to level,
-and the collective thrust holds a controlled descent speed. The motors spin down only
-once the last known height would have been covered at ``speed_margin`` of that speed,
-plus ``ground_seconds``: the drone is down by then unless the dead reckoning was wrong
-by more than that margin, and even then the spin-down (``spin_down_seconds``) lets it
-sink rather than drop.
+commanded thrust does (through the motors' lag and the thrust gain, with gravity and
+the rotors' linear drag). The thrust gain is only known to lie in a band
+(:class:`~.thrust_model.GainBand`: the description's, narrowed by what was learned in
+flight), so without the IMU the dead reckoning runs three times, for the heaviest
+plausible drone, the estimate and the lightest: the velocity is affine in the gain, so
+every plausible drone lies between the two outer ones. The collective thrust holds the
+estimate at the descent speed, but never so much that the lightest plausible drone
+would sink slower than ``min_descent_speed`` (it must come down: a drone that climbs
+blind is the worst case) and, where that allows, never so little that the heaviest
+would sink faster than ``max_descent_speed``. The attitude is the IMU's while it is
+fresh, otherwise the last known attitude turned by the body rates that were sent since
+(the flight controller's rate loop tracks them). The thrust axis is steered to brake
+the horizontal velocity (tilting at most ``max_brake_tilt``) and then to level. The
+motors spin down only once every plausible drone is down (the lightest one's height)
+and the last known height would have been covered at ``speed_margin`` of the descent
+speed, each plus ``ground_seconds``: the drone is down by then unless the dead
+reckoning was wrong by more than that margin, and even then the spin-down
+(``spin_down_seconds``) lets it sink rather than drop.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim2real.policies.safety.thrust_model import GainBand
 from sim2real.policies.safety.types import SafetyState
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
@@ -50,62 +59,15 @@ def _turn(R: np.ndarray, rates: np.ndarray, dt: float) -> np.ndarray:
     return R @ (np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K))
 
 
-class ThrustGain:
-    """How much vertical acceleration the commanded thrust really gives, learned while
-    odometry is fresh: ``gain = mean(a_z + g) / mean(T cos(tilt) / m)``, exponential
-    means over ``time_constant`` seconds of flight (``T``: the commanded thrust through
-    the motors' lag). Battery sag, a heavier payload or weaker motors move it away from 1
-    (PX4 estimates its hover thrust for the same reason); the blind descent divides by it.
-    """
-
-    def __init__(self, time_constant: float = 2.0, bounds: tuple[float, float] = (0.6, 1.6)) -> None:
-        self.time_constant = time_constant
-        self.bounds = bounds
-        self.lift = 0.0
-        self.accel = 0.0
-        self.weight = 0.0
-        self.thrust = C.HOVER_THRUST
-        self._previous: tuple[float, float] | None = None
-        self._sent: tuple[float, float] | None = None
-
-    @property
-    def gain(self) -> float:
-        if self.weight < 0.5:  # under half a time constant of flight: the nominal model
-            return 1.0
-        return float(np.clip(self.accel / max(self.lift, 1e-6), *self.bounds))
-
-    def update(self, state: SafetyState, thrust: float, max_age: float) -> None:
-        """One odometry sample (its stamp must advance) and the thrust sent since."""
-        if self._sent is not None:
-            dt = state.now - self._sent[0]
-            if dt > 0:
-                self.thrust += (self._sent[1] - self.thrust) * (1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT))
-        self._sent = (state.now, float(thrust))
-        vel = state.fresh_value("base_lin_vel", max_age)
-        quat = state.fresh_value("base_quat", max_age)
-        pos = state.fresh_value("base_pos", max_age)
-        if vel is None or quat is None or pos is None:
-            self._previous = None
-            return
-        stamp = state.now - state.age("base_lin_vel")
-        vz = float(vel[2])
-        previous, self._previous = self._previous, (stamp, vz)
-        if previous is None or not 0 < stamp - previous[0] <= 4 * max_age:
-            return
-        lift = self.thrust * float(rotation(quat)[2, 2]) / C.MASS
-        if pos[2] < C.REST_HEIGHT + 0.05 or lift < 0.5 * C.GRAVITY:
-            return  # on (or near) the ground, or nearly falling: contact or lag would dominate
-        dt = stamp - previous[0]
-        decay = float(np.exp(-dt / self.time_constant))
-        self.accel = decay * self.accel + (1 - decay) * ((vz - previous[1]) / dt + C.GRAVITY)
-        self.lift = decay * self.lift + (1 - decay) * lift
-        self.weight = decay * self.weight + (1 - decay)
-
-
 @dataclass
 class BlindDescentParams:
     descent_speed: float = 0.7
     """Vertical speed (m/s) the descent aims for, on its dead-reckoned speed."""
+    min_descent_speed: float = 0.25
+    """Without the IMU, the lightest plausible drone sinks at least this fast (m/s)."""
+    max_descent_speed: float = 1.2
+    """...and, where that allows, the heaviest at most this fast (m/s; the touchdown
+    bound is 1.5)."""
     speed_gain: float = 3.0
     """Vertical acceleration (m/s^2) asked per m/s of speed error."""
     max_accel: float = 3.0
@@ -125,16 +87,22 @@ class BlindDescentParams:
     an unseen gust have kept the drone up, it sinks instead of dropping."""
     ceiling: float = 2.5
     """Height (m) assumed when no height was ever measured."""
+    max_seconds: float = 30.0
+    """Whatever the dead reckoning says, the motors spin down this long after the loss
+    (a drone caught up somewhere, an accelerometer's bias)."""
     thrust_max: float = 0.9 * C.MAX_COLLECTIVE_THRUST
     """Collective thrust bound (N)."""
 
     def validate(self) -> None:
-        positive = (self.descent_speed, self.speed_gain, self.max_accel, self.level_gain, self.ceiling)
+        positive = (self.descent_speed, self.speed_gain, self.max_accel, self.level_gain, self.ceiling,
+                    self.min_descent_speed, self.max_seconds)
         if not (min(positive) > 0 and self.brake_gain >= 0 and 0 <= self.max_brake_tilt < 1.2
                 and 0 < self.speed_margin <= 1 and self.ground_seconds >= 0
-                and self.spin_down_seconds >= 0):
-            raise ValueError("blind descent: speeds, gains, accelerations and the ceiling must be > 0, "
-                             "max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1]")
+                and self.spin_down_seconds >= 0
+                and self.min_descent_speed <= self.descent_speed <= self.max_descent_speed):
+            raise ValueError("blind descent: speeds, gains, accelerations, the ceiling and max_seconds must be "
+                             "> 0, max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1], "
+                             "min_descent_speed <= descent_speed <= max_descent_speed")
 
 
 class BlindDescent:
@@ -146,22 +114,27 @@ class BlindDescent:
         last_command: The command sent since (``[thrust N, body rates rad/s]``); the
             dead reckoning runs it from the loss to now (hover thrust if unknown).
         attitude_timeout: Attitude older than this (s) is dead-reckoned.
-        thrust_gain: The :class:`ThrustGain` learned before the loss.
+        gains: The plausible thrust gains (:meth:`.thrust_model.ThrustGain.band`).
     """
 
+    HEAVY, ESTIMATE, LIGHT = 0, 1, 2
+    """Rows of the dead reckoning: the lowest gain, the estimate, the highest."""
+
     def __init__(self, params: BlindDescentParams, state: SafetyState, last_command: np.ndarray | None,
-                 attitude_timeout: float, thrust_gain: float = 1.0) -> None:
+                 attitude_timeout: float, gains: GainBand) -> None:
         params.validate()
         self.params = params
-        self.thrust_gain = thrust_gain
+        self.gains = gains.as_array()
         self.attitude_timeout = attitude_timeout
         pos, vel, quat = state.value("base_pos"), state.value("base_lin_vel"), state.value("base_quat")
         known = pos is not None
         lost_at = state.now - state.age("base_pos") if known and np.isfinite(state.age("base_pos")) else state.now
         self.lost_at = min(lost_at, state.now)
-        self.height = float(pos[2]) if pos is not None else params.ceiling
-        self.velocity = np.asarray(vel, float).copy() if vel is not None else np.zeros(3)
-        """Dead-reckoned world-frame velocity (m/s)."""
+        self.heights = np.full(3, float(pos[2]) if pos is not None else params.ceiling)
+        """Dead-reckoned heights (m) per row."""
+        start = np.asarray(vel, float).copy() if vel is not None else np.zeros(3)
+        self.velocities = np.tile(start, (3, 1))
+        """Dead-reckoned world-frame velocities (m/s) per row."""
         self.R = rotation(quat) if quat is not None else np.eye(3)
         last = np.asarray(last_command, float) if last_command is not None else np.zeros(0)
         if last.shape != (4,) or not np.all(np.isfinite(last)):
@@ -170,9 +143,22 @@ class BlindDescent:
         self.thrust = float(np.clip(last[0], 0.0, params.thrust_max))
         """The thrust the motors produce (first-order lag behind the command)."""
         self.time = self.lost_at
-        self.cut_at = self.lost_at + max(self.height - C.REST_HEIGHT, 0.0) / (
+        self.static_cut = self.lost_at + max(self.heights[0] - C.REST_HEIGHT, 0.0) / (
             params.speed_margin * params.descent_speed) + params.ground_seconds
-        """When the motors stop: the last known height covered at the slowest credible speed."""
+        """The last known height covered at the slowest credible speed."""
+        self.down_at = np.inf
+        """When the lightest plausible drone reached the ground (dead-reckoned)."""
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """The estimate's dead-reckoned velocity."""
+        return self.velocities[self.ESTIMATE]
+
+    @property
+    def cut_at(self) -> float:
+        """When the motors start to spin down: every plausible drone down, the static bound passed."""
+        p = self.params
+        return min(max(self.static_cut, self.down_at + p.ground_seconds), self.lost_at + p.max_seconds)
 
     def attitude_known(self, state: SafetyState) -> bool:
         return state.fresh("base_quat", self.attitude_timeout)
@@ -200,21 +186,34 @@ class BlindDescent:
         brake = -p.brake_gain * v[:2]
         limit = C.GRAVITY * np.tan(p.max_brake_tilt)
         brake *= min(1.0, limit / max(float(np.linalg.norm(brake)), 1e-9))
-        climb = float(np.clip(p.speed_gain * (-p.descent_speed - v[2]), -p.max_accel, p.max_accel))
-        force = C.MASS * np.array([brake[0], brake[1], C.GRAVITY + climb])
+        force = C.MASS * np.array([brake[0], brake[1], C.GRAVITY + self._climb(-p.descent_speed, v[2])])
         axis = force / np.linalg.norm(force)
         # The vertical component is what the descent needs, at any tilt up to 60 degrees;
         # the horizontal one follows the attitude, which the rates steer.
-        thrust = float(np.clip(force[2] / max(float(self.R[2, 2]), 0.5) / self.thrust_gain, 0.0, p.thrust_max))
+        lift = max(float(self.R[2, 2]), 0.5)
+        thrust = force[2] / lift / self.gains[self.ESTIMATE]
+        if measured is None:  # blind: every plausible gain must come down, the heavy ones not too fast
+            vz = self.velocities[:, 2]
+            lightest = C.MASS * (C.GRAVITY + self._climb(-p.min_descent_speed, vz[self.LIGHT])) / (
+                lift * self.gains[self.LIGHT])
+            heaviest = C.MASS * (C.GRAVITY + self._climb(-p.max_descent_speed, vz[self.HEAVY])) / (
+                lift * self.gains[self.HEAVY])
+            thrust = min(max(thrust, heaviest), lightest)
+        thrust = float(np.clip(thrust, 0.0, p.thrust_max))
         if state.now > self.cut_at:  # down by every credible estimate: spin the motors down
             thrust *= max(0.0, 1.0 - (state.now - self.cut_at) / max(p.spin_down_seconds, 1e-9))
         wx, wy = pointing_rates(self.R, axis, p.level_gain)
         self.command = np.array([thrust, wx, wy, 0.0])
         return self.command.copy()
 
+    def _climb(self, target: float, vz: float) -> float:
+        """The vertical acceleration (m/s^2) the speed loop asks to bring ``vz`` to ``target``."""
+        p = self.params
+        return float(np.clip(p.speed_gain * (target - vz), -p.max_accel, p.max_accel))
+
     def _predict(self, now: float, specific_force: np.ndarray | None = None) -> None:
         """Advance the dead reckoning to ``now``: by the accelerometer's ``specific_force``
-        (body frame) when given, else under the command last sent."""
+        (body frame) when given, else under the command last sent, per plausible gain."""
         span = now - self.time
         if span <= 0:
             return
@@ -222,18 +221,21 @@ class BlindDescent:
         if specific_force is not None:
             accel = self.R @ np.asarray(specific_force, float)
             accel[2] -= C.GRAVITY
-            self.velocity = self.velocity + accel * span
-            self.height += float(self.velocity[2]) * span
+            self.velocities = self.velocities + accel * span
+            self.heights += self.velocities[:, 2] * span
             lag = 1.0 - np.exp(-span / C.MOTOR_TIME_CONSTANT)
             self.thrust += (self.command[0] - self.thrust) * lag
-            return
-        steps = int(np.ceil(span / 0.005))  # the motor lag is 40 ms: integrate finer than that
-        dt = span / steps
-        lag = 1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT)
-        for _ in range(steps):
-            self.thrust += (self.command[0] - self.thrust) * lag
-            self.R = _turn(self.R, self.command[1:], dt)
-            accel = self.thrust_gain * self.thrust / C.MASS * self.R[:, 2] - C.LINEAR_DRAG / C.MASS * self.velocity
-            accel[2] -= C.GRAVITY
-            self.velocity = self.velocity + accel * dt
-            self.height += float(self.velocity[2]) * dt
+        else:
+            steps = int(np.ceil(span / 0.005))  # the motor lag is 40 ms: integrate finer than that
+            dt = span / steps
+            lag = 1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT)
+            for _ in range(steps):
+                self.thrust += (self.command[0] - self.thrust) * lag
+                self.R = _turn(self.R, self.command[1:], dt)
+                accel = (np.outer(self.gains * self.thrust / C.MASS, self.R[:, 2])
+                         - C.LINEAR_DRAG / C.MASS * self.velocities)
+                accel[:, 2] -= C.GRAVITY
+                self.velocities = self.velocities + accel * dt
+                self.heights += self.velocities[:, 2] * dt
+        if not np.isfinite(self.down_at) and self.heights[self.LIGHT] <= C.REST_HEIGHT:
+            self.down_at = now

@@ -70,6 +70,11 @@ MOTOR_TIME_CONSTANT: float = 0.04
 """s, first-order lag from command to thrust (middle of the 30-50 ms reported in [L15], [F15])."""
 HOVER_THRUST: float = MASS * GRAVITY
 """N, total thrust that balances gravity (0.265 N [MEN])."""
+HOVER_THRUST_BAND: tuple[float, float] = (0.85, 1.35)
+"""The thrust a real drone of this description may need to hover, relative to
+:data:`HOVER_THRUST`: from a lighter build or weaker drag (-15 %) to about 9 g of payload
+or a sagging battery (+35 %; the Crazyflie 2.1 lifts up to 15 g, which needs its own
+band). What a fallback that has not yet learned the thrust in flight must be safe for."""
 
 # -- air -------------------------------------------------------------------------------------
 AIR_DENSITY: float = 1.2
