@@ -64,6 +64,7 @@ class HardwareBridge(ManagedNode):
         self._last_phase: Phase | None = None
         """The backend's phase at the previous tick (a change the bridge did not make is logged)."""
         self._enabling: threading.Thread | None = None
+        self._auto_enable_pending = False
         self._judging = threading.Lock()
         self._timers: list[Any] = []
 
@@ -87,8 +88,8 @@ class HardwareBridge(ManagedNode):
         self.state_out = StatePublishers(self, self.info)
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
-                                 command_qos(p["command_deadline"]), event_callbacks=events)
-        self.gate = CommandGate(self, "command", p["command_publisher"])
+                                 command_qos(p["command_deadline"]), event_callbacks=events, message_info=True)
+        self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/estop", self._on_estop)
         self.timeout = float(p["command_timeout_periods"]) * self.space.control_dt
@@ -114,8 +115,7 @@ class HardwareBridge(ManagedNode):
         p = self.params()
         self.preflight = Preflight(self.info, self.configured_backend(), float(p["preflight_seconds"]))
         self.preflight_verdict, self.preflight_runs = "", 0
-        self._timers = [self.create_control_timer(self.space.control_dt, self._tick),
-                        self.create_control_timer(1.0, self.report)]
+        self._timers = [self.create_control_timer(self.space.control_dt, self._tick)]
 
     def stop(self) -> None:
         for timer in self._timers:
@@ -155,8 +155,12 @@ class HardwareBridge(ManagedNode):
         self.states_published += 1
 
     # -- ROS -> robot ----------------------------------------------------------------
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        refused = self.gate.check()
+    def _on_command(self, msg: Float64MultiArray, info: Any) -> None:
+        refused = self.gate.admit(info, time.monotonic())  # also notes who is sending, for enable
+        backend = self.backend
+        if not self.active or backend is None or backend.phase is not Phase.ENABLED or self.gate.bound is None:
+            self.commands_while_disabled += 1  # nothing is sent; enabling binds the filter
+            return
         if refused:  # deadman: nothing fresh from the filter -> safe state on the next tick
             self.commands_refused += 1
             self.log_throttled("foreign", refused, level="error")
@@ -167,10 +171,6 @@ class HardwareBridge(ManagedNode):
             self.log_throttled(key, reason, level="error")
             return
         self.commands_received += 1
-        backend = self.backend
-        if not self.active or backend is None or backend.phase is not Phase.ENABLED:
-            self.commands_while_disabled += 1
-            return
         try:
             backend.command(values)
         except (ValueError, HardwareError) as exc:
@@ -185,6 +185,14 @@ class HardwareBridge(ManagedNode):
         if backend is None:
             return
         self._after_preflight()
+        if self._auto_enable_pending:
+            self._auto_enable()
+        lost = self.gate.watch(time.monotonic())
+        if lost and backend.phase is Phase.ENABLED:
+            backend.safe(lost)
+        if lost:
+            self.get_logger().error(f"{lost}: the robot is in its safe state until a safety filter runs "
+                                    "and it is enabled again (~/enable)")
         phase = backend.phase
         if self._last_phase is Phase.ENABLED and phase is not Phase.ENABLED:
             # The backend's own watchdog (stale state, a lost link) put the robot in its
@@ -221,9 +229,20 @@ class HardwareBridge(ManagedNode):
             self.preflight = Preflight(self.info, self.configured_backend(), p.seconds)
             return
         if self.params(["auto_enable"])["auto_enable"]:
-            reason = self.enable()
+            self._auto_enable_pending = True
+            self._auto_enable()
+
+    def _auto_enable(self) -> None:
+        """``auto_enable`` once the check passed: retried on each tick while the safety
+        filter is not there yet to bind (the launch order is not the discovery order)."""
+        self.gate.filter_missing = False
+        reason = self.enable()
+        if not reason or not self.gate.filter_missing:
+            self._auto_enable_pending = False
             if reason:
                 self.get_logger().error(f"auto_enable: {reason}")
+        else:
+            self.log_throttled("auto_enable", f"auto_enable waits: {reason}", period=5.0, level="warning")
 
     def _on_deadline(self, event: Any) -> None:
         self.deadline_misses += 1
@@ -245,6 +264,9 @@ class HardwareBridge(ManagedNode):
             return preflight.verdict() or "the pre-flight check is being judged"
         if self.preflight_verdict:
             return self.preflight_verdict
+        unbound = self.gate.bind(time.monotonic())  # the filter running now is the one the robot obeys
+        if unbound:
+            return unbound
         self._enabling = threading.Thread(target=self._enable, args=(backend,), daemon=True)
         self._enabling.start()
         return ""

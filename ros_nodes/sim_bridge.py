@@ -13,10 +13,12 @@ velocity command), standing in for an operator. Episode results go to ``episodes
 Accepts ``command`` (std_msgs/Float64MultiArray, forward-command-controller style,
 physical units: joint targets, torques, Cartesian velocities, or the drone's
 collective thrust and body rates, see ``policies/safety/spaces.py``) from the safety
-filter only (:mod:`sim2real.ros_nodes.command_gate`: with any other publisher on
-``command`` it refuses every command). Twists, teleoperation and console commands go
-to the safety filter's inputs. With no command for ``command_timeout`` seconds it
-applies the driver's hold (drone: motors off).
+filter only (:mod:`sim2real.ros_nodes.command_gate`: each message must come from the
+filter's writer the bridge bound to when it started; any other writer's is refused).
+Twists, teleoperation and console commands go to the safety filter's inputs. With no
+command for ``command_timeout`` seconds it applies the driver's hold (drone: motors
+off). When the bound filter leaves the graph the robot holds until a filter runs again
+and an operator calls ``~/enable`` (std_srvs/Trigger), which binds to it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
 
 from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
@@ -97,6 +100,10 @@ class SimBridge(ManagedNode):
         self.views: LiveViews | None = None
         self.frames_published = 0
         """Camera frames rendered and published (each camera's frame counts once)."""
+        self.binding = False
+        """Bind to the safety filter at its first command (set when the bridge starts: a
+        simulated robot is enabled by starting it; after a loss only ``~/enable`` binds)."""
+        self._enable_service = False
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
@@ -127,8 +134,11 @@ class SimBridge(ManagedNode):
         self._last_course: str | None = None
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.create_subscription(Float64MultiArray, "command", self._on_command,
-                                 command_qos(p["command_deadline"]), event_callbacks=events)
-        self.gate = CommandGate(self, "command", p["command_publisher"])
+                                 command_qos(p["command_deadline"]), event_callbacks=events, message_info=True)
+        self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
+        if not self._enable_service:  # services survive cleanup -> configure
+            self.create_service(Trigger, "~/enable", self._on_enable)
+            self._enable_service = True
         if not p["publish_mission"] and hasattr(r.task, "command"):
             self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, mission_qos())
         self.timeout = float(p["command_timeout"])
@@ -140,18 +150,18 @@ class SimBridge(ManagedNode):
         )
 
     def start(self) -> None:
+        self.binding = self.gate.bound is None and not self.gate.lost
         self.publish_state()
         self._timer = self.create_control_timer(self.period, self._tick)
-        self._status_timer = self.create_control_timer(1.0, self.report)
         if self.image_period and self.views is None:
             self.views = LiveViews(self, self.configured_robot())
             self._image_timer = self.create_control_timer(self.image_period, self._publish_images)
 
     def stop(self) -> None:
-        for t in (self._timer, self._image_timer, getattr(self, "_status_timer", None)):
+        for t in (self._timer, self._image_timer):
             if t is not None:
                 self.destroy_timer(t)
-        self._timer = self._image_timer = self._status_timer = None
+        self._timer = self._image_timer = None
 
     def destroy_node(self) -> None:
         if self.views is not None:  # its thread publishes: stop it before the publishers go
@@ -201,10 +211,12 @@ class SimBridge(ManagedNode):
         self.publish_status(0, f"{s['episodes']} episodes, {s['successes']} successes", s)
 
     # -- inputs ----------------------------------------------------------------------
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        refused = self.gate.check()
+    def _on_command(self, msg: Float64MultiArray, info: Any) -> None:
+        if self.binding and not self.gate.bind(time.monotonic()):
+            self.binding = False
+            self.get_logger().info(f"commands from {self.gate.bound.qualified if self.gate.bound else '?'}")
+        refused = self.gate.admit(info, time.monotonic())
         if refused:
-            self.command = None  # hold: nothing from before the intruder counts either
             self.commands_refused += 1
             self.log_throttled("foreign", refused, level="error")
             return
@@ -215,6 +227,17 @@ class SimBridge(ManagedNode):
             return
         self.command, self.command_time = values, time.monotonic()
         self.commands_received += 1
+
+    def _on_enable(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """An operator's go after the filter was lost: bind to the filter running now."""
+        reason = self.gate.bind(time.monotonic()) if self.active else "the sim bridge is not active"
+        if reason:
+            self.get_logger().error(f"enable refused: {reason}")
+        else:
+            self.binding = False
+            self.get_logger().warning(f"enabled: commands from {self.gate.bound.qualified if self.gate.bound else '?'}")
+        response.success, response.message = not reason, reason or "enabled"
+        return response
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = M.twist_arrays(msg)
@@ -228,6 +251,10 @@ class SimBridge(ManagedNode):
         if not self.active or self.robot is None:
             return
         t0 = time.perf_counter()
+        lost = self.gate.watch(time.monotonic())
+        if lost:
+            self.command = None
+            self.get_logger().error(f"{lost}: the robot holds until a safety filter runs and ~/enable is called")
         command = self.command
         fresh = command is not None and time.monotonic() - self.command_time <= self.timeout
         record = self.robot.step(command if command is not None and fresh else self.robot.hold_command())
