@@ -90,7 +90,7 @@ def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enabl
             procs[1] = _node("safety_filter", domain, *latch)  # the filter starts again
             received = bridge("commands_received")
             refused = bridge("commands_refused")
-            assert wait_for(lambda: bridge("commands_refused") > refused + 50, 90.0, step=0.1), \
+            assert wait_for(lambda refused=refused: bridge("commands_refused") > refused + 50, 90.0, step=0.1), \
                 "the restarted filter never published"  # its commands are refused, not obeyed
             assert bridge("commands_received") == received, f"{signal.Signals(sig).name}: obeyed before an enable"
             assert travelled() < 0.01, f"{signal.Signals(sig).name}: the arm moved {travelled():.3f} m"
@@ -101,7 +101,7 @@ def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enabl
 
             assert enable.wait_for_service(timeout_sec=10.0)
             assert wait_for(enabled, 30.0, step=0.5), "the operator's enable was refused"
-            assert wait_for(lambda: bridge("commands_received") > received + 20, 10.0, step=0.1)
+            assert wait_for(lambda received=received: bridge("commands_received") > received + 20, 10.0, step=0.1)
         assert travelled() < 0.01  # the filter holds the arm: no policy runs
     finally:
         h.close()
