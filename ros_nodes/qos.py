@@ -4,8 +4,11 @@
   volatile: a late sample is worthless, the newest one replaces it.
 * commands: reliable, keep last 1, with a deadline where the robot needs a steady
   stream (the deadline events are counted as misses).
-* mission inputs (goal, cmd_vel), e-stop, diagnostics: reliable; the goal is
-  transient-local so a late-joining policy still receives it.
+* mission inputs (goal, cmd_vel), diagnostics: reliable; the goal is transient-local
+  so a late-joining policy still receives it.
+* the e-stop input (``estop``): reliable, keep last 1, transient-local: each source's
+  latest state is durable on the wire, so a restarted safety filter learns at once that
+  a button is still pressed (:func:`estop_qos`).
 """
 
 from __future__ import annotations
@@ -37,3 +40,16 @@ def mission_qos() -> QoSProfile:
 def status_qos() -> QoSProfile:
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.VOLATILE)
+
+
+def estop_qos(depth: int = 1) -> QoSProfile:
+    """What an e-stop source publishes ``estop`` with: its current state stays available
+    to every subscriber that joins later (a restarted safety filter). The filter reads
+    both durable and volatile writers (it subscribes twice: a transient-local reader
+    does not match a volatile writer, and a volatile one receives no history).
+
+    ``depth``: 1 for a source (its latest state); the filter's reader keeps more, as the
+    topic has one DDS instance: with depth 1 a late joiner that receives several
+    sources' states at once kept only the newest (measured: one of two buttons lost)."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)

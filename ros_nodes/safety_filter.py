@@ -18,9 +18,11 @@ gives the safe action within 3 control periods (2.25 nominal). All timing uses t
 control clock (monotonic, or sim time with ``use_sim_time``), never the wall clock.
 
 E-stop: ``estop`` (std_msgs/Bool, ``true`` trips; ``false`` tells that the button was
-released) and the std_srvs/Trigger services ``~/trip_estop`` and ``~/reset``. Only
-``~/reset`` clears the e-stop and the latched guards (fall, geofence, latched
-watchdog), and it refuses while the cause is still present. Latches are written to
+released; sources publish it transient-local, :func:`~.qos.estop_qos`, so their state
+outlives a filter restart) and the std_srvs/Trigger services ``~/trip_estop`` and
+``~/reset``. Only ``~/reset`` clears the e-stop and the latched guards (fall, geofence,
+latched watchdog), and it refuses while the cause is still present, including while any
+e-stop source (each writer of ``estop``, told apart by its DDS GID) still asserts it. Latches are written to
 ``latch_file`` the moment they latch, and a (re)configured node restores them, so no
 lifecycle transition, restart or crash clears one. ``diagnostics``
 (diagnostic_msgs/DiagnosticArray) reports the mode, the source in control, which
@@ -45,8 +47,9 @@ from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
+from sim2real.ros_nodes.command_gate import message_gid
 from sim2real.ros_nodes.latency import LatencyStats
-from sim2real.ros_nodes.qos import command_qos, status_qos
+from sim2real.ros_nodes.qos import command_qos, estop_qos, status_qos
 from sim2real.ros_nodes.settings import SafetyFilterSettings
 from sim2real.ros_nodes.state_input import StateStreams
 from sim2real.sim import robot_deployment
@@ -89,8 +92,8 @@ class SafetyFilterNode(ManagedNode):
         self.safe_reasons: deque[tuple[float, str]] = deque(maxlen=100)
         """(node time, reason) of each start of the safe action (the latest 100)."""
         self.outputs = 0
-        self.estop_input_active = False
-        """The last ``estop`` message was ``true`` (the button is still pressed)."""
+        self.estop_sources: dict[bytes, bool] = {}
+        """Each ``estop`` writer's latest state (``True``: its button is still pressed)."""
         self.latch_store: LatchStore | None = None
         self._timers: list[Any] = []
         self._subscribed = False
@@ -140,7 +143,10 @@ class SafetyFilterNode(ManagedNode):
         self.create_subscription(Float64MultiArray, "teleop_command", lambda m: self._on_command(m, "teleop"),
                                  command_qos())
         self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
-        self.create_subscription(Bool, "estop", self._on_estop, status_qos())
+        # A transient-local reader gets each durable source's state even after a restart, but
+        # does not match a volatile writer; the volatile reader takes those.
+        self.create_subscription(Bool, "estop", self._on_estop, estop_qos(depth=64), message_info=True)
+        self.create_subscription(Bool, "estop", self._on_estop, status_qos(), message_info=True)
         self.create_service(Trigger, "~/trip_estop", self._srv_trip)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(Trigger, "~/reset_stats", self._srv_reset_stats)
@@ -272,10 +278,27 @@ class SafetyFilterNode(ManagedNode):
             return
         self._offer("twist", command, None, t0)
 
-    def _on_estop(self, msg: Bool) -> None:
-        self.estop_input_active = bool(msg.data)
-        if msg.data:
+    def _on_estop(self, msg: Bool, info: Any) -> None:
+        source = message_gid(info) or b"unidentified"
+        pressed = bool(msg.data)
+        if pressed and not self.estop_sources.get(source, False):
+            self.get_logger().error(f"e-stop pressed on {self._estop_source_name(source)}")
+        self.estop_sources[source] = pressed
+        if pressed:
             self.trip("estop topic")
+
+    def _estop_source_name(self, gid: bytes) -> str:
+        for info in self.get_publishers_info_by_topic(self.resolve_topic_name("estop")):
+            if bytes(info.endpoint_gid) == gid:
+                return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+        return "an unidentified estop writer"
+
+    def estop_asserted(self) -> list[str]:
+        """The ``estop`` sources that still assert the e-stop. A writer that left the graph
+        asserts nothing any more (its latch stays until ``~/reset``)."""
+        present = {bytes(i.endpoint_gid) for i in self.get_publishers_info_by_topic(self.resolve_topic_name("estop"))}
+        self.estop_sources = {g: v for g, v in self.estop_sources.items() if g in present or g == b"unidentified"}
+        return [self._estop_source_name(g) for g, pressed in self.estop_sources.items() if pressed]
 
     def _srv_trip(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.trip("trip_estop service")
@@ -284,8 +307,12 @@ class SafetyFilterNode(ManagedNode):
 
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.state.now = self.now_s()
-        done, names = self.configured_chain().reset(self.state, self.estop_input_active)
+        asserted = self.estop_asserted()
+        done, names = self.configured_chain().reset(self.state, bool(asserted))
         if not done:
+            if asserted:
+                names = [n if not n.startswith("estop:") else f"estop: still pressed on {', '.join(asserted)}"
+                         for n in names]
             self.get_logger().error(f"operator reset refused: {'; '.join(names)}")
             response.success, response.message = False, "refused: " + "; ".join(names)
             return response

@@ -148,14 +148,64 @@ def test_a_latch_survives_a_restart_and_only_a_permitted_reset_clears_it(tmp_pat
             assert wait_for(future.done, 5.0)
             return future.result()
 
-        probe.pub_estop.publish(Bool(data=True))
-        assert wait_for(lambda: second.estop_input_active, 5.0)
+        probe.pub_estop.publish(Bool(data=True))  # a volatile source says it again
+        assert wait_for(lambda: bool(second.estop_asserted()), 5.0)
         answer = call()
-        assert not answer.success and "still active" in answer.message and second.chain.estop.tripped
+        assert not answer.success and "still pressed on /probe" in answer.message and second.chain.estop.tripped
         probe.pub_estop.publish(Bool(data=False))  # released
-        assert wait_for(lambda: not second.estop_input_active, 5.0)
+        assert wait_for(lambda: not second.estop_asserted(), 5.0)
         answer = call()
         assert answer.success and not second.chain.estop.tripped and not latch.exists()
+    finally:
+        h.close()
+
+
+def test_a_restarted_filter_knows_the_button_is_still_pressed(tmp_path: Path) -> None:
+    """Issue 42, defect 5: the button's state is durable on the wire. Pressed once before
+    the filter restarts and never said again, it still refuses the reset; of two
+    sources, one still pressing refuses it too."""
+    from rclpy.node import Node
+    from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
+
+    from sim2real.ros_nodes.qos import estop_qos
+
+    latch = tmp_path / "latch.json"
+    h = Harness()
+    try:
+        first = h.add(safety_node(h.context, "arm", latch_file=str(latch)))
+        button = h.add(Node("estop_button", context=h.context)).create_publisher(Bool, "estop", estop_qos())
+        pendant = h.add(Node("teach_pendant", context=h.context)).create_publisher(Bool, "estop", estop_qos())
+        h.spin()
+        assert wait_for(lambda: button.get_subscription_count() > 0, 5.0)
+        button.publish(Bool(data=True))  # pressed, once
+        pendant.publish(Bool(data=False))
+        assert wait_for(lambda: first.chain.estop.tripped, 5.0)
+        h.executor.remove_node(first)
+        h.nodes.remove(first)
+        first.destroy_node()
+        second = h.add(safety_node(h.context, "arm", latch_file=str(latch)))
+        caller = h.add(Node("operator", context=h.context))
+        reset = caller.create_client(Trigger, "/safety_filter/reset")
+        assert reset.wait_for_service(timeout_sec=5.0)
+
+        def call() -> Trigger.Response:
+            future = reset.call_async(Trigger.Request())
+            assert wait_for(future.done, 5.0)
+            return future.result()
+
+        assert wait_for(lambda: len(second.estop_sources) == 2, 5.0), (second.estop_sources, second.callback_errors,
+                                                                        button.get_subscription_count())
+        answer = call()
+        assert not answer.success and "still pressed on /estop_button" in answer.message, answer.message
+        assert second.chain.estop.tripped
+        button.publish(Bool(data=False))
+        pendant.publish(Bool(data=True))  # the other source presses: still refused
+        assert wait_for(lambda: second.estop_asserted() == ["/teach_pendant"], 5.0)
+        assert not call().success
+        pendant.publish(Bool(data=False))
+        assert wait_for(lambda: not second.estop_asserted(), 5.0)
+        assert call().success and not second.chain.estop.tripped
     finally:
         h.close()
 
