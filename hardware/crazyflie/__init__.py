@@ -5,8 +5,8 @@
   side and the emulator, so both agree on every byte.
 * :mod:`~sim2real.hardware.crazyflie.thrust`: collective thrust in newtons <-> the
   firmware's 16-bit thrust command, and the sign conventions of the legacy setpoint.
-* :mod:`~sim2real.hardware.crazyflie.descent`: the controlled descent of the backend's
-  safe state (setpoints the backend keeps sending, so the firmware watchdog never trips).
+* :mod:`~sim2real.hardware.crazyflie.landing`: the backend's safe state, the firmware's
+  own landing (its high-level commander), handed over and watched.
 * :mod:`~sim2real.hardware.crazyflie.backend`: :class:`CrazyflieBackend` (cflib's API).
 
 The robot side (firmware behaviour over the simulated drone) is

@@ -11,17 +11,20 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
   releases the firmware's thrust lock;
 * ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` -> ``send_setpoint`` (deg/s,
   yaw rate negated, thrust through :class:`~.thrust.ThrustMap`);
-* ``safe``: the controlled descent of :mod:`.descent`, flown by this backend's own
-  thread at the control rate so the firmware's watchdog never trips; the backend goes
-  there by itself while enabled when no command came for ``stale_after`` s or no log
-  data for ``state_timeout`` s (both 0.15 s), and when the link is lost
-  (cflib's callbacks, or no log data for ``link_timeout`` s: then DISCONNECTED);
+* ``safe``: the firmware's own landing (:mod:`.landing`: the high-level commander's
+  ``land``, then ``notify_setpoint_stop`` so it takes over), handed over and watched by
+  this backend's own thread; the backend goes there by itself while enabled when no
+  command came for ``stale_after`` s or no log data for ``state_timeout`` s (both
+  0.15 s: the state is lost, the link may still carry the hand-over), and when the
+  link is lost (cflib's callbacks, or no log data for ``link_timeout`` s: then
+  DISCONNECTED; the hand-over is still sent, in case the drone still hears);
 * ``estop``: the firmware's emergency stop (supervisor command, and the legacy
   localization packet for older firmware): motors off now, Locked until rebooted.
 
-What the real robot does when this backend cannot act (process killed, link gone): the
-firmware levels out after 0.5 s keeping its last thrust and cuts the motors after 2 s,
-then locks: a fall from the flight height.
+What the real robot does when this backend cannot act (process killed, link gone both
+ways before the hand-over): the firmware levels out after 0.5 s keeping its last thrust
+and cuts the motors after 2 s, then locks: a fall from the flight height. Once handed
+over, the landing goes on without the link.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.crazyflie import crtp
-from sim2real.hardware.crazyflie.descent import Descent, DescentConfig
+from sim2real.hardware.crazyflie.landing import CURRENT_YAW, DescentConfig, FirmwareLanding
 from sim2real.hardware.crazyflie.logs import StateAssembler, log_configs
 from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
 from sim2real.hardware.options import load_options
@@ -44,7 +47,7 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Positive, PositiveInt
 from sim2real.sim.drone import constants as C
 
-RATE, ANGLE = 0, 1
+RATE = 0
 LOCKED_BIT, CRASHED_BIT, CAN_FLY_BIT = 1 << 6, 1 << 7, 1 << 3
 _drivers_ready = False
 _drivers_lock = threading.Lock()
@@ -61,13 +64,13 @@ class CrazyflieOptions:
     control_dt: Positive = C.CONTROL_DT
     """s, the deployment's control period."""
     stale_after: Positive = 0.15
-    """s without a command while enabled after which the backend starts its descent.
+    """s without a command while enabled after which the backend hands the landing to the firmware.
     Not 3 control periods (60 ms): a shared host stalled the whole in-process graph for
     ~100 ms in about one flight in three (the demo's emulated hover), and a drone that
     aborts its flight on a host hiccup is no safer. Still well inside the firmware's own
     watchdog (it levels the drone at 0.5 s)."""
     state_timeout: Positive = 0.15
-    """s without any log packet after which an enabled backend starts its descent (the
+    """s without any log packet after which an enabled backend hands the landing over (the
     policy has no state to act on); the same reasoning as ``stale_after``."""
     link_timeout: Positive = 0.5
     """s without any log packet after which the link counts as lost (phase DISCONNECTED).
@@ -75,8 +78,6 @@ class CrazyflieOptions:
     (a shared host's scheduler or garbage collector can delay cflib's threads ~70 ms)."""
     thrust_full_scale: Positive = C.MAX_COLLECTIVE_THRUST
     """N of collective thrust at thrust command 65535 (identify it for a real CF2.1)."""
-    hover_thrust: Positive = C.HOVER_THRUST
-    """N that holds the drone's weight (the descent's reference)."""
     enable_timeout: Positive = 1.0
     """s to wait for the firmware to confirm rate mode and report it can fly."""
 
@@ -100,22 +101,19 @@ class CrazyflieBackend(RobotBackend):
         super().__init__(action_mode, options)
         if action_mode not in ("ctbr", "ctbr_residual"):
             raise ConfigError("action_mode", f"the Crazyflie backend takes ctbr commands, got {action_mode!r}")
-        options = {"descent_hover_thrust": self.options.get("hover_thrust", C.HOVER_THRUST), **self.options}
-        self.cfg, self.descent_config = load_options(options, [(CrazyflieOptions, ""), (DescentConfig, "descent_")],
-                                                     "Crazyflie")
+        self.cfg, self.descent_config = load_options(self.options, [(CrazyflieOptions, ""),
+                                                                    (DescentConfig, "descent_")], "Crazyflie")
         self.thrust_map = ThrustMap(self.cfg.thrust_full_scale)
         self._io = threading.RLock()
         """Orders phase changes and sends: no command goes out after safe() or estop()."""
         self._cf: Any = None
         self._state = StateAssembler(self._publish)
-        self._descent: Descent | None = None
+        self._landing: FirmwareLanding | None = None
         self._last_command = -math.inf
-        self._next_descent_setpoint = -math.inf
-        self._angle_mode_requested = False
         self._stop = threading.Event()
         self._pilot: threading.Thread | None = None
         self._counts: dict[str, int] = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0,
-                                        "descents": 0, "descent_setpoints": 0, "link_lost": 0,
+                                        "landings": 0, "landing_packets": 0, "link_lost": 0,
                                         "log_truncated": 0, "estops_sent": 0}
         self.link_lost_reason = ""
         self._log_sizes: dict[int, int] = {}
@@ -182,8 +180,8 @@ class CrazyflieBackend(RobotBackend):
             if self._phase is not Phase.CONNECTED or self._cf is None:
                 why = f" ({self._reason})" if self._reason else ""
                 raise HardwareError(f"cannot enable: {self._phase.value}{why}")
-            if self._descent is not None:
-                raise HardwareError("cannot enable: the safe-state descent is still landing")
+            if self._landing is not None:
+                raise HardwareError("cannot enable: the firmware is still landing (the safe state)")
         if self.health().state_age > self.cfg.state_timeout:
             raise HardwareError("cannot enable: no fresh state estimate")
         cf = self._cf
@@ -203,7 +201,6 @@ class CrazyflieBackend(RobotBackend):
                 raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason})")
             cf.commander.send_setpoint(0.0, 0.0, 0.0, 0)  # the zero-thrust setpoint: releases the thrust lock
             self._counts["setpoints_sent"] += 1
-            self._angle_mode_requested = False
             self._last_command = time.monotonic()
             self._set_phase(Phase.ENABLED, "")
 
@@ -224,14 +221,14 @@ class CrazyflieBackend(RobotBackend):
     def safe(self, reason: str) -> None:
         with self._io:
             if self._phase is Phase.ENABLED:
-                self._begin_descent(reason)
+                self._begin_landing(reason)
                 self._set_phase(Phase.CONNECTED, reason)
-            elif self._phase is Phase.CONNECTED and self._descent is None:
+            elif self._phase is Phase.CONNECTED and self._landing is None:
                 self._reason = reason
 
     def estop(self, reason: str) -> None:
         with self._io:
-            self._descent = None
+            self._landing = None
             cf = self._cf
             if cf is not None and cf.link is not None:
                 from cflib.crtp.crtpstack import CRTPPacket
@@ -246,21 +243,24 @@ class CrazyflieBackend(RobotBackend):
             self._set_phase(Phase.ESTOPPED, reason)
 
     def close(self) -> None:
+        """Safe state, then the link closes once the firmware's landing must have ended
+        (cflib's close sends a zero setpoint, which would stop the landing mid-air)."""
         self.safe("closing")
-        deadline = time.monotonic() + self.descent_config.timeout + self.descent_config.landed_idle + 1.0
-        while self._descent is not None and time.monotonic() < deadline:
+        landing = self._landing
+        deadline = time.monotonic() + (landing.ends() + 3.0 - landing.start if landing is not None else 0.0)
+        while self._landing is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         self._stop.set()
         if self._pilot is not None and self._pilot is not threading.current_thread():
             self._pilot.join(timeout=1.0)
         with self._io:
-            cf, self._cf, self._descent = self._cf, None, None
+            cf, self._cf, self._landing = self._cf, None, None
             if self._phase is not Phase.ESTOPPED:
                 self._set_phase(Phase.DISCONNECTED, self._reason)
         if cf is not None:
             cf.close_link()  # cflib sends a zero setpoint here: harmless once landed or e-stopped
 
-    # -- the backend's own thread: stale commands, lost link, the descent --------------------
+    # -- the backend's own thread: stale commands, lost link, the landing --------------------
     def _pilot_loop(self) -> None:
         last_tick = time.monotonic()
         while not self._stop.wait(0.004):
@@ -277,55 +277,42 @@ class CrazyflieBackend(RobotBackend):
                     self.safe(f"state stale: no log data for {silent:.3f} s")
                 if not self.link_lost_reason and self._cf is not None and silent > self.cfg.link_timeout:
                     self._link_lost(f"no state for {silent:.3f} s")
-                if self._descent is not None and now >= self._next_descent_setpoint:
-                    self._fly_descent(now)
+                if self._landing is not None:
+                    self._watch_landing(now)
 
-    def _begin_descent(self, reason: str) -> None:
+    def _begin_landing(self, reason: str) -> None:
         m = self.state()
-        z = None if m is None or m.base_pos is None else float(m.base_pos[2])
-        self._descent = Descent(self.descent_config, time.monotonic(), z, reason)
-        self._next_descent_setpoint = -math.inf
-        self._counts["descents"] += 1
-        self._angle_mode_requested = False
+        last_z = None if m is None or m.base_pos is None else float(m.base_pos[2])
+        fresh = m is not None and m.base_lin_vel is not None and self._state_age(m) <= self.cfg.state_timeout
+        z, vz = (last_z, float(m.base_lin_vel[2])) if fresh and m is not None and m.base_lin_vel is not None \
+            else (None, None)
+        self._landing = FirmwareLanding(self.descent_config, time.monotonic(), z, vz, last_z, reason)
+        self._counts["landings"] += 1
+        self._watch_landing(time.monotonic())  # the first hand-over now, not a loop period later
 
-    def _fly_descent(self, now: float) -> None:
-        descent, cf = self._descent, self._cf
-        if descent is None or cf is None:
+    def _watch_landing(self, now: float) -> None:
+        """Send the hand-over while it is due, read the firmware's answer, end the watch."""
+        landing, cf = self._landing, self._cf
+        if landing is None or cf is None:
             return
-        if not self._angle_mode_requested and cf.link is not None:
-            self._set_modes(ANGLE)  # queued to cflib's param thread; the firmware then levels by itself
-            self._angle_mode_requested = True
-        m = self.state()
-        fresh = m is not None and self._state_age(m) <= self.cfg.state_timeout
-        z = vz = None
-        roll_rate = pitch_rate = 0.0
-        if fresh and m is not None and m.base_pos is not None and m.base_lin_vel is not None:
-            z, vz = float(m.base_pos[2]), float(m.base_lin_vel[2])
-            if not self._modes_are(ANGLE) and m.base_quat is not None:  # level from the estimate meanwhile
-                w, x, y, zq = (float(q) for q in m.base_quat)
-                roll = math.atan2(2 * (w * x + y * zq), 1 - 2 * (x * x + y * y))
-                pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - zq * x))))
-                k = self.descent_config.level_gain
-                roll_rate, pitch_rate = math.degrees(-k * roll), math.degrees(-k * pitch)
-        thrust = descent.thrust(now, z, vz)
-        if descent.done:
+        if self._state.supervisor_info is not None and self._state.supervisor_info_time > landing.start:
+            landing.confirm(self._state.supervisor_info)
+        if landing.due(now, self.cfg.control_dt) and cf.link is not None:
+            if not landing.on_ground:  # first the landing, then the priority: an idle planner is motors off
+                cf.high_level_commander.land(0.0, landing.duration, yaw=CURRENT_YAW)
             cf.commander.send_notify_setpoint_stop()
-            self._descent = None
-            return
-        cf.commander.send_setpoint(roll_rate, pitch_rate, 0.0, self.thrust_map.to_pwm(thrust))
-        self._counts["descent_setpoints"] += 1
-        self._next_descent_setpoint = now + self.cfg.control_dt
+            landing.sent.append(now)
+            self._counts["landing_packets"] += 1
+        if landing.done(now):
+            self._landing = None
 
     def _set_modes(self, mode: int) -> None:
         for axis in ("Roll", "Pitch", "Yaw"):
-            if axis == "Yaw" and mode == ANGLE:
-                continue  # yaw stays a rate (0 deg/s): no heading to hold
             self._cf.param.set_value(f"flightmode.stabMode{axis}", mode)
 
     def _modes_are(self, mode: int) -> bool:
         values = self._cf.param.values.get("flightmode", {}) if self._cf is not None else {}
-        axes = ("Roll", "Pitch", "Yaw") if mode == RATE else ("Roll", "Pitch")
-        return all(str(values.get(f"stabMode{a}")) == str(mode) for a in axes)
+        return all(str(values.get(f"stabMode{a}")) == str(mode) for a in ("Roll", "Pitch", "Yaw"))
 
     def _link_lost(self, reason: str) -> None:
         with self._io:
@@ -334,7 +321,7 @@ class CrazyflieBackend(RobotBackend):
             self.link_lost_reason = f"link lost: {reason}"
             self._counts["link_lost"] += 1
             if self._phase is Phase.ENABLED:
-                self._begin_descent(self.link_lost_reason)  # best effort: the uplink may still work
+                self._begin_landing(self.link_lost_reason)  # best effort: the drone may still hear us
             if self._phase is not Phase.ESTOPPED:
                 self._set_phase(Phase.DISCONNECTED, self.link_lost_reason)
 
@@ -348,7 +335,7 @@ class CrazyflieBackend(RobotBackend):
         return {**self._counts, **self._state.counters}
 
     def detail(self) -> dict[str, Any]:
-        d = self._descent
+        d = self._landing
         return {"uri": self.cfg.uri, "battery_v": self._state.battery_v, "supervisor_info": self._state.supervisor_info,
-                "descent": None if d is None else {"stage": d.stage, "reason": d.reason},
+                "landing": None if d is None else {"stage": d.stage, "reason": d.reason, "duration_s": d.duration},
                 "link": self.link_lost_reason or "up", "thrust_full_scale_n": self.cfg.thrust_full_scale}

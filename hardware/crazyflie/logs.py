@@ -59,6 +59,8 @@ class StateAssembler:
         self.imu: tuple[np.ndarray, np.ndarray, float] | None = None
         self.battery_v = math.nan
         self.supervisor_info: int | None = None
+        self.supervisor_info_time = -math.inf
+        """Host time the supervisor's bits arrived."""
         self.counters: dict[str, int] = {"odom_frames": 0, "imu_frames": 0, "battery_frames": 0,
                                          "rejected_non_finite": 0, "rejected_quaternion": 0}
         self.last_frame = -math.inf
@@ -93,7 +95,7 @@ class StateAssembler:
             self._count("imu_frames")
         elif config.name == "battery":
             self.battery_v = values["pm.vbat"]
-            self.supervisor_info = int(values["supervisor.info"])
+            self.supervisor_info, self.supervisor_info_time = int(values["supervisor.info"]), now
             self._count("battery_frames")
             return None
         with self._lock:

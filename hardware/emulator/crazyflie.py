@@ -4,9 +4,10 @@ It answers what cflib 0.1.34 asks on connect (link source, protocol version 12, 
 reset and TOC, memory count 0, param TOC and every value), echoes pings, streams log
 blocks at their requested periods, takes parameter writes, legacy RPYT setpoints, the
 generic STOP setpoint and notify-setpoint-stop, the emergency stop (supervisor command
-and the legacy localization packet) and the supervisor state query, and behaves as the
-firmware does with them (:mod:`.crazyflie_firmware`: thrust lock, watchdog, rate or
-angle mode). One datagram is one CRTP packet; replies go to the sender of the latest
+and the legacy localization packet) the supervisor state query and the high-level commander's
+take-off, landing and stop, and behaves as the firmware does with them
+(:mod:`.crazyflie_firmware`: thrust lock, commander priorities, watchdog, rate or angle
+mode; :mod:`.crazyflie_hl`: the planner). One datagram is one CRTP packet; replies go to the sender of the latest
 valid packet (cflib opens a new client port on every ``open_link``).
 
 Every malformed datagram (empty, oversize, a setpoint or write of the wrong length,
@@ -15,7 +16,8 @@ would fly a NaN, the emulator refuses it so the simulation survives, and counts 
 
 Every state frame goes through :meth:`StreamFaults.due` before it is encoded, so the
 pre-flight check's fault injections look the same as on every other protocol.
-:meth:`set_link` drops the radio link both ways (a Crazyflie out of range).
+:meth:`set_link` drops the radio link both ways (a Crazyflie out of range), or only
+from the drone to the host (the state lost, the drone still hearing its host).
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ class CrazyflieEmulatorConfig:
     are the ports cflib's UDP scan probes."""
     task: str = "DroneHover"
     """Simulated task (registry name): its target is the mission's goal."""
-    dr: str = "none"
-    """Domain-randomization preset of the simulated drone."""
+    dr: str | dict[str, Any] = "none"
+    """Domain randomization of the simulated drone: a preset name or field values
+    (``{"mass_scale": [1.3, 1.3]}``: a drone 30 % heavier than its description)."""
     seed: int = 0
     start: str = "ground"
     """Where episodes start (``ground``: on the pad, motors off, as a real takeoff)."""
@@ -108,6 +111,8 @@ class CrazyflieEmulator(Emulator):
         self.address: tuple[str, int] = self.sock.getsockname()
         self.peer: tuple[str, int] | None = None
         self.link_up = True
+        self.downlink_up = True
+        """False: nothing reaches the host (logs, replies) while the drone still hears it."""
         self.boot: float | None = None
         self.ticks = self.overruns = self.control_steps = 0
         self.motor_seconds = 0.0
@@ -165,7 +170,7 @@ class CrazyflieEmulator(Emulator):
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
 
     def _reply(self, port: int, channel: int, data: bytes) -> None:
-        if self.peer is None or not self.link_up:
+        if self.peer is None or not self.link_up or not self.downlink_up:
             return
         try:
             self.sock.sendto(crtp.encode(port, channel, data), self.peer)
@@ -180,15 +185,17 @@ class CrazyflieEmulator(Emulator):
             self.boot = now
         d = self.data
         acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        self.firmware.high_level_tick(now, d.qpos[:3])
         self.firmware.supervise(now, float(acc[2]), float(np.linalg.norm(acc)))
-        d.ctrl[:] = self.firmware.rotor_commands(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3])
+        d.ctrl[:] = self.firmware.rotor_commands(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3],
+                                                 position=d.qpos[:3], velocity=d.qvel[:3])
         mujoco.mj_step(self.model, d, self._substeps)
         self.ticks += 1
         if d.ctrl.any():
             self.motor_seconds += self.config.tick
         if self.ticks % self._ticks_per_control == 0:
             self._evaluate()
-        if self.logs.streaming and self.peer is not None and self.link_up:
+        if self.logs.streaming and self.peer is not None and self.link_up and self.downlink_up:
             for frame in self.faults.due(now, self._read(d, self.env.engine.phys)):
                 blocks = self.logs.due(now)
                 if not blocks:
@@ -251,9 +258,13 @@ class CrazyflieEmulator(Emulator):
         return self.config.battery_full - 0.35 * float(np.mean(self.data.ctrl)) - self.motor_seconds / 600.0
 
     # -- faults -------------------------------------------------------------------------------
-    def set_link(self, up: bool) -> None:
-        """Drop (``False``) or restore the radio link: nothing received, nothing sent."""
-        self.link_up = bool(up)
+    def set_link(self, up: bool, downlink_only: bool = False) -> None:
+        """Drop (``False``) or restore the radio link: nothing received, nothing sent; with
+        ``downlink_only`` only what the drone sends is lost (its state, its answers)."""
+        if downlink_only:
+            self.downlink_up = bool(up)
+        else:
+            self.link_up = bool(up)
 
     # -- real time ------------------------------------------------------------------------------
     def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:

@@ -1,7 +1,11 @@
 """What the Crazyflie firmware does with setpoints, modelled on ``crtp_commander_rpyt.c``,
 ``supervisor.c``/``supervisor_state_machine.c`` and ``controller_pid.c`` (2026).
 
-Commander (legacy RPYT setpoints, port 3):
+Commander: setpoints by priority (``commander.c``): RPYT and the generic STOP at the
+CRTP priority; the high-level commander (:mod:`.crazyflie_hl`: take-off, landing, the
+null setpoint when idle) below it, taking over after ``notify_setpoint_stop``.
+
+Legacy RPYT setpoints (port 3):
   * the thrust lock: every thrust is applied as 0 until a setpoint with thrust exactly 0
     arrives (once per boot);
   * a thrust command below 1000 gives no power; commands are clamped at 60000;
@@ -21,7 +25,11 @@ Supervisor:
 
 Controller: the attitude loop (P, 6 1/s as the firmware's default) feeds the simulated
 drone's own body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateController`,
-the ``ctbr`` path of the simulator), so rate-mode flight matches the simulator's.
+the ``ctbr`` path of the simulator), so rate-mode flight matches the simulator's. The
+high-level commander's position setpoints go through the simulator's cascaded PID
+(:class:`~sim2real.sim.drone.position_control.CascadedPID`, its integrator always on as
+the firmware's velocity PID's is) on the true state, which stands in for the firmware's
+own estimate and ``controller_pid.c``'s position and velocity loops.
 """
 
 from __future__ import annotations
@@ -33,8 +41,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim2real.hardware.crazyflie.thrust import PWM_CLAMP, PWM_MIN_POWER, ThrustMap, wire_to_attitude
+from sim2real.hardware.emulator.crazyflie_hl import (
+    PRIORITY_CRTP,
+    PRIORITY_DISABLE,
+    PRIORITY_HIGHLEVEL,
+    HighLevelCommander,
+)
 from sim2real.hardware.emulator.crazyflie_toc import ParamSubsystem
+from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.position_control import CascadedPID, CascadedPIDGains
 from sim2real.sim.drone.rate_control import BodyRateController
 
 WDT_LEVEL = 0.5
@@ -49,7 +65,8 @@ ATTITUDE_KP = 6.0
 
 @dataclass(frozen=True)
 class Setpoint:
-    """One decoded RPYT setpoint (wire values)."""
+    """One setpoint the commander holds: a decoded RPYT setpoint (wire values), the null
+    setpoint (``kind`` "null": motors off) or a high-level position setpoint."""
 
     roll: float
     pitch: float
@@ -59,6 +76,10 @@ class Setpoint:
     rate: tuple[bool, bool, bool]
     """RATE mode per axis (roll, pitch, yaw) when it was decoded."""
     time: float
+    kind: str = "rpyt"
+    """rpyt, null, position."""
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 class Firmware:
@@ -68,6 +89,10 @@ class Firmware:
         self.params = params
         self.thrust_map = thrust_map
         self.rate_controller = BodyRateController(1, inner_dt)
+        self.position_controller = CascadedPID(1, dt=inner_dt, gains=CascadedPIDGains(integral_zone=(1.0, 1.5)))
+        self.hl = HighLevelCommander()
+        self.priority = PRIORITY_DISABLE
+        self._now = 0.0
         self.thrust_locked = True
         self.setpoint: Setpoint | None = None
         self.state = "ready"
@@ -90,15 +115,27 @@ class Firmware:
             self.counters["locked_thrust"] += 1
         applied = 0 if self.thrust_locked or thrust < PWM_MIN_POWER else min(thrust, PWM_CLAMP)
         rate = tuple(self.params.get(f"flightmode.stabMode{a}") == 0 for a in ("Roll", "Pitch", "Yaw"))
-        self.setpoint = Setpoint(roll, pitch, yaw, applied, (rate[0], rate[1], rate[2]), now)
-        self.history.append(self.setpoint)
-        self.counters["setpoints"] += 1
+        self._from_crtp(Setpoint(roll, pitch, yaw, applied, (rate[0], rate[1], rate[2]), now))
 
     def stop_setpoint(self, now: float) -> None:
         """The generic commander's STOP setpoint: motors off (a fresh setpoint)."""
-        self.setpoint = Setpoint(0.0, 0.0, 0.0, 0, (False, False, True), now)
-        self.history.append(self.setpoint)
+        self._from_crtp(Setpoint(0.0, 0.0, 0.0, 0, (False, False, True), now, kind="null"))
+
+    def _from_crtp(self, sp: Setpoint) -> None:
+        """``commanderSetSetpoint`` at the CRTP priority: it wins and stops the planner."""
+        self.setpoint, self.priority = sp, PRIORITY_CRTP
+        self.hl.stop()
+        self.history.append(sp)
         self.counters["setpoints"] += 1
+
+    def notify_setpoint_stop(self) -> None:
+        """``commanderRelaxPriority``: any source may take over, the high-level commander
+        at its next tick (its null setpoint if it has no trajectory: motors off)."""
+        self.priority = PRIORITY_HIGHLEVEL
+
+    def high_level(self, data: bytes, now: float) -> str | None:
+        """One high-level commander packet (port 8); None when understood."""
+        return self.hl.command(data, now, blocked=self.state in ("locked", "crashed"))
 
     def emergency_stop(self, reason: str = "emergency stop") -> None:
         """Motors off now, latched until reboot."""
@@ -114,6 +151,24 @@ class Firmware:
     @property
     def flying(self) -> bool:
         return self.state in ("flying", "level_out")
+
+    def high_level_tick(self, now: float, position: np.ndarray) -> None:
+        """The stabilizer's first step: the planner's setpoint offered at its priority
+        (while the supervisor lets it fly)."""
+        self._now = now
+        if self.state in ("locked", "crashed"):
+            return
+        target = self.hl.setpoint(now, position)
+        if self.priority > PRIORITY_HIGHLEVEL:
+            return
+        self.priority = PRIORITY_HIGHLEVEL
+        if target is None:
+            self.setpoint = Setpoint(0.0, 0.0, 0.0, 0, (False, False, True), now, kind="null")
+        else:
+            ref, vel = target
+            self.setpoint = Setpoint(0.0, 0.0, 0.0, 0, (False, False, True), now, kind="position",
+                                     position=(float(ref[0]), float(ref[1]), float(ref[2])),
+                                     velocity=(float(vel[0]), float(vel[1]), float(vel[2])))
 
     def supervise(self, now: float, acc_z_g: float, acc_norm_g: float) -> None:
         """Update the supervisor's state (watchdog, tumble) at ``now``."""
@@ -145,14 +200,19 @@ class Firmware:
         held = now - self.tumble_since
         return (acc_z < -0.2 and held > 0.1) or held > 1.0
 
-    def rotor_commands(self, now: float, quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
-        """The four rotor commands in [0, 1] for this inner period."""
+    def rotor_commands(self, now: float, quat: np.ndarray, gyro: np.ndarray,
+                       position: np.ndarray | None = None, velocity: np.ndarray | None = None) -> np.ndarray:
+        """The four rotor commands in [0, 1] for this inner period (``position`` and
+        ``velocity``: the state estimate, for the high-level commander's setpoints)."""
         sp = self.setpoint
-        off = (self.state in ("locked", "crashed") or sp is None or sp.thrust == 0
+        if sp is not None and sp.kind == "position" and position is not None and velocity is not None:
+            return self._track(now, sp, quat, gyro, position, velocity)
+        off = (self.state in ("locked", "crashed") or sp is None or sp.thrust == 0 or sp.kind != "rpyt"
                or self.params.get("stabilizer.stop") != 0)
         if off or sp is None:
             self.applied_thrust = 0
             self.rate_controller.reset()
+            self.position_controller.reset()
             return np.zeros(4)
         self.applied_thrust = sp.thrust
         self.motors_last_on = now
@@ -170,6 +230,25 @@ class Firmware:
         rotors = self.rate_controller(thrust, rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
         return rotors / C.MAX_THRUST
 
+    def _track(self, now: float, sp: Setpoint, quat: np.ndarray, gyro: np.ndarray, position: np.ndarray,
+               velocity: np.ndarray) -> np.ndarray:
+        """A position setpoint: the position controller's thrust and body rates."""
+        if self.state in ("locked", "crashed") or self.params.get("stabilizer.stop") != 0:
+            self.applied_thrust = 0
+            return np.zeros(4)
+        R = rotation(quat)
+        gains = self.position_controller.gains
+        # The trajectory's velocity as feedforward: kp (target - p) + v_ref.
+        error = np.asarray(sp.position) - position + np.asarray(sp.velocity) / gains.kp_pos
+        obs = np.concatenate([error, velocity, R.reshape(9), gyro, np.zeros(4)])
+        action = self.position_controller.act(obs)
+        thrust = (action[0] + 1.0) / 2.0 * C.MAX_COLLECTIVE_THRUST
+        self.applied_thrust = self.thrust_map.to_pwm(float(thrust))
+        self.motors_last_on = now
+        rates = action[1:] * C.MAX_BODY_RATE
+        rotors = self.rate_controller(np.array([thrust]), rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
+        return rotors / C.MAX_THRUST
+
     def info_bits(self) -> int:
         """``supervisor.info``: can be armed, armed, auto-armed, can fly, flying, tumbled,
         locked, crashed (bits 0-7)."""
@@ -179,6 +258,8 @@ class Firmware:
         bits |= (1 << 5) if self.state == "crashed" else 0
         bits |= (1 << 6) if self.state == "locked" else 0
         bits |= (1 << 7) if self.state == "crashed" else 0
+        bits |= 0x100 if self.hl.state != "idle" else 0  # high-level control active (landing included)
+        bits |= 0x200 if self.hl.finished(self._now) else 0  # its trajectory finished
         return bits
 
 

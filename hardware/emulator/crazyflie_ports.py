@@ -1,6 +1,7 @@
 """The emulated Crazyflie firmware's answer on each CRTP port: link control (echo,
 source), platform (protocol version), log and parameter tables, memory count, the
-RPYT and generic commanders, localization's and the supervisor's emergency stops.
+RPYT, generic and high-level commanders, localization's and the supervisor's emergency
+stops.
 
 Each handler returns ``None`` when it accepted the packet, or why not (counted by the
 emulator as the packet's rejection reason).
@@ -108,9 +109,16 @@ class CrtpPorts:
             self.firmware.stop_setpoint(now)
             return None
         if pk.channel == crtp.GENERIC_META and pk.data[0] == crtp.META_NOTIFY_SETPOINT_STOP:
-            # Relaxes the commander's priority only: the last setpoint and its age stay.
-            return None if len(pk.data) == 5 else "truncated"
+            if len(pk.data) != 5:
+                return "truncated"
+            self.firmware.notify_setpoint_stop()  # the high-level commander takes over
+            return None
         return "unsupported"
+
+    def _high_level(self, pk: crtp.Packet, now: float) -> str | None:
+        if pk.channel != 0:
+            return "unsupported"
+        return self.firmware.high_level(pk.data, now)
 
     def _localization(self, pk: crtp.Packet, now: float) -> str | None:
         if pk.channel == crtp.LOCALIZATION_GENERIC and pk.data[:1] == bytes((crtp.LOCALIZATION_EMERGENCY_STOP,)):
@@ -135,5 +143,5 @@ class CrtpPorts:
         crtp.PORT_LINKCTRL: _link, crtp.PORT_PLATFORM: _platform, crtp.PORT_LOG: _log,
         crtp.PORT_PARAM: _param, crtp.PORT_MEM: _mem, crtp.PORT_COMMANDER: _commander,
         crtp.PORT_COMMANDER_GENERIC: _generic, crtp.PORT_LOCALIZATION: _localization,
-        crtp.PORT_SUPERVISOR: _supervisor,
+        crtp.PORT_SUPERVISOR: _supervisor, crtp.PORT_SETPOINT_HL: _high_level,
     }

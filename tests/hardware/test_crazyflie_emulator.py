@@ -1,6 +1,7 @@
 """The emulated Crazyflie firmware over the simulated drone: cflib connects to it over
 real UDP on loopback; the firmware behaviour (thrust lock, rate mode and its signs, the
-commander watchdog, the e-stop, malformed packets) is driven with the tests' own clock,
+commander watchdog, the e-stop, the high-level commander's landing and the commander's
+priorities, malformed packets) is driven with the tests' own clock,
 packets encoded by cflib's own Commander, so no test sleeps through the watchdog."""
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from cflib.crazyflie.commander import Commander
+from cflib.crazyflie.high_level_commander import HighLevelCommander
 from cflib.crtp.crtpstack import CRTPPacket
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
 from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.landing import CURRENT_YAW
 from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
 from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
 from sim2real.hardware.emulator.crazyflie import CrazyflieEmulator, CrazyflieEmulatorConfig
@@ -261,3 +264,64 @@ def test_mission_is_the_hover_target(host: Host) -> None:
     mission = host.emulator.mission()
     assert mission is not None and mission.goal is not None
     assert 0.8 <= mission.goal[2] <= 1.2 and np.allclose(mission.goal, host.emulator.task.target[0])
+
+
+# -- the high-level commander (the backend's safe state hands the landing to it) ----------------
+def _climb(host: Host) -> None:
+    """Unlock, then 1 s at 1.2 x hover: about 0.6 m up and climbing at 1.4 m/s."""
+    host.run(0.04, (0.0, 0.0, 0.0, 0))
+    host.run(1.0, (0.0, 0.0, 0.0, int(1.2 * HOVER_PWM)))
+    assert height(host.emulator) > 0.3
+
+
+def test_the_high_level_landing_takes_over_after_notify_and_ends_with_the_motors_off(host: Host) -> None:
+    """What the backend sends on a fault: land, then notify_setpoint_stop. The planner
+    lands from where the drone is and leaves it idle (motors off); its setpoints are
+    fresh every tick, so the watchdog never levels or cuts, whatever the link does."""
+    e = host.emulator
+    _climb(host)
+    HighLevelCommander(host).land(0.0, 3.0, yaw=CURRENT_YAW)
+    host.commander.send_notify_setpoint_stop()
+    assert e.firmware.hl.state == "landing" and e.firmware.info_bits() & 0x100
+    touchdown = None
+    for _ in range(round(3.6 / 0.02)):  # no packet from the host from here on
+        host.run(0.02)
+        if touchdown is None and height(e) < C.REST_HEIGHT + 0.01:
+            touchdown = -float(e.data.qvel[2])
+        assert e.firmware.state in ("flying", "ready")  # never level_out or locked
+    assert height(e) < C.REST_HEIGHT + 0.01 and not e.data.ctrl.any() and e.firmware.hl.state == "idle"
+    assert touchdown is not None and touchdown < 0.7 and e.crashes == 0 and e.firmware.info_bits() & 0x200
+    host.run(WDT_SHUTDOWN + 0.5)
+    fw = e.firmware.counters
+    assert fw["level_outs"] == 0 and fw["watchdog_cutoffs"] == 0 and e.firmware.state == "ready"
+    assert e.firmware.hl.counters["hl_landings"] == 1
+
+
+def test_notify_with_an_idle_planner_stops_the_motors(host: Host) -> None:
+    """The firmware's order of things, and why the backend sends land first: a relaxed
+    priority with nothing planned hands the commander to the idle planner's null setpoint."""
+    e = host.emulator
+    _climb(host)
+    host.commander.send_notify_setpoint_stop()
+    host.run(0.008)
+    assert not e.data.ctrl.any() and e.firmware.setpoint is not None and e.firmware.setpoint.kind == "null"
+
+
+def test_an_rpyt_setpoint_stops_the_landing_and_a_second_land_is_refused(host: Host) -> None:
+    e = host.emulator
+    _climb(host)
+    hl = HighLevelCommander(host)
+    hl.land(0.0, 3.0, yaw=CURRENT_YAW)
+    host.commander.send_notify_setpoint_stop()
+    host.run(0.2)
+    hl.land(0.0, 3.0, yaw=CURRENT_YAW)  # plan_land while landing: refused, the landing goes on
+    assert e.firmware.hl.counters["hl_refused"] == 1 and e.firmware.hl.state == "landing"
+    host.run(0.2, (0.0, 0.0, 0.0, int(1.0 * HOVER_PWM)))  # the CRTP priority wins and stops the planner
+    assert e.firmware.hl.state == "idle" and e.firmware.setpoint is not None and e.firmware.setpoint.kind == "rpyt"
+    e.firmware.emergency_stop()
+    hl.land(0.0, 3.0, yaw=CURRENT_YAW)  # locked: blocked
+    assert e.firmware.hl.state == "idle" and e.firmware.hl.counters["hl_refused"] == 2
+    for bad, reason in ((bytes((8,)) + bytes(5), "truncated"), (bytes((12,)) + bytes(20), "unsupported")):
+        count = e.rejected.get(reason, 0)
+        host.raw(crtp.encode(crtp.PORT_SETPOINT_HL, 0, bad))
+        assert e.rejected.get(reason, 0) == count + 1

@@ -1,5 +1,6 @@
-"""CRTP framing, the thrust map, the setpoint sign conventions, the descent controller and
-the backend's option checks: no sockets, no simulator."""
+"""CRTP framing, the thrust map, the setpoint sign conventions, the timing of the
+firmware landing the backend hands over, and the backend's option checks: no sockets,
+no simulator."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from cflib.crtp.crtpstack import CRTPPacket
 
 from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.backend import CrazyflieBackend
-from sim2real.hardware.crazyflie.descent import Descent, DescentConfig
+from sim2real.hardware.crazyflie.landing import DescentConfig, FirmwareLanding
 from sim2real.hardware.crazyflie.thrust import PWM_CLAMP, ThrustMap, ctbr_to_setpoint, wire_to_body_rates
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone import constants as C
@@ -72,29 +73,36 @@ def test_body_rates_survive_cflib_and_the_firmware_sign_flips() -> None:
         assert w_thrust == thrust
 
 
-def test_descent_descends_below_hover_then_idles_past_the_flying_hysteresis() -> None:
+def test_firmware_landing_is_timed_from_the_last_height_and_repeated_until_confirmed() -> None:
     cfg = DescentConfig()
-    d = Descent(cfg, start=0.0, z=1.0, reason="test")
-    hovering = d.thrust(0.0, 1.0, 0.0)
-    assert 0.6 * cfg.hover_thrust <= hovering < cfg.hover_thrust
-    assert d.thrust(0.1, 0.9, -0.6) > hovering  # sinking too fast: more thrust
-    assert d.thrust(0.2, 0.8, 0.5) == pytest.approx(0.6 * cfg.hover_thrust)  # climbing: bounded
-    assert d.thrust(1.0, 0.04, -0.3) == 0.0 and d.stage == "idle"
-    assert d.thrust(1.0 + cfg.landed_idle - 0.01, None, None) == 0.0 and not d.done
-    d.thrust(1.0 + cfg.landed_idle, None, None)
-    assert d.done and cfg.landed_idle > 2.0
+    period = C.CONTROL_DT
+    landing = FirmwareLanding(cfg, start=10.0, z=None, vz=None, last_z=1.2, reason="state stale")
+    assert not landing.on_ground and landing.duration == pytest.approx((1.2 + cfg.height_margin) / cfg.descent_rate)
+    assert landing.due(10.0, period)
+    landing.sent.append(10.0)
+    assert not landing.due(10.01, period) and landing.due(10.02, period)  # once a control period
+    landing.confirm(0x0010)  # flying, but the high-level commander not (yet) active
+    assert not landing.confirmed and landing.due(11.9, period) and not landing.due(12.01, period)  # 2 s at most
+    landing.sent.append(10.5)
+    landing.confirm(0x0110)
+    assert landing.confirmed and landing.stage == "landing" and not landing.due(10.6, period)
+    assert landing.ends() == pytest.approx(10.5 + landing.duration + cfg.settle)  # the last one sent counts
+    assert not landing.done(landing.ends() - 0.01) and landing.done(landing.ends())
+    never = FirmwareLanding(cfg, start=0.0, z=None, vz=None, last_z=None, reason="never had a state")
+    assert never.duration == pytest.approx((cfg.unknown_height + cfg.height_margin) / cfg.descent_rate)
+    never.sent.append(0.0)
+    assert not never.done(never.ends() - 0.01) and never.done(never.ends())  # unconfirmed: watched just as long
 
 
-def test_descent_without_an_estimate_is_open_loop_and_bounded() -> None:
+def test_a_drone_on_the_ground_only_gets_the_notify() -> None:
     cfg = DescentConfig()
-    d = Descent(cfg, start=0.0, z=0.5, reason="no state")
-    assert d.thrust(0.1, None, None) == pytest.approx(cfg.open_loop * cfg.hover_thrust)
-    expected = (0.5 - cfg.land_height) / cfg.descent_rate + 1.0
-    assert d.thrust(expected - 0.05, None, None) > 0.0
-    assert d.thrust(expected + 0.05, None, None) == 0.0 and d.stage == "idle"
-    late = Descent(cfg, start=0.0, z=None, reason="never had a state")
-    late.thrust(cfg.timeout + 0.1, 3.0, 0.0)
-    assert late.stage == "idle"
+    landing = FirmwareLanding(cfg, start=0.0, z=0.02, vz=0.0, last_z=0.02, reason="closing")
+    assert landing.on_ground and landing.duration == 0.0 and landing.stage == "ground"
+    for k in range(3):
+        assert landing.due(0.02 * k, C.CONTROL_DT) and not landing.done(0.02 * k)
+        landing.sent.append(0.02 * k)
+    assert landing.done(0.05) and not landing.due(0.1, C.CONTROL_DT)
+    assert not FirmwareLanding(cfg, 0.0, z=0.02, vz=-0.5, last_z=0.02, reason="falling").on_ground
 
 
 def test_backend_options_are_checked() -> None:
@@ -106,8 +114,10 @@ def test_backend_options_are_checked() -> None:
         CrazyflieBackend("joint_pos")
     with pytest.raises(ValueError):
         CrazyflieBackend("ctbr", {"descent_descent_rate": -1.0})
-    backend = CrazyflieBackend("ctbr", {"uri": "udp://127.0.0.1:1", "descent_landed_idle": 2.5})
-    assert backend.descent_config.landed_idle == 2.5 and backend.cfg.stale_after == pytest.approx(0.15)
+    with pytest.raises(ConfigError):
+        CrazyflieBackend("ctbr", {"hover_thrust": 0.3})  # the host flies no descent: no thrust to give it
+    backend = CrazyflieBackend("ctbr", {"uri": "udp://127.0.0.1:1", "descent_settle": 1.5})
+    assert backend.descent_config.settle == 1.5 and backend.cfg.stale_after == pytest.approx(0.15)
     with pytest.raises(ValueError):
         backend.command(np.array([0.3, 0.0, np.nan, 0.0]))
     with pytest.raises(ValueError):

@@ -30,5 +30,5 @@ def test_good_options_are_taken() -> None:
     go2 = backend_class("unitree_go2")("joint_pos", {"stand_kp": 55, "multicast": False, "peers": ["127.0.0.1"],
                                                      "release_sport_mode": False})
     assert go2.gait.stand_kp == 55.0 and go2.release_sport_mode is False
-    cf = backend_class("crazyflie")("ctbr", {"hover_thrust": 0.3, "descent_descent_rate": 0.2})
-    assert cf.descent_config.hover_thrust == 0.3 and cf.descent_config.descent_rate == 0.2
+    cf = backend_class("crazyflie")("ctbr", {"descent_height_margin": 0.5, "descent_descent_rate": 0.2})
+    assert cf.descent_config.height_margin == 0.5 and cf.descent_config.descent_rate == 0.2
