@@ -34,11 +34,11 @@ from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.go2.codec import Codec, FrameError
 from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, close_participant, participant
 from sim2real.hardware.go2.estimator import EstimatorConfig, LegOdometry
-from sim2real.hardware.go2.handover import HandoverError, SportHandover
+from sim2real.hardware.go2.handover import HandoverError, SportHandover, newest_lying
 from sim2real.hardware.go2.motion_switcher import MotionSwitcherClient
 from sim2real.hardware.go2.protocol import LowState, fill_command, parse_state
 from sim2real.hardware.go2.sport import SportClient
-from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode, is_lying
+from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.hardware.options import load_options
 from sim2real.sim.core.deployment import Measurements
@@ -216,20 +216,10 @@ class Go2Backend(RobotBackend):
         if self._phase is not Phase.ESTOPPED:
             self._set_phase(Phase.DISCONNECTED, "closed")
 
-    def _lying_now(self, wait: float = 0.2) -> bool | None:
-        """Whether the newest ``rt/lowstate`` shows the robot lying (None: no valid
-        frame within ``wait`` s). Only while the loop is not running (it owns the reader)."""
-        end, state = time.monotonic() + wait, None
-        while time.monotonic() < end:
-            for frame in self._reader.take(16):
-                try:
-                    state = parse_state(self.state_codec, frame)
-                except FrameError:
-                    continue
-            if state is not None:
-                return is_lying(state.q, state.dq)
-            self._reader.wait(max(end - time.monotonic(), 0.0))
-        return None
+    def _lying_now(self) -> bool | None:
+        """The newest lowstate shows the robot lying (only while the loop, which owns the
+        reader, is not running)."""
+        return newest_lying(self._reader, self.state_codec)
 
     def _stop_loop(self) -> None:
         self._stop.set()

@@ -25,11 +25,31 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sim2real.hardware.go2.codec import Codec, FrameError
+from sim2real.hardware.go2.dds import RawReader
 from sim2real.hardware.go2.motion_switcher import MotionSwitcherClient
+from sim2real.hardware.go2.protocol import parse_state
 from sim2real.hardware.go2.sport import SportClient
+from sim2real.hardware.go2.state_machine import is_lying
 
 LIE_DOWN_WAIT = 6.0
 """s allowed for StandDown to lay the robot down (about 1.5 s on the emulator)."""
+
+
+def newest_lying(reader: RawReader, codec: Codec, wait: float = 0.2) -> bool | None:
+    """Whether the newest valid ``rt/lowstate`` frame shows the robot lying (None: no
+    valid frame within ``wait`` s)."""
+    end, state = time.monotonic() + wait, None
+    while time.monotonic() < end:
+        for frame in reader.take(16):
+            try:
+                state = parse_state(codec, frame)
+            except FrameError:
+                continue
+        if state is not None:
+            return is_lying(state.q, state.dq)
+        reader.wait(max(end - time.monotonic(), 0.0))
+    return None
 
 
 class HandoverError(RuntimeError):
