@@ -195,8 +195,12 @@ class Go2Backend(RobotBackend):
         running = self._thread is not None and self._thread.is_alive()
         handing_back = (self._handover is not None and running and not self._needs_release
                         and self._phase is not Phase.ESTOPPED)
-        if handing_back:
-            self.safe("closing")
+        if handing_back:  # from any pose (damping lets the legs slide): lying, where sport mode takes it
+            with self._lock:
+                if self._last_state is not None and time.monotonic() - self._state_time <= self.gait.state_timeout:
+                    self._machine.lie_down(time.monotonic(), self._last_state.q, "closing")
+                if self._phase is Phase.ENABLED:
+                    self._set_phase(Phase.CONNECTED, "closing")
             end = time.monotonic() + self.gait.stand_seconds + 1.0
             while self._machine.mode is Mode.LYING_DOWN and time.monotonic() < end:
                 time.sleep(0.01)
@@ -268,7 +272,8 @@ class Go2Backend(RobotBackend):
 
     def _write(self, now: float, msg: np.ndarray) -> None:
         with self._lock:
-            targets, fault = self._machine.step(now, now - self._state_time)
+            last = self._last_state
+            targets, fault = self._machine.step(now, now - self._state_time, None if last is None else last.q)
             if fault:
                 self._fault(now, fault)
         fill_command(self.cmd_codec, msg, targets)

@@ -20,7 +20,8 @@ watchdog::
   (Kp 35, Kd 1: the policy sees the dynamics it trained on); older than
   ``command_timeout`` (3 policy periods) -> DAMPING.
 * LYING_DOWN: targets interpolated from the measured pose to :data:`LYING_POSE` over
-  ``stand_seconds`` with the stand gains, then DAMPING (lying, the legs folded): the way
+  ``stand_seconds`` with the stand gains, held until the joints show it lying (at most
+  as long again), then DAMPING (lying, the legs folded): the way
   back to where the stand-up started, and what sport mode takes over on ``close()``.
   The motors track position targets on their own encoders, so a stale state does not
   stop it; a stale lowstate still ends it in DAMPING, as in every mode.
@@ -160,9 +161,9 @@ class DeploymentStateMachine:
         if self.mode is Mode.HOLD:
             self.mode = Mode.POLICY
 
-    def step(self, now: float, state_age: float) -> tuple[MotorTargets, str]:
-        """The targets to write at ``now``; the second value is why the mode just dropped
-        to DAMPING (empty when it did not)."""
+    def step(self, now: float, state_age: float, measured: np.ndarray | None = None) -> tuple[MotorTargets, str]:
+        """The targets to write at ``now`` (``measured``: the newest joint positions); the
+        second value is why the mode just dropped to DAMPING (empty when it did not)."""
         cfg, fault = self.config, ""
         if self.mode is not Mode.DAMPING and state_age > cfg.state_timeout:
             fault = f"stale lowstate ({state_age * 1e3:.0f} ms)"
@@ -183,8 +184,9 @@ class DeploymentStateMachine:
             out.kp[:], out.kd[:] = cfg.stand_kp, cfg.stand_kd
             if s >= 1.0 and self.mode is Mode.STANDING:
                 self.mode, self._mode_time = Mode.HOLD, now
-            elif s >= 1.0:  # lying: no torque needed to stay there
-                self.damp(self.reason)
+            elif s >= 1.0 and (now - self._stand_start >= 2 * cfg.stand_seconds
+                               or (measured is not None and is_lying(measured))):
+                self.damp(self.reason)  # lying (or as far as it gets): no torque needed to stay there
             return out, fault
         if self.mode is Mode.HOLD:
             out.q[:], out.kp[:], out.kd[:] = C.DEFAULT_POSE, cfg.stand_kp, cfg.stand_kd

@@ -48,9 +48,11 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     block_inputs: ClassVar = {"command": "cmd_vel", "waypoints": "path", "ranges": "ranges"}
     # A person steers the base; the policy keeps walking (its joint targets pass the filter).
     # Standing (sport mode's stance, the emulator's start), lying (Unitree's stand-down
-    # pose) or settling in damping (calves at their stop, hips splayed outwards, thighs
-    # sliding: measured on the simulated Go2 in the seconds after sport mode is released).
+    # pose), lying in damping (released lying: hips splaying outwards, thighs sliding,
+    # measured on the simulated Go2 1-8 s after the hand-over) or collapsed in damping
+    # (released standing or damped after a fault: calves at their stop, hips splayed).
     rest_poses: ClassVar = {"standing": tuple(C.DEFAULT_POSE), "lying": (0.0, 1.36, -2.65) * 4,
+                            "lying in damping": (-0.45, 1.1, -2.72, 0.45, 1.1, -2.72) * 2,
                             "damping": (-0.25, 0.6, -2.72, 0.25, 0.6, -2.72) * 2}
     live_cameras = ("tracking", "head")
     operator = OperatorSpace(

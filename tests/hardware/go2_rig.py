@@ -59,14 +59,14 @@ def wait_for(condition, timeout: float) -> bool:
 
 
 def enable(backend: Go2Backend) -> None:
-    """enable(), up to 3 times if a stale stream aborted the stand-up: on this shared machine the
-    emulator's process is sometimes descheduled for over 60 ms, and the backend then rightly
-    drops to damping (the fault tests below check exactly that)."""
+    """enable(), up to 3 times if a stale stream refused or aborted the stand-up: on this shared
+    machine the emulator's process is sometimes descheduled for over 60 ms, and the backend
+    then rightly refuses, or drops to damping (the fault tests check exactly that)."""
     for attempt in range(3):
         try:
             backend.enable()
             return
         except HardwareError as exc:
-            if "stale lowstate" not in str(exc) or attempt == 2:
+            if not ("stale lowstate" in str(exc) or "no fresh lowstate" in str(exc)) or attempt == 2:
                 raise
             print(f"\nenable() retried after: {exc}")
