@@ -21,6 +21,7 @@ activates itself, so ``ros2 launch`` needs no lifecycle manager; a manager (or
 
 from __future__ import annotations
 
+import array
 import signal
 import sys
 import time
@@ -177,7 +178,7 @@ class ManagedNode(ThrottledLog, LifecycleNode):
             spec = self.specs.get(p.name)
             if spec is not None:
                 try:
-                    coerce(p.value, spec.type, p.name)
+                    coerce(_plain(p.value), spec.type, p.name)
                 except ConfigError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
         if not self.configured:  # read at the next configure
@@ -188,7 +189,7 @@ class ManagedNode(ThrottledLog, LifecycleNode):
                 f"{', '.join(fixed)}: read at configure; deactivate and clean up {self.get_name()}, "
                 "set it, then configure again"))
         try:
-            reason = self.apply_live({p.name: p.value for p in params})
+            reason = self.apply_live({p.name: _plain(p.value) for p in params})
         except Exception as exc:  # a refusal, never a half-applied change
             reason = f"{type(exc).__name__}: {exc}"
         if reason:
@@ -345,6 +346,12 @@ class ManagedNode(ThrottledLog, LifecycleNode):
                 step()
             except Exception as exc:
                 self.get_logger().error(f"shutdown: {what} failed: {type(exc).__name__}: {exc}")
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value as the settings' loader reads it: rclpy hands array parameters
+    over as ``array.array`` (a live change of a list limit was refused as "not a list")."""
+    return list(value) if isinstance(value, array.array) else value
 
 
 def _never_incompatible(qos: Any) -> bool:

@@ -39,6 +39,7 @@ KNOWN_TYPES: dict[str, str] = {
     "estop": "std_msgs/msg/Bool",
     "episodes": "std_msgs/msg/String",
     "camera/image_raw": "sensor_msgs/msg/Image",
+    "parameter_events": "rcl_interfaces/msg/ParameterEvent",
 }
 """Types of the deployment graph's topics (others are looked up in the ROS graph)."""
 

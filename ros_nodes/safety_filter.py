@@ -44,6 +44,7 @@ from std_srvs.srv import Trigger
 from sim2real.policies.safety import PARAMS, SafetyChain, SafetyState, command_space, make_chain, params_from_dict
 from sim2real.policies.safety.latch import LatchStore, default_latch_path
 from sim2real.policies.safety.mux import CommandSource
+from sim2real.policies.safety.tightening import check_change, directions
 from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
@@ -71,8 +72,12 @@ class SafetyFilterNode(ManagedNode):
         robot = str(self.param("robot"))
         robot_deployment(robot)
         self.limit_names = [f.name for f in fields(PARAMS[robot])]
-        self.live_parameters = frozenset(self.limit_names)
-        """The safety limits may change while configured: :meth:`apply_live` rebuilds the chain."""
+        self.tightening = directions(PARAMS[robot])
+        self.live_parameters = frozenset(self.tightening)
+        """Limits that may be tightened while configured (:meth:`apply_live` rebuilds the chain);
+        the others are fixed at configure."""
+        self.hard_limits: dict[str, Any] | None = None
+        """The limits of the first configure: no later change may loosen a limit beyond them."""
         self.declare_settings(PARAMS[robot])
         self.robot_name = robot
         self.chain: SafetyChain | None = None
@@ -107,6 +112,13 @@ class SafetyFilterNode(ManagedNode):
         mode = self.param("action_mode") or info.action_mode
         self.space = command_space(robot, mode, self.param("action_scale") or None)
         safety = self.params(self.limit_names)
+        if self.hard_limits is None:
+            self.hard_limits = {n: safety[n] for n in self.tightening}
+            self._describe_hard_limits()
+        else:  # a cleanup -> configure: the values set meanwhile stay within the hard limits
+            reason = check_change(self.hard_limits, {n: safety[n] for n in self.tightening}, self.tightening)
+            if reason:
+                raise ValueError(reason)
         sources = [CommandSource(name, priority, float(self.param(f"{name}_hold"))) for name, priority, _ in SOURCES]
         previous = self.chain
         chain = make_chain(self.space, params_from_dict(robot, safety), sources,
@@ -153,16 +165,45 @@ class SafetyFilterNode(ManagedNode):
         self.pub = self.create_publisher(Float64MultiArray, "command", command_qos(self.param("command_deadline")))
         self._subscribed = True
 
+    def _describe_hard_limits(self) -> None:
+        """Each tightenable scalar's descriptor range becomes [its bound, its hard limit] (or
+        [hard limit, bound]), so ``ros2 param describe`` shows what a change may reach and
+        rclpy itself refuses a loosening value."""
+        from rcl_interfaces.msg import FloatingPointRange, IntegerRange
+
+        assert self.hard_limits is not None
+        for name, direction in self.tightening.items():
+            hard = self.hard_limits[name]
+            d = self.describe_parameter(name)
+            d.additional_constraints = (f"hard limit {hard} (set at the first configure); while the node runs it may "
+                                        f"only be {'lowered' if direction == 'lower' else 'raised'}")
+            if isinstance(hard, float) and d.floating_point_range:
+                r = d.floating_point_range[0]
+                lo, hi = (r.from_value, hard) if direction == "lower" else (hard, r.to_value)
+                d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
+            elif isinstance(hard, int) and not isinstance(hard, bool) and d.integer_range:
+                r = d.integer_range[0]
+                lo, hi = (r.from_value, hard) if direction == "lower" else (hard, r.to_value)
+                d.integer_range = [IntegerRange(from_value=lo, to_value=hi, step=1)]
+            self.set_descriptor(name, d)
+
     def apply_live(self, changes: dict[str, Any]) -> str:
-        """New safety limits, all at once: the chain is rebuilt from the merged values (its
-        filters validate them: an invalid value refuses the whole change) and swapped in
-        between two passes, carrying the e-stop, the sources' commands and the last output
-        (so rate limits continue from it). Refused while the safe action runs: a landing
-        or stand-down finishes under the limits it started with."""
+        """New safety limits, all at once: each must stay within its hard limit (only
+        tightening, :mod:`~sim2real.policies.safety.tightening`); the chain is rebuilt from
+        the merged values (its filters validate them: an invalid value refuses the whole
+        change) and swapped in between two passes, carrying the e-stop, the sources'
+        commands and the last output (so rate limits continue from it). Refused while the
+        safe action runs: a landing or stand-down finishes under the limits it started
+        with. Each change is logged with its old value (and is on ``/parameter_events``,
+        which the recorder records)."""
         chain = self.configured_chain()
         if chain.mode == "safe" or chain.latched():
             return "the safe action is running (or a latch is set): reset first, then change limits"
+        loosened = check_change(self.hard_limits or {}, changes, self.tightening)
+        if loosened:
+            return loosened
         values = self.params(self.limit_names)
+        old = {n: values[n] for n in changes}
         values.update(changes)
         try:
             new = make_chain(self.space, params_from_dict(self.robot_name, values), chain.mux.sources,
@@ -177,6 +218,8 @@ class SafetyFilterNode(ManagedNode):
                 f.observe_output(new.last_output, self.state)
         new.on_latch_change = self._persist_latches
         self.chain = new
+        self.get_logger().warning("safety limits tightened: " + ", ".join(f"{n} {old[n]} -> {v}"
+                                                                           for n, v in changes.items()))
         return ""
 
     def configured_chain(self) -> SafetyChain:

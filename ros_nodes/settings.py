@@ -157,7 +157,9 @@ class SafetyFilterSettings(NodeSettings):
     """Where latches persist (empty: a per-node file in the user's state folder)."""
 
 
-DEFAULT_TOPICS = ["joint_states", "odom", "ee_pose", "raw_command", "command", "diagnostics"]
+DEFAULT_TOPICS = ["joint_states", "odom", "ee_pose", "raw_command", "command", "diagnostics", "/parameter_events"]
+"""Recorded unless ``topics`` is set; ``/parameter_events`` holds every parameter change
+(a safety limit tightened while running, with its node and value)."""
 
 
 @dataclass

@@ -1,8 +1,11 @@
 """Per-robot safety parameters (one flat dataclass per robot, so each field maps onto
 one ROS 2 parameter) and the chains built from them.
 
-Defaults come from the robots' published limits in ``sim2real.sim.<robot>.constants``;
-``config/<robot>.yaml`` repeats them in ``ros__parameters`` form for deployment.
+Defaults come from the robots' published limits in ``sim2real.sim.<robot>.constants``,
+which also cap them where the robot publishes a ceiling (the arm's Cartesian limits,
+the drone's thrust); ``config/<robot>.yaml`` repeats them in ``ros__parameters`` form for
+deployment. Each limit's type says which way it tightens (:mod:`.tightening`): while the
+filter runs, limits may only be tightened; the rest are fixed at configure.
 Timeouts are in control periods so one file serves any rate.
 """
 
@@ -17,6 +20,7 @@ from sim2real.policies.safety import aerial, fallback, guards, limits, passivity
 from sim2real.policies.safety.chain import SafetyChain
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
+from sim2real.policies.safety.tightening import CEILING, FLOOR
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.core.schema import Bounds, NonNegative, Positive, PositiveInt, from_dict
 from sim2real.sim.drone import constants as DRONE
@@ -40,100 +44,101 @@ def _xyz(a: list[float]) -> tuple[float, float, float]:
 
 @dataclass
 class CommonParams:
-    command_timeout_periods: Periods = 2.0
+    command_timeout_periods: Annotated[Periods, CEILING] = 2.0
     """A command older than this many control periods is stale. With the node checking
     every quarter period, the safe action starts within 2.25 periods of the last command."""
-    state_timeout_periods: Periods = 2.0
+    state_timeout_periods: Annotated[Periods, CEILING] = 2.0
     """A state stream older than this many control periods is stale (safe action)."""
-    latch_watchdog: bool = False
+    latch_watchdog: Annotated[bool, FLOOR] = False
     """Keep the safe action after a timeout until an explicit reset. Off by default: the
     policy resumes on its next fresh command (a watchdog trip from scheduling jitter must
     not end a run); turn it on where a started landing or stand-down must complete."""
-    rate_max_dt_periods: Periods = 2.0
+    rate_max_dt_periods: Annotated[Periods, CEILING] = 2.0
     """Elapsed time credited to the rate limit is capped at this many periods."""
 
 
 @dataclass
 class ArmSafetyParams(CommonParams):
-    max_linear_speed: Positive = 0.8
+    max_linear_speed: Annotated[float, Bounds(gt=0.0, le=ARM.CARTESIAN_SPEED_LIMIT), CEILING] = 0.8
     """m/s, per axis, of the Cartesian velocity command (``ee_delta``)."""
-    max_angular_speed: Positive = 2.0
+    max_angular_speed: Annotated[float, Bounds(gt=0.0, le=ARM.CARTESIAN_ROTATION_SPEED_LIMIT), CEILING] = 2.0
     """rad/s, per axis."""
-    max_linear_accel: Positive = 10.0
+    max_linear_accel: Annotated[float, Bounds(gt=0.0, le=ARM.CARTESIAN_ACCEL_LIMIT), CEILING] = 10.0
     """m/s^2: rate limit of the linear velocity command."""
-    max_angular_accel: Positive = 30.0
+    max_angular_accel: Annotated[float, Bounds(gt=0.0, le=ARM.CARTESIAN_ROTATION_ACCEL_LIMIT), CEILING] = 25.0
     """rad/s^2: rate limit of the angular velocity command."""
-    max_linear_jerk: NonNegative = 0.0
+    max_linear_jerk: Annotated[float, Bounds(ge=0.0, le=ARM.CARTESIAN_JERK_LIMIT)] = 0.0
     """m/s^3: rate of the acceleration (0: off)."""
-    gripper_min: NonNegative = 0.0
+    gripper_min: Annotated[NonNegative, FLOOR] = 0.0
     """m, smallest gripper width command."""
-    gripper_max: Positive = ARM.GRIP_WIDTH_MAX
+    gripper_max: Annotated[float, Bounds(gt=0.0, le=ARM.GRIP_WIDTH_MAX), CEILING] = ARM.GRIP_WIDTH_MAX
     """m, largest gripper width command."""
-    gripper_rate: Positive = 0.5
+    gripper_rate: Annotated[Positive, CEILING] = 0.5
     """m/s, gripper width command."""
-    workspace_low: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_LOW))
+    workspace_low: Annotated[list[float], FLOOR] = field(default_factory=lambda: _list(ARM.WORKSPACE_LOW))
     """m, lower corner (x, y, z, base frame) of the box the end effector's commands stay in."""
-    workspace_high: list[float] = field(default_factory=lambda: _list(ARM.WORKSPACE_HIGH))
+    workspace_high: Annotated[list[float], CEILING] = field(default_factory=lambda: _list(ARM.WORKSPACE_HIGH))
     """m, upper corner of that box."""
-    workspace_guard_margin: NonNegative = 0.05
+    workspace_guard_margin: Annotated[NonNegative, CEILING] = 0.05
     """m: the measured end effector this far outside the box trips the hold."""
-    joint_lower: list[float] = field(default_factory=lambda: _list(ARM.JOINT_LOWER))
+    joint_lower: Annotated[list[float], FLOOR] = field(default_factory=lambda: _list(ARM.JOINT_LOWER))
     """rad, lower joint limits (Franka Panda's)."""
-    joint_upper: list[float] = field(default_factory=lambda: _list(ARM.JOINT_UPPER))
+    joint_upper: Annotated[list[float], CEILING] = field(default_factory=lambda: _list(ARM.JOINT_UPPER))
     """rad, upper joint limits."""
-    joint_max_velocity: list[Positive] = field(default_factory=lambda: _list(ARM.VELOCITY_LIMIT))
+    joint_max_velocity: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(ARM.VELOCITY_LIMIT))
     """rad/s, joint speed limits."""
-    joint_position_margin: NonNegative = 0.02
+    joint_position_margin: Annotated[NonNegative, CEILING] = 0.02
     """rad beyond a joint's range before the joint guard trips."""
-    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0)] = 1.2
+    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0), CEILING] = 1.2
     """A measured joint faster than this multiple of its speed limit trips the joint guard."""
-    max_effort: list[Positive] = field(default_factory=lambda: _list(0.9 * ARM.TORQUE_LIMIT))
+    max_effort: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(0.9 * ARM.TORQUE_LIMIT))
     """Nm, ``joint_torque`` mode."""
-    effort_rate: Positive = 1000.0
+    effort_rate: Annotated[Positive, CEILING] = 1000.0
     """Nm/s, ``joint_torque`` mode."""
     hold_damping: list[NonNegative] = field(default_factory=lambda: _list(ARM.JOINT_KD))
     """Nm s/rad, damping torques of the hold in ``joint_torque`` mode."""
-    passivity_filter: bool = True
+    passivity_filter: Annotated[bool, FLOOR] = True
     """``ee_impedance`` mode: scale commands the energy tank cannot pay for."""
     tank_initial: Positive = 1.0
     """J, energy tank at start (``ee_impedance``)."""
-    tank_minimum: Positive = 0.05
+    tank_minimum: Annotated[Positive, FLOOR] = 0.05
     """J, ``T_min``: the tank never lends below it."""
-    tank_maximum: Positive = 2.0
+    tank_maximum: Annotated[Positive, CEILING] = 2.0
     """J, ``T_max``: dissipation stops refilling above it."""
-    passivity_margin: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.8
+    passivity_margin: Annotated[float, Bounds(gt=0.0, le=1.0), CEILING] = 0.8
     """Share of ``T - T_min`` one command may draw (covers measurement-to-actuation delay)."""
 
 
 @dataclass
 class QuadrupedSafetyParams(CommonParams):
-    joint_lower: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
+    joint_lower: Annotated[list[float], FLOOR] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
     """rad, lower joint limits (FR, FL, RR, RL; hip, thigh, calf)."""
-    joint_upper: list[float] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 1]))
+    joint_upper: Annotated[list[float], CEILING] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 1]))
     """rad, upper joint limits."""
-    joint_max_velocity: list[Positive] = field(default_factory=lambda: _list(QUAD.velocity_limits()))
+    joint_max_velocity: Annotated[list[Positive], CEILING] = (
+        field(default_factory=lambda: _list(QUAD.velocity_limits())))
     """rad/s, joint speed limits."""
-    joint_position_margin: NonNegative = 0.2
+    joint_position_margin: Annotated[NonNegative, CEILING] = 0.2
     """rad beyond a joint's range before the joint guard trips (a sensor fault or a fall)."""
-    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0)] = 1.5
+    joint_velocity_ratio: Annotated[float, Bounds(ge=1.0), CEILING] = 1.5
     """A measured joint faster than this multiple of its speed limit trips the joint guard."""
-    target_horizon_periods: Periods = 2.0
+    target_horizon_periods: Annotated[Periods, CEILING] = 2.0
     """Targets may lead the measured joints by ``max_velocity`` times this many periods."""
-    max_target_rate: Positive = 40.0
+    max_target_rate: Annotated[Positive, CEILING] = 40.0
     """rad/s, change of the joint targets."""
-    max_effort: list[Positive] = field(default_factory=lambda: _list(QUAD.torque_limits()))
+    max_effort: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(QUAD.torque_limits()))
     """Nm, joint torque limits (the PD servo's torque is kept under them)."""
     servo_kp: Positive = QUAD.KP
     """Nm/rad, the servos' position gain (predicts the torque of a target)."""
     servo_kd: NonNegative = QUAD.KV
     """Nm s/rad, the servos' velocity gain."""
-    max_tilt: Tilt = 1.0
+    max_tilt: Annotated[Tilt, CEILING] = 1.0
     """rad (57 deg): beyond it the robot has fallen (latched)."""
-    max_body_rate: Positive = 10.0
+    max_body_rate: Annotated[Positive, CEILING] = 10.0
     """rad/s: a faster body rotation counts as falling."""
-    effort_guard_ratio: Annotated[float, Bounds(gt=0.0, le=1.0)] = 0.98
+    effort_guard_ratio: Annotated[float, Bounds(gt=0.0, le=1.0), CEILING] = 0.98
     """A joint torque above this share of its limit counts towards the effort guard."""
-    effort_guard_samples: PositiveInt = 50
+    effort_guard_samples: Annotated[PositiveInt, CEILING] = 50
     """Consecutive state samples above it that trip the effort guard."""
     stand_down_pose: list[float] = field(default_factory=lambda: _list(QUAD.CROUCH_POSE))
     """rad, the joint targets the stand-down ends in (a crouch)."""
@@ -145,21 +150,22 @@ class QuadrupedSafetyParams(CommonParams):
 class DroneSafetyParams(CommonParams):
     thrust_min: NonNegative = 0.0
     """N, smallest collective thrust command."""
-    thrust_max: Positive = 0.9 * DRONE.MAX_COLLECTIVE_THRUST
+    thrust_max: Annotated[float, Bounds(gt=0.0, le=DRONE.MAX_COLLECTIVE_THRUST), CEILING] = (
+        0.9 * DRONE.MAX_COLLECTIVE_THRUST)
     """N, largest collective thrust command."""
-    thrust_rate: Positive = 6.0
+    thrust_rate: Annotated[Positive, CEILING] = 6.0
     """N/s."""
-    max_body_rate: list[Positive] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
+    max_body_rate: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
     """rad/s, roll, pitch and yaw rate command limits."""
-    body_rate_accel: Positive = 200.0
+    body_rate_accel: Annotated[Positive, CEILING] = 200.0
     """rad/s^2: rate limit of the body-rate commands."""
-    max_tilt: Tilt = 0.8
+    max_tilt: Annotated[Tilt, CEILING] = 0.8
     """rad (46 deg): beyond it roll/pitch commands are replaced by levelling rates."""
-    fence_low: list[float] = field(default_factory=lambda: [-3.0, -3.0, -0.5])
+    fence_low: Annotated[list[float], FLOOR] = field(default_factory=lambda: [-3.0, -3.0, -0.5])
     """m, lower corner (x, y, z, odometry frame) of the geofence."""
-    fence_high: list[float] = field(default_factory=lambda: [3.0, 3.0, 2.5])
+    fence_high: Annotated[list[float], CEILING] = field(default_factory=lambda: [3.0, 3.0, 2.5])
     """m, upper corner of the geofence."""
-    fence_lookahead: NonNegative = 0.5
+    fence_lookahead: Annotated[NonNegative, FLOOR] = 0.5
     """s: the position this far ahead at the current velocity must stay inside the fence."""
     hover_seconds: NonNegative = 2.0
     """s the fallback hovers before it lands."""

@@ -47,6 +47,18 @@ JOINT_LOWER = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2
 JOINT_UPPER = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 TORQUE_LIMIT = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
 VELOCITY_LIMIT = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+# Cartesian limits of the end effector (Franka Control Interface documentation, "Limits for
+# Panda"): the hard ceilings of the safety filter's Cartesian limits.
+CARTESIAN_SPEED_LIMIT = 1.7
+"""m/s, translation."""
+CARTESIAN_ROTATION_SPEED_LIMIT = 2.5
+"""rad/s."""
+CARTESIAN_ACCEL_LIMIT = 13.0
+"""m/s^2, translation."""
+CARTESIAN_ROTATION_ACCEL_LIMIT = 25.0
+"""rad/s^2."""
+CARTESIAN_JERK_LIMIT = 6500.0
+"""m/s^3, translation."""
 
 LINK_MASSES = {
     "link1": 4.970684,

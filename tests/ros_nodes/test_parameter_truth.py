@@ -87,3 +87,63 @@ def test_limits_do_not_change_under_a_running_safe_action(drone) -> None:
     node.trip("test")
     result = _set(h, "safety_filter", max_tilt=0.05)
     assert not result.successful and "safe action" in result.reason
+
+
+# -- issue 42, defect 6: hard limits are read-only while the robot moves ----------------------
+@pytest.fixture
+def arm(tmp_path):
+    from rclpy.node import Node
+
+    h = Harness()
+    h.add(Node("param_client", context=h.context))
+    node = h.add(safety_node(h.context, "arm", latch_file=str(tmp_path / "latch.json")))
+    h.spin()
+    yield h, node
+    h.close()
+
+
+@pytest.mark.parametrize("change", [{"max_linear_speed": 50.0}, {"max_linear_accel": 1e6},
+                                    {"max_linear_speed": 1.0}, {"workspace_high": [0.9, 0.6, 0.9]},
+                                    {"joint_lower": [-3.0] * 7}, {"passivity_filter": False},
+                                    {"max_angular_speed": 2.5}, {"hold_damping": [1.0] * 7}])
+def test_no_limit_can_be_loosened_while_running(arm, change: dict[str, Any]) -> None:
+    """``max_linear_speed := 50`` and ``max_linear_accel := 1e6`` were accepted at once
+    (the output went from 0.8 to 9.0 m/s). Now every loosening is refused: beyond the
+    robot's published ceiling by rclpy's own range check, within it by the hard limits
+    of configure; a parameter without a direction is fixed."""
+    h, node = arm
+    before = node.params(node.limit_names)
+    chain = node.chain
+    result = _set(h, "safety_filter", **change)
+    assert not result.successful, change
+    assert node.chain is chain and node.params(node.limit_names) == before
+
+
+def test_limits_may_be_tightened_and_loosened_back_to_their_hard_limit(arm) -> None:
+    h, node = arm
+    assert _set(h, "safety_filter", max_linear_speed=0.3).successful
+    limit = next(f for f in node.chain.limits if f.name == "velocity_limit")
+    assert limit.params.upper[0] == pytest.approx(0.3)
+    assert _set(h, "safety_filter", max_linear_speed=0.8).successful  # back to the hard limit, not beyond
+    assert not _set(h, "safety_filter", max_linear_speed=0.81).successful
+    assert _set(h, "safety_filter", workspace_high=[0.6, 0.3, 0.6]).successful  # a smaller box
+
+
+def test_the_descriptors_say_the_hard_limits(arm) -> None:
+    """The static ranges were open to 1.8e308; the robot's published ceilings cap them and
+    configure narrows them to the hard limits."""
+    from sim2real.sim.arm import constants as ARM
+
+    _, node = arm
+    speed = node.describe_parameter("max_linear_speed")
+    assert speed.floating_point_range[0].to_value == pytest.approx(0.8) and ARM.CARTESIAN_SPEED_LIMIT >= 0.8
+    assert "hard limit 0.8" in speed.additional_constraints
+    assert node.describe_parameter("max_linear_accel").floating_point_range[0].to_value == pytest.approx(10.0)
+
+
+def test_parameter_changes_are_recorded_in_the_bag() -> None:
+    from sim2real.ros_nodes.recorder import KNOWN_TYPES
+    from sim2real.ros_nodes.settings import DEFAULT_TOPICS
+
+    assert "/parameter_events" in DEFAULT_TOPICS and KNOWN_TYPES["parameter_events"] == (
+        "rcl_interfaces/msg/ParameterEvent")
