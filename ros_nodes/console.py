@@ -15,7 +15,13 @@ and nothing otherwise (the policy and the mission command then). Reads the robot
 state streams, the policy's ``raw_command``, the filter's ``diagnostics``, the sim
 bridge's ``episodes`` and each camera's ``<cam>/image_raw/compressed``. The e-stop
 button calls the filter's ``~/trip_estop``; its reset, ``~/reset`` (which refuses while
-the cause is present, and says so on the page).
+the cause is present, and says so on the page); an e-stop latched or cleared by any
+source (the filter's ``diagnostics``) is the handover's too.
+
+The handover (who commands, the blend, the limits, the dead man) is
+:class:`~sim2real.policies.teleop.operator.OperatorControl`'s: this node only converts
+its command into the channel's message. It reports at 1 Hz on ``diagnostics`` (the mode,
+the page's port, the counts), never the token: the URL is printed on stderr.
 """
 
 from __future__ import annotations
@@ -61,7 +67,9 @@ class RosConsoleTarget(ConsoleTarget):
         self.mission: dict[str, np.ndarray] = {}
         self.diagnostics: dict[str, str] = {}
         self.gripper = float(space.hold[space.names.index("gripper")]) if "gripper" in space.names else 0.0
+        """The gripper width the robot last received (the person moves it from there)."""
         self.setpoint: np.ndarray | None = None
+        self._filter_estop = False
 
     def camera_names(self) -> list[str]:
         return list(self.cameras)
@@ -92,43 +100,77 @@ class RosConsoleTarget(ConsoleTarget):
         self.node.publish_operator()  # now, not at the next timer tick
 
     def estop(self, reason: str) -> str:
+        """Latch the filter's e-stop (a blocking service call: the web layer runs it off
+        its event loop)."""
         self.log(f"e-stop: {reason}")
         with self.lock:
-            self.control.hold(time.monotonic(), "e-stop")
+            self.control.estop_latched(time.monotonic(), reason)
+        self.node.publish_operator()  # the hold goes out now
         ok, message = self.node.call(self.node.trip_client)
         return "" if ok else f"the safety filter did not confirm the e-stop: {message}"
 
     def reset_estop(self) -> str:
         ok, message = self.node.call(self.node.reset_client)
         self.log(f"e-stop reset: {message}" if ok else f"e-stop reset refused: {message}")
+        if ok:
+            with self.lock:
+                self.control.estop_reset(time.monotonic())
         return "" if ok else message
 
+    def filter_estop(self, latched: bool, reason: str) -> None:
+        """The filter's diagnostics say its e-stop latched or cleared (from any source):
+        the handover follows the change. Called with the lock held."""
+        if latched != self._filter_estop:
+            self._filter_estop = latched
+            if latched:
+                self.control.estop_latched(time.monotonic(), reason)
+            else:
+                self.control.estop_reset(time.monotonic())
+
     # -- the person's command in the graph's units --------------------------------------------
+    def fresh_policy(self, now: float) -> np.ndarray | None:
+        """The policy's last ``raw_command`` while it counts as its current command."""
+        if self.policy_command is None or now - self.policy_command[1] > FRESH_POLICY:
+            return None
+        return self.policy_command[0]
+
     def policy_in_operator_space(self, now: float) -> np.ndarray | None:
-        """The policy's current command as the operator's axes (the takeover blend)."""
+        """What the robot receives from the policy, on the operator's axes (where a
+        takeover's blend starts)."""
         space = self.deployment.operator
         if space.channel == "teleop_command":
-            if self.policy_command is None or now - self.policy_command[1] > FRESH_POLICY:
+            policy = self.fresh_policy(now)
+            if policy is None:
                 return None
-            raw = dict(zip(self.space.names, self.policy_command[0], strict=False))
+            raw = dict(zip(self.space.names, policy, strict=False))
+            # The operator's gripper axis is a speed; the policy commands a width.
             return np.array([raw.get(a.name, 0.0) if a.name != "gripper" else 0.0 for a in space.axes])
         if space.channel == "cmd_vel" and "cmd_vel" in self.mission:
             return self.mission["cmd_vel"].copy()
-        return None  # a setpoint is moved from where it is: no blend needed
+        return None  # a setpoint is moved from where it is: its velocity starts at zero
 
-    def teleop_command(self, human: np.ndarray, blend: float, dt: float, now: float) -> np.ndarray:
-        """The arm's full command: the person's velocities and gripper, blended from the
-        policy's own command; elements the person does not drive keep the policy's."""
-        axes = dict(zip(self.deployment.operator.names, human, strict=True))
-        self.gripper = float(np.clip(self.gripper + axes.get("gripper", 0.0) * dt, self.space.lower[-1],
-                                     self.space.upper[-1])) if "gripper" in self.space.names else 0.0
-        fresh = self.policy_command is not None and now - self.policy_command[1] <= FRESH_POLICY
-        policy = self.policy_command[0] if fresh and self.policy_command is not None else self.space.hold
-        out = np.array(policy, dtype=float)
+    def follow_policy(self, now: float) -> None:
+        """While the policy commands, the gripper width the robot receives is its."""
+        policy = self.fresh_policy(now)
+        if policy is not None and "gripper" in self.space.names:
+            self.gripper = float(policy[self.space.names.index("gripper")])
+
+    def teleop_command(self, command: np.ndarray, dt: float, now: float) -> np.ndarray:
+        """The arm's full command from the operator's (units only): its velocities as they
+        are, its gripper speed integrated into a width from the last one sent; elements
+        the person does not drive (an impedance's stiffness) are the policy's, else held."""
+        axes = dict(zip(self.deployment.operator.names, command, strict=True))
+        if "gripper" in self.space.names:
+            g = self.space.names.index("gripper")
+            self.gripper = float(np.clip(self.gripper + axes.get("gripper", 0.0) * dt, self.space.lower[g],
+                                         self.space.upper[g]))
+        policy = self.fresh_policy(now)
+        out = np.array(self.space.hold if policy is None else policy, dtype=float)
         for i, name in enumerate(self.space.names):
-            if name in ARM_TWIST or name == "gripper":
-                mine = self.gripper if name == "gripper" else axes.get(name, 0.0)
-                out[i] = (1.0 - blend) * policy[i] + blend * mine
+            if name in ARM_TWIST:
+                out[i] = axes.get(name, 0.0)
+            elif name == "gripper":
+                out[i] = self.gripper
         return out
 
 
@@ -137,7 +179,7 @@ class ConsoleNode(ManagedNode):
         super().__init__("console", ConsoleSettings, **kwargs)
         self.target: RosConsoleTarget | None = None
         self.server: Any = None
-        self._timer: Any = None
+        self._timers: list[Any] = []
         self._was: str = POLICY
         self._last_publish = 0.0
 
@@ -177,12 +219,30 @@ class ConsoleNode(ManagedNode):
                 console_bind=p["bind"], console_port=int(p["port"]), console_spacemouse=bool(p["spacemouse"])))
 
     def start(self) -> None:
-        self._timer = self.create_control_timer(self.period, self._tick)
+        self._timers = [self.create_control_timer(self.period, self._tick), self.create_control_timer(1.0, self.report)]
 
     def stop(self) -> None:
-        if self._timer is not None:
-            self.destroy_timer(self._timer)
-            self._timer = None
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._timers = []
+
+    def report(self) -> None:
+        """1 Hz status on ``diagnostics`` like every node's (``deploy`` waits for it): who
+        commands, the port the page is served on, the counts. Never the token: the URL
+        with it is printed on this process's stderr only (diagnostics reach every
+        listener and the bag)."""
+        target, server = self.target, self.server
+        if target is None:
+            return
+        with target.lock:
+            control = target.control
+            values: dict[str, Any] = {"mode": control.mode, "operator": bool(control.owner), "estop": control.estop,
+                                      **control.counts}
+        try:
+            values["port"] = server.port if server is not None else 0
+        except RuntimeError:  # not listening (any more)
+            values["port"] = 0
+        self.publish_status(0 if values["port"] else 1, f"{values['mode']}, page on port {values['port']}", values)
 
     def unload(self) -> None:
         self._stop_server()
@@ -226,7 +286,8 @@ class ConsoleNode(ManagedNode):
         for status in msg.status:
             if self.target is not None and status.name.rsplit("/", 1)[-1] == self.param("safety_filter"):
                 with self.target.lock:
-                    self.target.diagnostics = {kv.key: kv.value for kv in status.values}
+                    d = self.target.diagnostics = {kv.key: kv.value for kv in status.values}
+                    self.target.filter_estop(d.get("estop") == "True", d.get("latched", ""))
 
     def _on_episode(self, msg: String) -> None:
         try:
@@ -275,12 +336,13 @@ class ConsoleNode(ManagedNode):
             out = target.control.output(now, target.policy_in_operator_space(now))
             target.episodes.step(0.0, out.mode == HUMAN)
             self._was, was = out.mode, self._was
-            if out.mode == POLICY or out.command is None or out.human is None:
+            if out.mode == POLICY or out.command is None:
                 target.setpoint = None
+                target.follow_policy(now)
                 return
             channel = target.deployment.operator.channel
             if channel == "teleop_command":
-                command = target.teleop_command(out.human, out.blend, dt, now)
+                command = target.teleop_command(out.command, dt, now)
                 self.pub.publish(M.command_array(command, target.space.names))
             elif channel == "cmd_vel":
                 self.pub.publish(M.twist(np.r_[out.command[:2], 0.0], np.r_[0.0, 0.0, out.command[2]]))

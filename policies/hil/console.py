@@ -126,13 +126,17 @@ class HilConsoleTarget(ConsoleTarget):
         with self.lock:
             policy = self._policy_action
             out = self.control.output(time.monotonic(), self._to_operator(policy))
-            if out.mode == POLICY or out.human is None:
+            if out.mode == POLICY or out.command is None:
+                if self._grip is not None:  # the width the arm receives is the policy's
+                    width = policy[self._grip][0] * self._scale_grip + self._grip_offset
+                    self._width = float(np.clip(width, 0.0, ARM.GRIP_WIDTH_MAX))
                 return None
-            human = self._to_action(out.human)
-            return np.clip((1.0 - out.blend) * policy + out.blend * human, -1.0, 1.0).astype(np.float32)
+            return np.clip(self._to_action(out.command), -1.0, 1.0).astype(np.float32)
 
     def _to_action(self, command: np.ndarray) -> np.ndarray:
-        """Operator space (vx, vy, vz, wx, wy, wz, gripper speed) -> the arm's ee_delta action."""
+        """Operator space (vx, vy, vz, wx, wy, wz, gripper speed) -> the arm's ee_delta
+        action: units only (the blend is the operator control's); the gripper's speed
+        moves the width from the last one the arm received."""
         action = np.zeros(self.env.action_dim)
         action[self._pos] = command[:3] / self._scale_lin
         action[self._rot] = command[3:6] / self._scale_ang
@@ -158,13 +162,14 @@ class HilConsoleTarget(ConsoleTarget):
     def estop(self, reason: str) -> str:
         with self.lock:
             self.estop_guard.trip(reason)
-            self.control.hold(time.monotonic(), "e-stop")
+            self.control.estop_latched(time.monotonic(), reason)
             self.log(f"e-stop latched: {reason}")
         return ""
 
     def reset_estop(self) -> str:
         with self.lock:
             self.estop_guard.reset()
+            self.control.estop_reset(time.monotonic())
             self.log("e-stop reset by the operator")
         return ""
 

@@ -1,30 +1,44 @@
 """A person's commands, made safe before they go anywhere: who may command, what they
-command, and what happens when they stop.
+command, and how control passes between the policy, the person and the hold.
 
-The rules (the correction console's, for every robot and every attachment):
+This is the one handover state machine of the correction console: every target (the
+simulated HIL-SERL arm, a real arm's HIL actor, a ROS 2 graph) applies
+:meth:`OperatorControl.output`'s ``command`` as it is, converting units only. Its rules:
 
-* **One operator.** The first session to ask gets control; every other session is
-  read-only until the operator releases it (or disconnects).
-* **Finite, bounded, rate-limited.** Axes arrive as fractions of each axis' limit in
-  ``[-1, 1]``: a non-finite value or a wrong length is refused; a value beyond the
-  limit is clipped; commands closer together than ``min_interval`` are dropped.
-* **Smooth takeover.** The command starts from the policy's current command and
-  blends into the person's over ``blend_seconds``, so the robot does not jump.
-* **Dead man.** During a takeover, no command for ``timeout`` seconds, the page
-  hidden, or the session gone puts the robot in **hold** (the operator space's hold
-  command: zero velocities), never the last command and never back to the policy.
-  Hold ends when the operator commands again (blending from hold) or gives back.
-* **Give back** returns control to the policy at once.
+* **One operator.** The first session to take over gets control; every other session is
+  read-only until the operator gives back, releases or disconnects.
+* **Finite numbers, bounded, rate-limited.** Axes arrive as fractions of each axis' limit
+  in ``[-1, 1]``: anything but a list of finite numbers of the right length (strings,
+  booleans, NaN, infinities) is refused; a value beyond the limit is clipped; commands
+  closer together than ``min_interval`` are dropped.
+* **Never above the operator's limit.** Every command out is within each axis' limit
+  (times ``max_speed_fraction``), through the takeover blend too.
+* **Blend from what the robot last received.** A takeover from the policy starts from
+  the policy's last command (clipped to the operator's limit) and blends into the
+  person's over ``blend_seconds``. After any hold (dead man, hidden page, lost
+  connection, e-stop) the robot last received the hold, so the takeover starts from zero.
+* **Never opposite to the held key.** An axis the person pushes on never moves the other
+  way: the blend's start on that axis is dropped to zero (for the rest of the takeover).
+* **Dead man.** During a takeover, no command for ``timeout`` seconds, the page hidden,
+  the session gone or released puts the robot in **hold** (the operator space's hold:
+  zero velocities), never the last command and never back to the policy on its own. The
+  operator leaves hold by commanding again (from zero) or by giving back.
+* **E-stop.** While the safety filter's e-stop is latched the person's side holds and
+  takeovers and commands are refused; its reset leaves the hold in place.
+* **Give back** returns control to the policy at once and releases ownership.
 
-Times are seconds on one monotonic clock, supplied by the caller.
+Times are seconds on one monotonic clock (``time.monotonic`` in every target); tests
+supply their own.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -33,6 +47,7 @@ from sim2real.sim.core.schema import Bounds
 
 POLICY, HUMAN, HOLD = "policy", "human", "hold"
 """Who commands the robot: the policy, the person, or nobody (the hold command)."""
+ESTOP_LATCHED = "the e-stop is latched: reset it first"
 
 
 @dataclass
@@ -40,7 +55,7 @@ class OperatorSettings:
     """How the console treats a person's commands."""
 
     blend_seconds: Annotated[float, Bounds(ge=0.0, le=5.0)] = 0.4
-    """s over which a takeover blends from the policy's command into the person's."""
+    """s over which a takeover blends from what the robot last received into the person's command."""
     timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.2
     """s without a command during a takeover before the robot holds (the dead man)."""
     min_interval: Annotated[float, Bounds(ge=0.0, le=0.5)] = 0.008
@@ -56,12 +71,29 @@ class OperatorOutput:
     mode: str
     """``policy``, ``human`` or ``hold``."""
     command: np.ndarray | None
-    """In the operator space's units (``None`` in ``policy`` mode)."""
-    blend: float = 1.0
-    """Share of the person's command in ``command`` (takeover ramp, 0..1)."""
+    """What the robot gets now, in the operator space's units (``None`` in ``policy``
+    mode): the only thing a target applies."""
     human: np.ndarray | None = None
-    """The person's own command (``human`` mode), for targets that blend in a wider
-    space than the operator's (all of the arm's command elements)."""
+    """The person's own request (``human`` mode), for display."""
+
+
+def finite_axes(axes: Any, size: int) -> np.ndarray | None:
+    """``axes`` as a float vector when it is a list of ``size`` finite real numbers
+    (booleans and strings are not numbers here), else None."""
+    if not isinstance(axes, (list, tuple, np.ndarray)) or len(axes) != size:
+        return None
+    values = []
+    for v in axes:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            return None
+        try:
+            x = float(v)
+        except (OverflowError, ValueError):  # an int of 10**400
+            return None
+        if not math.isfinite(x):
+            return None
+        values.append(x)
+    return np.array(values, dtype=float)
 
 
 @dataclass
@@ -73,35 +105,45 @@ class OperatorControl:
     owner: str = ""
     """Session that may command (empty: nobody)."""
     mode: str = POLICY
-    since: float = 0.0
-    """When ``mode`` began."""
+    since: float = field(default_factory=time.monotonic)
+    """When ``mode`` began (at creation: when the console started)."""
     hold_reason: str = ""
+    estop: str = ""
+    """Why the safety filter's e-stop is latched (empty: it is not)."""
     counts: Counter[str] = field(default_factory=Counter)
-    """``accepted``, ``refused`` (not the operator), ``invalid``, ``rate_limited``,
-    ``clipped`` commands, and ``holds`` (dead-man trips)."""
+    """``accepted``, ``refused`` (not the operator, or the e-stop), ``invalid``,
+    ``rate_limited``, ``clipped`` commands, and ``holds``."""
     _human: np.ndarray | None = None
     _last_command_at: float = -math.inf
     """Last sign of the operator (a command or the takeover itself): the dead man's clock."""
     _last_accepted: float = -math.inf
     """Last accepted command: the rate limit's clock."""
-    _blend_from: np.ndarray | None = None
+    _base: np.ndarray | None = None
+    """Where the takeover's blend starts (operator units, within the limit)."""
     _blend_start: float = 0.0
-    _last_output: np.ndarray | None = None
+    _sent: np.ndarray | None = None
+    """What the robot last received on the operator's axes: the policy's command, the
+    hold or the person's blended command."""
+
+    def __post_init__(self) -> None:
+        self._sent = self.hold_command
+
+    @property
+    def hold_command(self) -> np.ndarray:
+        return np.asarray(self.space.hold, dtype=float)
+
+    @property
+    def limits(self) -> np.ndarray:
+        """Each axis' limit for this operator (the axis' own, times ``max_speed_fraction``)."""
+        return self.space.limits * self.settings.max_speed_fraction
 
     # -- sessions ----------------------------------------------------------------------
-    def claim(self, session: str) -> bool:
-        """Become the operator; True when ``session`` is (or already was) it."""
-        if not self.owner:
-            self.owner = session
-        return self.owner == session
-
     def release(self, session: str, now: float) -> None:
         """``session`` stops being the operator; a takeover in progress holds."""
-        if session != self.owner:
-            return
-        self.owner = ""
-        if self.mode == HUMAN:
-            self._hold(now, "the operator released control during a takeover")
+        if session == self.owner:
+            self.owner = ""
+            if self.mode == HUMAN:
+                self._hold(now, "the operator released control during a takeover")
 
     def disconnected(self, session: str, now: float) -> None:
         """The session's connection is gone (tab closed, network lost)."""
@@ -115,92 +157,120 @@ class OperatorControl:
         if session == self.owner and self.mode == HUMAN:
             self._hold(now, "the operator's page was hidden")
 
-    # -- control -----------------------------------------------------------------------
+    # -- the robot's side --------------------------------------------------------------
     def hold(self, now: float, reason: str) -> None:
-        """Stop the person's motion now (an e-stop, a lost robot link); the operator
-        leaves hold by commanding again or giving back."""
+        """Stop the person's motion now (a lost robot link); the operator leaves hold by
+        commanding again or giving back."""
         if self.mode == HUMAN:
             self._hold(now, reason)
 
-    def take_over(self, session: str, now: float) -> str:
-        """The person takes control (blending in); the reason when refused."""
-        if not self.claim(session):
-            return "another session is the operator (read-only here until it releases)"
+    def estop_latched(self, now: float, reason: str) -> None:
+        """The safety filter's e-stop latched: the robot gets its safe action, so what it
+        last received is the hold; a takeover in progress holds."""
+        self.estop = reason or "latched"
+        self._sent = self.hold_command
+        if self.mode == HUMAN:
+            self._hold(now, f"e-stop: {self.estop}")
+
+    def estop_reset(self, now: float) -> None:
+        """The e-stop was reset: the hold stays until a person acts."""
+        self.estop = ""
+
+    # -- the person's side -------------------------------------------------------------
+    def take_over(self, session: str, now: float, axes: Any = None) -> str:
+        """The person takes control (blending in), with their first command when given
+        (``axes``: so the keys held at the takeover count from its first output); the
+        reason when refused."""
+        if self.estop:
+            self.counts["refused"] += 1
+            return ESTOP_LATCHED
+        if self.owner not in ("", session):
+            return "another session is the operator (read-only here until it gives back)"
+        self.owner = session
         if self.mode != HUMAN:
-            self._enter_human(now, from_policy=self.mode == POLICY)
-        self._human = np.asarray(self.space.hold, dtype=float)
+            self._enter_human(now)
+        self._human = self.hold_command
         self._last_command_at = now
-        return ""
+        return "" if axes is None else self.command(session, axes, now)
 
     def give_back(self, session: str, now: float) -> str:
-        """Control returns to the policy; the reason when refused."""
+        """Control returns to the policy and the session stops being the operator; the
+        reason when refused."""
         if session != self.owner:
             return "only the operator can give control back"
-        self.mode, self.since, self.hold_reason = POLICY, now, ""
+        self.mode, self.since, self.hold_reason, self.owner = POLICY, now, "", ""
         self._human = None
         return ""
 
-    def command(self, session: str, axes: list[float] | np.ndarray, now: float) -> str:
+    def command(self, session: str, axes: Any, now: float) -> str:
         """A person's command as fractions of each axis' limit; the reason when refused."""
         if session != self.owner or self.mode == POLICY:
             self.counts["refused"] += 1
             return "not in control (take over first)" if session == self.owner else "read-only session"
-        try:
-            values = np.asarray(axes, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            values = np.array([math.nan])
-        if values.shape != (len(self.space.axes),) or not np.all(np.isfinite(values)):
+        if self.estop:
+            self.counts["refused"] += 1
+            return ESTOP_LATCHED
+        values = finite_axes(axes, len(self.space.axes))
+        if values is None:
             self.counts["invalid"] += 1
-            return f"expected {len(self.space.axes)} finite axes {list(self.space.names)}"
+            return f"expected {len(self.space.axes)} finite numbers {list(self.space.names)}"
         if now - self._last_accepted < self.settings.min_interval:
             self.counts["rate_limited"] += 1
             return "rate limited"
         clipped = np.clip(values, -1.0, 1.0)
         self.counts["clipped"] += int(np.any(clipped != values))
-        self._human = clipped * self.space.limits * self.settings.max_speed_fraction
+        self._human = clipped * self.limits
         self._last_command_at = self._last_accepted = now
-        if self.mode == HOLD:  # commanding again ends the hold, blending from it
-            self._enter_human(now, from_policy=False)
+        if self.mode == HOLD:  # commanding again ends the hold, from the hold
+            self._enter_human(now)
         self.counts["accepted"] += 1
         return ""
 
     def output(self, now: float, policy_command: np.ndarray | None = None) -> OperatorOutput:
-        """The person's command now (``policy_command``: the policy's current command in
-        the operator space, for the takeover blend), applying the dead man."""
+        """The command now, applying the dead man. ``policy_command``: the policy's current
+        command on the operator's axes (``None`` when it has none), which is what the
+        robot receives while the policy commands."""
         if self.mode == HUMAN and now - self._last_command_at > self.settings.timeout:
             self._hold(now, f"no command for {self.settings.timeout * 1e3:.0f} ms")
         if self.mode == POLICY:
-            self._last_output = None if policy_command is None else np.asarray(policy_command, dtype=float)
-            return OperatorOutput(POLICY, None, 0.0)
-        hold = np.asarray(self.space.hold, dtype=float)
+            received = None if self.estop or policy_command is None else np.asarray(policy_command, dtype=float)
+            self._sent = self.hold_command if received is None or received.shape != self.hold_command.shape \
+                else received
+            return OperatorOutput(POLICY, None)
         if self.mode == HOLD:
-            self._last_output = hold
-            return OperatorOutput(HOLD, hold.copy(), 1.0, hold.copy())
-        human = hold if self._human is None else self._human
+            self._sent = self.hold_command
+            return OperatorOutput(HOLD, self.hold_command)
+        human = self.hold_command if self._human is None else self._human
+        base = self.hold_command if self._base is None else self._base
+        # An axis pushed one way never starts from the other: that start is dropped.
+        base = self._base = np.where(base * human < 0.0, 0.0, base)
         duration = self.settings.blend_seconds
         alpha = 1.0 if duration <= 0 else min(max((now - self._blend_start) / duration, 0.0), 1.0)
-        base = self._blend_from
-        if base is None:  # from the policy: follow its current command while blending
-            base = hold if policy_command is None else np.asarray(policy_command, dtype=float)
-        out = (1.0 - alpha) * base + alpha * human
-        self._last_output = out
-        return OperatorOutput(HUMAN, out, alpha, human.copy())
+        out = np.clip((1.0 - alpha) * base + alpha * human, -self.limits, self.limits)
+        self._sent = out
+        return OperatorOutput(HUMAN, out.copy(), human.copy())
 
     def status(self, now: float) -> dict[str, object]:
-        """For the page: who commands, since when, and why it holds."""
-        return {"mode": self.mode, "seconds": round(now - self.since, 2), "owner": bool(self.owner),
-                "hold_reason": self.hold_reason, "counts": dict(self.counts)}
+        """For the page: who commands, for how long (and since when, epoch s), why it
+        holds, and the e-stop."""
+        age = max(now - self.since, 0.0)
+        return {"mode": self.mode, "seconds": round(age, 2), "since": round(time.time() - age, 3),
+                "owner": bool(self.owner), "hold_reason": self.hold_reason, "estop": self.estop,
+                "counts": dict(self.counts)}
 
     # -- transitions -------------------------------------------------------------------
-    def _enter_human(self, now: float, from_policy: bool) -> None:
+    def _enter_human(self, now: float) -> None:
         self.mode, self.since, self.hold_reason = HUMAN, now, ""
         self._blend_start = now
-        self._blend_from = None if from_policy else np.asarray(self.space.hold, dtype=float)
+        sent = self.hold_command if self._sent is None else self._sent
+        self._base = np.clip(sent, -self.limits, self.limits)
 
     def _hold(self, now: float, reason: str) -> None:
         self.mode, self.since, self.hold_reason = HOLD, now, reason
         self._human = None
+        self._sent = self.hold_command  # the target sends the hold at once (or steps nothing)
         self.counts["holds"] += 1
 
 
-__all__ = ["HOLD", "HUMAN", "POLICY", "OperatorControl", "OperatorOutput", "OperatorSettings"]
+__all__ = ["ESTOP_LATCHED", "HOLD", "HUMAN", "POLICY", "OperatorControl", "OperatorOutput", "OperatorSettings",
+           "finite_axes"]
