@@ -3,9 +3,9 @@
   sim2real console --robot arm                          (cameras: the robot's simulated views)
   sim2real console --robot quadruped --cameras front    (real cameras from the camera node)
 
-Prints the page's URL with a one-time token; runs until Ctrl-C. The graph runs elsewhere
-(`ros2 launch sim2real <robot>.launch.py`, `sim2real deploy --robot R --duration ...`) in
-the same ROS_DOMAIN_ID. HIL-SERL runs start their console with `sim2real hil run --console`.
+Prints the page's URL with its token (traded for an expiring session cookie when opened);
+runs until Ctrl-C. The graph runs elsewhere (`ros2 launch sim2real <robot>.launch.py`,
+`sim2real deploy --robot R --duration ...`) in the same ROS_DOMAIN_ID. HIL-SERL runs start their console with `sim2real hil run --console`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import sys
 
+from sim2real.console.auth import SESSION_TTL
 from sim2real.errors import ConfigError
 from sim2real.policies.teleop.operator import OperatorSettings
 from sim2real.policies.teleop.target import ConsoleTarget
@@ -14,10 +15,11 @@ DEFAULT_PORT = 8765
 
 
 def add_console_flags(parser: argparse.ArgumentParser, flag: bool = True) -> None:
-    """``--console`` (when ``flag``), ``--console-port``, ``--console-bind``, ``--takeover-blend``."""
+    """``--console`` (when ``flag``), ``--console-port``, ``--console-bind``, ``--takeover-blend``,
+    ``--console-spacemouse``, ``--console-session-hours``."""
     if flag:
         parser.add_argument("--console", action="store_true",
-                            help="serve the correction console (a URL with a one-time token is printed)")
+                            help="serve the correction console (a URL with its token is printed)")
     parser.add_argument("--console-port", type=int, default=DEFAULT_PORT, help="0: any free port")
     parser.add_argument("--console-bind", default="127.0.0.1", metavar="ADDR",
                         help="address to serve on; anything but loopback lets other machines reach the robot's "
@@ -26,6 +28,8 @@ def add_console_flags(parser: argparse.ArgumentParser, flag: bool = True) -> Non
                         help="a takeover blends from the policy's command into the operator's over this time")
     parser.add_argument("--console-spacemouse", action="store_true",
                         help="a SpaceMouse on this machine is an operator input too (hold its left button)")
+    parser.add_argument("--console-session-hours", type=float, default=SESSION_TTL / 3600, metavar="HOURS",
+                        help="a browser's session lasts this long; then the printed URL is needed again")
 
 
 def operator_settings(args: argparse.Namespace) -> OperatorSettings:
@@ -48,7 +52,10 @@ def start_console(target: ConsoleTarget, args: argparse.Namespace):
         loopback = True
     if not 0 <= args.console_port <= 65535:
         raise ConfigError("console_port", f"{args.console_port} is not a port number")
-    server = ConsoleServer(target, new_token(), bind, args.console_port)
+    hours = float(getattr(args, "console_session_hours", SESSION_TTL / 3600))
+    if not 0 < hours <= 24 * 30:
+        raise ConfigError("console_session_hours", f"{hours} is not in (0, 720] hours")
+    server = ConsoleServer(target, new_token(), bind, args.console_port, session_ttl=hours * 3600)
     server.start()
     if getattr(args, "console_spacemouse", False):
         from sim2real.console.spacemouse import SpaceMouseInput, open_spacemouse

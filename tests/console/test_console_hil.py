@@ -56,10 +56,20 @@ def test_everything_needs_the_token_and_the_consoles_origin(hil: HilStack) -> No
     assert http_status(base + "/api/estop", "POST", {"Authorization": "Bearer nope"}) == 401
     assert not hil.target.estop_guard.tripped  # the refused e-stop did nothing, as did every refusal
     assert http_status(base + "/api/describe", headers={"Authorization": "Bearer test-token"}) == 200
-    with urllib.request.urlopen(urllib.request.Request(base + "/?token=test-token"), timeout=5) as r:
-        assert "script-src" not in r.headers["Content-Security-Policy"]  # default-src 'self': no inline, no eval
-        assert "default-src 'self'" in r.headers["Content-Security-Policy"]
-        assert "HttpOnly" in r.headers["Set-Cookie"] and "SameSite=strict" in r.headers["Set-Cookie"]
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", hil.server.port, timeout=5)
+    conn.request("GET", "/?token=test-token")  # the token for a session cookie, and away from the URL
+    r = conn.getresponse()
+    assert r.status == 303 and r.getheader("Location") == "/"
+    assert "script-src" not in r.getheader("Content-Security-Policy", "")  # default-src 'self': no inline, no eval
+    assert "default-src 'self'" in r.getheader("Content-Security-Policy", "")
+    cookie = r.getheader("Set-Cookie", "")
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=" in cookie and "test-token" not in cookie
+    conn.close()
+    session = cookie.split(";", 1)[0]
+    assert http_status(base + "/api/describe", headers={"Cookie": session}) == 200
+    assert http_status(base + "/api/describe?token=test-token") == 401  # the URL's token is for the page's exchange only
     ws = f"ws://127.0.0.1:{hil.server.port}/ws"
     assert ws_refused(ws + "?token=wrong", None).startswith(("closed 4403", "refused 403"))
     assert ws_refused(ws + "?token=test-token", "http://evil.example").startswith(("closed 4403", "refused 403"))
@@ -193,18 +203,18 @@ def test_a_second_page_is_read_only_while_the_first_operates(hil: HilStack, brow
 
 
 @pytest.mark.parametrize("hostile", ['{"type": "command", "axes": [1e309, 0, 0, 0, 0, 0, 0]}', "[1, 2]", "not json",
-                                     '{"type": "command", "axes": "fast"}', '{"type": "shutdown"}'])
+                                     '{"type": "command", "axes": "fast"}', '{"type": "shutdown"}',
+                                     '{"type": "command", "axes": ["1", true, 0, 0, 0, 0, 0]}'])
 def test_hostile_messages_get_a_reason_and_change_nothing(hil: HilStack, hostile: str) -> None:
-    from sim2real.console.server import _handle
+    from sim2real.console.server import answer
 
     with hil.target.lock:
         hil.target.control.take_over("probe", time.monotonic())
     try:
-        reply = _handle(hil.target, "probe", hostile)
-        assert reply and json.dumps(reply)
+        reply = json.loads(answer(hil.target, "probe", hostile))
+        assert reply["type"] == "reply" and reply["error"]
         out = hil.target.operator_output()
         assert out.mode == HUMAN and np.all(np.isfinite(out.command)) and np.all(out.human == 0.0)
     finally:
         with hil.target.lock:
             hil.target.control.give_back("probe", time.monotonic())
-            hil.target.control.release("probe", time.monotonic())

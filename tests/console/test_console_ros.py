@@ -4,6 +4,7 @@ robot is read where the robot reads it: the safety filter's ``command``."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -21,6 +22,12 @@ from ros_harness import unique_domain_id
 from sim2real.policies.teleop.operator import HOLD
 
 
+def graph_domain() -> int:
+    """``SIM2REAL_TEST_DOMAIN_ID`` when set (one's own domain on a shared machine), else
+    one unique to this process and call."""
+    return int(os.environ.get("SIM2REAL_TEST_DOMAIN_ID") or unique_domain_id())
+
+
 class Graph:
     """A deployment with the console, and a probe on the filter's output."""
 
@@ -33,7 +40,7 @@ class Graph:
         from sim2real.ros_nodes.graph import InProcessGraph
         from sim2real.ros_nodes.qos import command_qos
 
-        domain = unique_domain_id()
+        domain = graph_domain()
         opts = DeployOptions(robot=robot, policy=policy, domain_id=domain, console=True, console_port=0,
                              overrides=overrides)
         params, nodes = graph_parameters(opts)

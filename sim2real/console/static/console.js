@@ -68,7 +68,7 @@ async function main() {
   const send = (msg) => {
     if (!ws || ws.readyState !== WebSocket.OPEN) return;
     ws.send(JSON.stringify(msg));
-    if (msg.type === "command") stats.lastCommandEpochMs = performance.timeOrigin + performance.now();
+    if (msg.axes) stats.lastCommandEpochMs = performance.timeOrigin + performance.now();
   };
 
   // Losing sight of the page (tab hidden, window unfocused) drops every held key and
@@ -117,20 +117,22 @@ async function main() {
 
   function tick() {
     const want = toggled || keyboard.takeover || gamepads.takeover;
-    if (want && !engaged) send({ type: "takeover" });
+    const axes = combine(keyboard.values(), gamepads.values());
+    const key = axes.join(",");
+    if (want && !engaged) { // the takeover carries the keys already held: they count from its first command
+      send({ type: "takeover", axes });
+      stats.commandsSent += 1;
+      lastAxes = key;
+      sinceSent = 0;
+    } else if (want && (key !== lastAxes || ++sinceSent >= 2)) {
+      // On every change at once, else at 25 Hz: the dead man (200 ms) needs a steady stream.
+      send({ type: "command", axes });
+      stats.commandsSent += 1;
+      lastAxes = key;
+      sinceSent = 0;
+    }
     if (!want && engaged) send({ type: "giveback" });
     engaged = want;
-    if (want) {
-      // On every change at once, else at 25 Hz: the dead man (200 ms) needs a steady stream.
-      const axes = combine(keyboard.values(), gamepads.values());
-      const key = axes.join(",");
-      if (key !== lastAxes || ++sinceSent >= 2) {
-        send({ type: "command", axes });
-        stats.commandsSent += 1;
-        lastAxes = key;
-        sinceSent = 0;
-      }
-    }
     if (++ticks % 10 === 0) renderDevices($("devices"), keyboard, gamepads, describe.axes, stats.state?.devices); // 5 Hz is plenty to read
   }
 
@@ -138,10 +140,14 @@ async function main() {
     ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
     ws.binaryType = "arraybuffer";
     ws.onopen = () => { $("connection").textContent = "connected"; $("connection").className = "pill ok"; };
-    ws.onclose = () => {
-      $("connection").textContent = "disconnected: retrying";
-      $("connection").className = "pill bad";
+    ws.onclose = (event) => {
       engaged = false;
+      $("connection").className = "pill bad";
+      if (event.code === 4401 || event.code === 4403) { // the session expired: only the printed URL helps
+        $("connection").textContent = "session expired: open the printed URL again";
+        return;
+      }
+      $("connection").textContent = "disconnected: retrying";
       setTimeout(connect, 1000);
     };
     ws.onmessage = (event) => {

@@ -45,15 +45,29 @@ export function renderKeys(table, axes) {
   }));
 }
 
+// How long the mode has lasted, as a person reads it: 8 s, 3 min 12 s, 2 h 05 min.
+export function age(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+}
+
 export function renderState(msg) {
   const c = msg.control;
-  const badge = $("control");
-  if (badge.dataset.mode !== c.mode) { badge.className = `badge ${c.mode}`; badge.dataset.mode = c.mode; }
-  setText(badge, `${c.mode.toUpperCase()} ${c.seconds.toFixed(1)} s`);
-  setText($("role"), msg.you.operator ? "you are the operator" : (c.owner ? "read-only (another operator)" : "read-only"));
-  setText($("hold-reason"), c.mode === "hold" ? `HOLD: ${c.hold_reason}` : "");
-  rows($("state"), Object.entries(msg.state || {}));
   const s = msg.safety || {};
+  const estop = c.estop || s.estop || "";
+  // A latched e-stop outranks whoever would command: nothing moves until its reset.
+  const mode = estop ? "estop" : c.mode;
+  const badge = $("control");
+  if (badge.dataset.mode !== mode) { badge.className = `badge ${mode}`; badge.dataset.mode = mode; }
+  setText(badge, estop ? "E-STOP" : `${c.mode.toUpperCase()} ${age(c.seconds)}`);
+  const since = new Date(c.since * 1000).toLocaleTimeString();
+  const title = estop ? `e-stop latched: ${estop}` : `${c.mode} since ${since}`;
+  if (badge.title !== title) badge.title = title;
+  setText($("role"), msg.you.operator ? "you are the operator" : (c.owner ? "read-only (another operator)" : "read-only"));
+  setText($("hold-reason"), estop ? `E-STOP: ${estop}` : (c.mode === "hold" ? `HOLD: ${c.hold_reason}` : ""));
+  rows($("state"), Object.entries(msg.state || {}));
   rows($("safety"), [["e-stop", s.estop || "clear"], ["acting", (s.acting || []).join(", ") || "none"],
                      ["watchdog", s.watchdog || "ok"], ["mode", s.mode || (s.paused ? "paused" : "running")]]);
   const latched = !!s.estop;
