@@ -32,13 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 import uvicorn
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from sim2real.console.auth import COOKIE, SESSION_TTL, Sessions, bearer_token, origin_ok, token_ok
+from sim2real.console.frames import JpegCache
 from sim2real.console.protocol import Refused, dumps, finite_number, parse_message
 from sim2real.policies.teleop.target import LABELS, ConsoleTarget
 
@@ -47,30 +46,6 @@ STATE_PERIOD = 0.05
 """s between state messages (20 Hz)."""
 FRAME_HEADER = struct.Struct("<Bd")
 UNAUTHORIZED = "401 Unauthorized: open the URL with the token that the console printed (sessions expire)\n"
-
-
-class JpegCache:
-    """One JPEG per new frame, whichever client asks first (frames may already be JPEG)."""
-
-    def __init__(self, quality: int = 80) -> None:
-        self.quality = quality
-        self._cache: dict[str, tuple[int, bytes]] = {}
-
-    def get(self, camera: str, seq: int, frame: np.ndarray | bytes) -> bytes:
-        hit = self._cache.get(camera)
-        if hit is not None and hit[0] == seq:
-            return hit[1]
-        data = frame if isinstance(frame, bytes) else _encode(frame, self.quality)
-        self._cache[camera] = (seq, data)
-        return data
-
-
-def _encode(rgb: np.ndarray, quality: int) -> bytes:
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR),
-                           [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    return buf.tobytes()
 
 
 def create_app(target: ConsoleTarget, token: str, session_ttl: float = SESSION_TTL) -> FastAPI:
