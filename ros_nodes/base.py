@@ -388,44 +388,50 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
 
 
 def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) -> int:
-    """Spin one node until shutdown (the body of each node module's ``main``); 0 on a
-    clean end, SIGINT and SIGTERM included.
+    """Spin one node until a stop signal (the body of each node module's ``main``); 0 on a
+    clean end, SIGINT and SIGTERM at any moment included.
 
-    Ctrl-C in a terminal signals every process of the group and ``ros2 launch`` forwards
-    another SIGINT, so a node sees two. rclpy's handler stops the executor on the first;
-    the Python handlers installed here (before ``rclpy.init``, which chains to them) only
-    note the signal, so no KeyboardInterrupt can land in the middle of the shutdown.
-    (It did: nodes exited with 130 and the recorder's bag was never closed.)
+    The node process owns its signals (:mod:`~sim2real.ros_nodes.process_life`): until
+    the ROS context exists SIGINT and SIGTERM end it at once, from then on they are only
+    noted (Ctrl-C reaches every process of the terminal's group and ``ros2 launch`` may
+    send another), and the process gets SIGTERM when its parent ends. rclpy installs no
+    handler of its own: its handler shut the context down under a running callback,
+    which then failed (``RCLError: context is invalid``), and left
+    :meth:`ManagedNode.wind_down` a dead context. Here the loop ends between two
+    callbacks, within ``poll`` s of the signal, then the node winds down (its safe
+    state, files closed) while the context still works, then the context ends.
     """
-    received: list[int] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, _frame: received.append(signum))
-    rclpy.init(args=args if args is not None else sys.argv)
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    from sim2real.ros_nodes.process_life import end_with_parent, ignore_stop_signals, note_stop_signals
+
+    poll = 0.1  # s: the longest the node spins on after a stop signal (its wait wakes to look)
+    stop = note_stop_signals()
+    end_with_parent(signal.SIGTERM)
+    stop.running()
+    rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = factory()
     except ConfigError as exc:  # a bad parameter: one line and a non-zero exit, nothing started
         rclpy.shutdown()
         raise SystemExit(f"cannot start: {exc}") from None
+    executor = SingleThreadedExecutor()
     try:
-        if not received:
+        if not stop.requested:
             node.autostart()
-        if not received:
-            rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+        executor.add_node(node)
+        while not stop.requested and rclpy.ok():
+            executor.spin_once(timeout_sec=poll)
+    except ExternalShutdownException:  # another part of the process ended the context: an end too
         pass
-    except Exception:
-        # A signal's shutdown can catch the executor building its wait set (rclpy then
-        # raises RCLError "context is not valid"): that is the shutdown, not a failure.
-        if not received and rclpy.ok():
-            raise
     finally:
+        executor.shutdown()
         node.wind_down()
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        # The process is ending. Ignored rather than restored: launch's SIGINT can arrive
-        # a moment after the terminal's, and Python resets handled signals to their
-        # default (terminate) while it finalizes, which turned a clean exit into -2.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+        # Ignored rather than restored: a late SIGINT (launch's, after the terminal's)
+        # while Python finalizes would meet the default action and turn 0 into -2.
+        ignore_stop_signals()
     return 0

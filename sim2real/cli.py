@@ -35,7 +35,10 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of command ``only`` alone (importing one command
+    module, not all: a launched node starts seconds sooner, and Ctrl-C in those seconds
+    raised tracebacks)."""
     parser = argparse.ArgumentParser(
         prog="sim2real",
         description="Robot control policies from MuJoCo simulation to ROS 2 robots.",
@@ -45,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sim2real {sim2real.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(module_name)
         doc = (module.__doc__ or "").strip()
         p = sub.add_parser(
@@ -60,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["deploy", "--node"]:  # a launched node: from now on a stop signal is never a traceback
+        from sim2real.ros_nodes.process_life import note_stop_signals
+
+        note_stop_signals()
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -41,3 +41,19 @@ def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
     if extra is None:
         return None
     return f"this needs {top}, which the '{extra}' extra installs: pip install \"sim2real[{extra}]\""
+
+
+def describe_error(exc: BaseException) -> str:
+    """``exc`` as one line for a person: for an import an extra provides (``exc`` itself or
+    what caused it), which extra to install; else the exception's own message (its type
+    name when it has none). What a node keeps as the reason it could not start."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ModuleNotFoundError):
+            message = missing_extra_message(cause)
+            if message is not None:
+                return message
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__

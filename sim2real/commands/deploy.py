@@ -10,7 +10,9 @@ percentiles and deadline misses; --json prints them as one JSON object.
 add --emulate to start its simulator-backed emulator too. `sim2real deploy check --robot R`
 runs the pre-flight check (`sim2real deploy check --help`).
 
-`sim2real deploy --node NAME -- --ros-args ...` runs a single node (what the launch files start).
+`sim2real deploy --node NAME -- --ros-args ...` runs a single node of the graph (what the
+launch files start): it notes Ctrl-C and SIGTERM from its first instant (no traceback
+while it starts) and ends when the process that started it ends (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ import sys
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
-
-NODES = ("sim_bridge", "hardware_bridge", "policy", "safety_filter", "recorder", "camera", "console")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", default="", help="record an MCAP rosbag2 into this (new) folder")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID of the run (default: $ROS_DOMAIN_ID, else derived from the pid)")
-    parser.add_argument("--node", choices=NODES, help="run only this node; ROS arguments follow `--` (launch files)")
+    parser.add_argument("--node", metavar="NAME",
+                        help="run only this node of the graph (a name of ros_nodes/graph.py's NODE_MODULES; an "
+                             "unknown name lists them); ROS arguments follow `--` (launch files)")
     parser.add_argument("--console", action="store_true",
                         help="serve the correction console (prints a URL with a one-time token)")
     parser.add_argument("--console-port", type=int, default=8765, help="0: any free port")
@@ -60,13 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.node:  # started by a launch file: the launch environment decides the DDS settings
-        import importlib
-
-        from sim2real.ros_nodes.graph import NODE_MODULES
-
-        module = importlib.import_module(NODE_MODULES[args.node])
-        ros_args = args.ros_args[1:] if args.ros_args[:1] == ["--"] else args.ros_args
-        return int(module.main([sys.argv[0], *ros_args]))
+        return run_node(args.node, args.ros_args[1:] if args.ros_args[:1] == ["--"] else args.ros_args)
     if args.ros_args[:1] == ["check"]:
         from sim2real.commands.deploy_check import run_check
 
@@ -99,6 +95,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(summary)
     return 0
+
+
+def run_node(name: str, ros_args: list[str]) -> int:
+    """One node of the graph in this process, until a stop signal or its parent's end."""
+    import importlib
+    import signal
+
+    from sim2real.ros_nodes.process_life import end_with_parent, note_stop_signals
+
+    # First, before the seconds of imports: a stop signal ends the process at once (0,
+    # nothing to undo yet), and the launcher's end (even by SIGKILL) sends SIGTERM here.
+    note_stop_signals()
+    end_with_parent(signal.SIGTERM)
+    from sim2real.errors import ConfigError
+    from sim2real.ros_nodes.graph import NODE_MODULES
+
+    if name not in NODE_MODULES:
+        raise ConfigError("--node", f"no node named {name!r}; the graph's nodes: {', '.join(NODE_MODULES)}")
+    module = importlib.import_module(NODE_MODULES[name])
+    return int(module.main([sys.argv[0], *ros_args]))
 
 
 def node_overrides(flat: dict) -> dict[str, dict]:
