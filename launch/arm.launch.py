@@ -4,7 +4,8 @@
     ros2 launch sim2real arm.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real arm.launch.py record:=true         # MCAP rosbag2 of the run
 
-Nodes (parameters from share/sim2real/config/arm.yaml, ros__parameters form):
+Nodes (parameters from share/sim2real/config/arm.yaml, ros__parameters form, and what the
+policy needs: its task, command layout and planner, as `sim2real deploy` sets them):
 sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
 Franka-class arm through ros2_control's topics, /joint_states and the forward position
 controller; try it against `sim2real hardware emulate --robot arm`), policy, safety_filter, recorder (record:=true),
@@ -12,8 +13,10 @@ console (console:=true). The hardware bridge keeps the robot in its safe state u
 pre-flight check passes and it is enabled (`auto_enable` or its ~/enable service;
 docs/hardware.md).
 Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
-activates itself (autostart). The graph itself (arguments, nodes, conditions) is
-sim2real.ros_nodes.launch_description, shared by every robot's launch file.
+activates itself (autostart). A node that exits ends the launch, non-zero with its
+reason when it failed; nodes end with the launch process however it ends. The graph
+itself (arguments, nodes, parameters) is sim2real.ros_nodes.launch_description, shared
+by every robot's launch file (docs/deployment.md, "Launch behaviour").
 """
 
 from sim2real.ros_nodes.launch_description import generate

@@ -3,10 +3,12 @@
     ros2 launch sim2real quadruped.launch.py                      # simulated robot, classical controller
     ros2 launch sim2real quadruped.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real quadruped.launch.py record:=true         # MCAP rosbag2 of the run
-    ros2 launch sim2real quadruped.launch.py planner:=true policy:=policies/baselines/QuadrupedWaypoints
+    ros2 launch sim2real quadruped.launch.py policy:=policies/baselines/QuadrupedWaypoints   # + its planner
 
-Nodes (parameters from share/sim2real/config/quadruped.yaml, ros__parameters form):
-planner (planner:=true: the path a QuadrupedWaypoints policy follows, on `plan`),
+Nodes (parameters from share/sim2real/config/quadruped.yaml, ros__parameters form, and what the
+policy needs: its task, command layout and planner, as `sim2real deploy` sets them):
+planner (the path a QuadrupedWaypoints policy follows, on `plan`: started for a policy that
+follows a path, planner:=true/false forces it on/off),
 sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
 Unitree Go2 through its low-level DDS topics rt/lowstate and rt/lowcmd; try it against
 `sim2real hardware emulate --robot quadruped`), policy, safety_filter, recorder (record:=true),
@@ -14,8 +16,10 @@ console (console:=true). The hardware bridge keeps the robot in its safe state u
 pre-flight check passes and it is enabled (`auto_enable` or its ~/enable service;
 docs/hardware.md).
 Each runs as sim2real deploy --node NAME -- --ros-args ... and configures and
-activates itself (autostart). The graph itself (arguments, nodes, conditions) is
-sim2real.ros_nodes.launch_description, shared by every robot's launch file.
+activates itself (autostart). A node that exits ends the launch, non-zero with its
+reason when it failed; nodes end with the launch process however it ends. The graph
+itself (arguments, nodes, parameters) is sim2real.ros_nodes.launch_description, shared
+by every robot's launch file (docs/deployment.md, "Launch behaviour").
 """
 
 from sim2real.ros_nodes.launch_description import generate

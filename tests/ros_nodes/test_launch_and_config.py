@@ -34,27 +34,20 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 
 
 @pytest.mark.parametrize("robot", ROBOTS)
-def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> None:
-    from sim2real.ros_nodes.launch_description import arguments, discovery_range, nodes
+def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
+    from sim2real.ros_nodes.launch_description import arguments, discovery_range
 
     tree = ast.parse((ROOT / "launch" / f"{robot}.launch.py").read_text())
     (func,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"]
     assert ast.unparse(func.body[-1]) == "return generate(ROBOT)"
-    (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ROBOT"]
+    (robot_const,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                      and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "ROBOT"]
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
     assert set(args) - {"planner"} == {"backend", "policy", "record", "discovery", "console"}
     assert ("planner" in args) == (robot in ("quadruped", "drone"))  # the robots with path-following policies
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
     assert args["discovery"].default == "auto"
-    started = {n.name: n for n in nodes(robot)}
-    assert set(started) - {"hardware_bridge", "planner"} == {"sim_bridge", "safety_filter", "policy", "recorder",
-                                                             "console"}
-    if "planner" in started:
-        assert started["planner"].when == ("planner", "true")
-    assert started["console"].when == ("console", "true")
-    assert started["sim_bridge"].when == ("backend", "sim") and started["recorder"].when == ("record", "true")
-    assert started["policy"].overrides == {"policy": "policy"}
     # DDS stays on this machine for a simulated robot unless asked otherwise.
     assert discovery_range("auto", "sim") == "LOCALHOST" and discovery_range("auto", "real") == "SUBNET"
     assert discovery_range("OFF", "real") == "OFF"
@@ -62,24 +55,100 @@ def test_launch_file_declares_backend_policy_and_the_four_nodes(robot: str) -> N
 
 def test_the_launch_builder_makes_required_nodes_from_the_launch_packages() -> None:
     """What `generate` builds with launch/launch_ros (read, as they are not installable here):
-    one Node per graph node, each shutting the launch down on exit."""
+    one Node per selected graph node, started as `sim2real deploy --node NAME`, each ending
+    the launch on exit through `exit_outcome` (a failure raises: launch then exits 1)."""
     source = (ROOT / "ros_nodes" / "launch_description.py").read_text()
     tree = ast.parse(source)
     (node_call,) = calls(tree, "Node")
     kw = {k.arg: k.value for k in node_call.keywords}
     assert ast.literal_eval(kw["package"]) == "sim2real" and ast.literal_eval(kw["executable"]) == "sim2real"
-    assert kw["on_exit"].func.id == "Shutdown"  # a node that exits (cannot start) ends the launch
+    assert ast.unparse(kw["arguments"]) == "['deploy', '--node', name, '--']"
+    (exit_handler,) = calls(tree, "OnProcessExit")
+    assert {k.arg for k in exit_handler.keywords} == {"target_action", "on_exit"}
+    assert "exit_outcome(name, event.returncode" in source
     assert "SetEnvironmentVariable(\"ROS_AUTOMATIC_DISCOVERY_RANGE\"" in source
 
 
-def test_the_launch_command_line_reaches_the_node() -> None:
+def test_every_graph_node_starts_from_the_launch_command_line() -> None:
+    """`planner:=true` ran `sim2real deploy --node planner`, which the command line refused:
+    its node names are the graph's (ros_nodes/graph.py NODE_MODULES), not a second list."""
     from sim2real.cli import build_parser
+    from sim2real.commands import deploy
+    from sim2real.ros_nodes.graph import NODE_MODULES
 
-    # What launch_ros runs: executable, the node's `arguments`, then the ROS arguments.
-    args = build_parser().parse_args(["deploy", "--node", "policy", "--", "--ros-args", "-r", "__node:=policy",
-                                      "--params-file", "/tmp/x.yaml"])
-    assert args.node == "policy" and args.ros_args[1:] == ["--ros-args", "-r", "__node:=policy",
-                                                           "--params-file", "/tmp/x.yaml"]
+    for name in NODE_MODULES:
+        args = build_parser().parse_args(["deploy", "--node", name, "--", "--ros-args"])
+        assert args.node == name
+    assert not hasattr(deploy, "NODES")  # one list of nodes: the graph's
+
+
+def test_an_unknown_node_is_refused_with_the_graphs_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    from sim2real.cli import main
+
+    assert main(["deploy", "--node", "navigator", "--", "--ros-args"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "navigator" in line and "planner" in line and "safety_filter" in line
+
+
+def domain() -> int:
+    import os
+
+    return int(os.environ["ROS_DOMAIN_ID"])
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_a_simulated_robots_latch_lives_for_one_launch_run(robot: str) -> None:
+    """A crash in simulation (a latch written, never reset) must not latch the next
+    `ros2 launch` run; a real robot's latch persists across runs ($ROS_HOME)."""
+    from sim2real.policies.safety.latch import LatchStore
+    from sim2real.ros_nodes.launch_description import launch_graph
+
+    first = launch_graph(robot, {}, domain()).parameters["safety_filter"]["latch_file"]
+    LatchStore(first).save(["estop: button"])  # the run ends latched (a crash, or no reset)
+    try:
+        # The next run (this process again: the same file, new for the run).
+        second = launch_graph(robot, {}, domain()).parameters["safety_filter"]["latch_file"]
+        assert LatchStore(second).load() == []
+    finally:
+        Path(first).unlink(missing_ok=True)
+    real = launch_graph(robot, {"backend": "real"}, domain())
+    # The config's latch_file is empty: the safety filter keeps its own file under $ROS_HOME.
+    assert "latch_file" not in real.parameters.get("safety_filter", {})
+    assert yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())["safety_filter"][
+        "ros__parameters"].get("latch_file", "") == ""
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_launch_arguments_select_the_nodes(robot: str) -> None:
+    from sim2real.ros_nodes.launch_description import launch_graph
+
+    assert launch_graph(robot, {}, domain()).nodes == ["sim_bridge", "safety_filter", "policy"]
+    everything = {"backend": "real", "record": "true", "console": "true", "policy": "external",
+                  **({"planner": "true"} if robot != "arm" else {})}
+    started = launch_graph(robot, everything, domain()).nodes
+    assert started == ["hardware_bridge", "safety_filter", *(["planner"] if robot != "arm" else []),
+                       "recorder", "console"]
+
+
+WAYPOINTS = {"quadruped": "QuadrupedWaypoints", "drone": "DroneWaypoints"}
+
+
+@pytest.mark.parametrize("robot", ["quadruped", "drone"])
+def test_a_path_following_policy_gets_its_planner_task_and_command_layout(robot: str) -> None:
+    """What `ros2 launch ... policy:=<path follower>` passes: the policy's task and command
+    layout to the bridge and the filter, and the planner (it never acted without them)."""
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.ros_nodes.launch_description import launch_graph
+
+    policy = ROOT / "policies" / "baselines" / WAYPOINTS[robot]
+    meta = OnnxPolicy(str(policy)).metadata
+    graph = launch_graph(robot, {"policy": str(policy)}, domain())
+    assert graph.nodes == ["sim_bridge", "safety_filter", "planner", "policy"]
+    params = graph.parameters
+    assert params["sim_bridge"]["task"] == WAYPOINTS[robot]
+    assert params["sim_bridge"]["action_mode"] == params["safety_filter"]["action_mode"] == meta["action_mode"]
+    assert params["policy"] == {"policy": str(policy)}
+    assert "planner" not in launch_graph(robot, {"policy": str(policy), "planner": "false"}, domain()).nodes
 
 
 @pytest.mark.parametrize("robot", ROBOTS)
