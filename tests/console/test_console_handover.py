@@ -156,3 +156,32 @@ def test_a_takeover_from_the_policy_starts_at_most_at_the_operators_limit(graph:
     assert g.wait(lambda: g.target.control.mode == POLICY, 3.0)
     page.close()
 
+
+
+def test_an_estop_from_another_source_holds_the_takeover_until_a_person_acts(graph: PolicyGraph, browser) -> None:
+    """The filter's e-stop tripped by something else than the page (`ros2 service call`):
+    the console learns it from the filter's diagnostics, holds, shows E-STOP, refuses the
+    takeover while latched, and after the reset starts from zero."""
+    from std_srvs.srv import Trigger
+
+    g = graph
+    trip = g.probe.create_client(Trigger, "safety_filter/trip_estop")
+    reset = g.probe.create_client(Trigger, "safety_filter/reset")
+
+    def call(client: Any) -> bool:
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(Trigger.Request())
+        assert g.wait(future.done, 5.0)
+        return bool(future.result().success)
+
+    page = open_console(browser, g.console.server.url)
+    _take_over_and_hold(g, page, lambda: call(trip))
+    assert g.wait(lambda: bool(g.target.control.estop), 2.0)  # from the filter's diagnostics
+    page.wait_for_function("document.querySelector('#control').textContent === 'E-STOP'", timeout=5000)
+    page.keyboard.up("KeyW")  # Space stays held: the page keeps commanding, refused while latched
+    page.wait_for_function("/e-stop is latched/.test(document.querySelector('#reply').textContent)", timeout=5000)
+    assert g.target.control.mode == HOLD
+    assert call(reset)
+    assert g.wait(lambda: not g.target.control.estop, 3.0), (g.target.control.estop, g.target.diagnostics)
+    _check_from_zero(g, page, "an e-stop from another source")
+    page.close()
