@@ -91,14 +91,35 @@ def pose_arrays(pose: Pose) -> tuple[np.ndarray, np.ndarray]:
     return np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z])
 
 
+MAX_MAGNITUDE = 1e6
+"""A position (m), velocity (m/s) or rate (rad/s) beyond this is a corrupt frame, not a
+measurement: finite values of 1e155 passed every check before."""
+
+
+def plausible(*arrays: np.ndarray) -> bool:
+    """Every value finite and within :data:`MAX_MAGNITUDE`."""
+    return all(bool(np.all(np.isfinite(a)) and np.all(np.abs(a) <= MAX_MAGNITUDE)) for a in arrays)
+
+
+def unit_quaternion(quat: np.ndarray) -> np.ndarray | None:
+    """``quat`` normalised, or ``None`` when it is no rotation: not finite, or its norm
+    not within 0.5-1.5 (a sensor sends unit quaternions). The norm is computed without
+    overflow (``math.hypot``): components of 1e155 gave an infinite norm and then a zero
+    quaternion that every check accepted."""
+    if not np.all(np.isfinite(quat)):
+        return None
+    norm = math.hypot(*(float(v) for v in quat))
+    return quat / norm if 0.5 < norm < 1.5 else None
+
+
 def parse_pose(pose: Pose) -> tuple[np.ndarray, np.ndarray] | str:
     """``(pos, quat wxyz)`` with the quaternion normalised, or the reason it is rejected
-    (non-finite values, an orientation that is not a rotation)."""
+    (non-finite or implausible values, an orientation that is not a rotation)."""
     pos, quat = pose_arrays(pose)
-    norm = float(np.linalg.norm(quat))
-    if not (np.all(np.isfinite(pos)) and math.isfinite(norm)) or not 0.5 < norm < 1.5:
+    unit = unit_quaternion(quat)
+    if unit is None or not plausible(pos):
         return "non-finite pose or invalid orientation"
-    return pos, quat / norm
+    return pos, unit
 
 
 def pose_stamped(pos: np.ndarray, quat_wxyz: np.ndarray, stamp: Time, frame: str = "world") -> PoseStamped:
@@ -135,11 +156,10 @@ def parse_odometry(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     t = msg.twist.twist
     v_body = np.array([t.linear.x, t.linear.y, t.linear.z])
     w_body = np.array([t.angular.x, t.angular.y, t.angular.z])
-    values = np.concatenate([pos, quat, v_body, w_body])
-    if not np.all(np.isfinite(values)) or np.linalg.norm(quat) < 0.5:
+    unit = unit_quaternion(quat)
+    if unit is None or not plausible(pos, v_body, w_body):
         return "non-finite odometry or invalid orientation"
-    quat = quat / np.linalg.norm(quat)
-    return pos, quat, rotation(quat) @ v_body, w_body
+    return pos, unit, rotation(unit) @ v_body, w_body
 
 
 def imu(quat: np.ndarray, ang_vel_body: np.ndarray, lin_acc_body: np.ndarray, stamp: Time,
@@ -164,12 +184,13 @@ def parse_imu(msg: Imu) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | st
     rates = np.array([w.x, w.y, w.z])
     if msg.orientation_covariance[0] == -1.0:
         return "the IMU publishes no orientation"
-    if not (np.all(np.isfinite(quat)) and np.all(np.isfinite(rates))) or not 0.5 < np.linalg.norm(quat) < 1.5:
+    unit = unit_quaternion(quat)
+    if unit is None or not plausible(rates):
         return "non-finite IMU values or invalid orientation"
     accel = np.array([a.x, a.y, a.z])
-    if msg.linear_acceleration_covariance[0] == -1.0 or not np.all(np.isfinite(accel)):
+    if msg.linear_acceleration_covariance[0] == -1.0 or not plausible(accel):
         accel = None
-    return quat / np.linalg.norm(quat), rates, accel
+    return unit, rates, accel
 
 
 # -- commands -----------------------------------------------------------------------------

@@ -30,6 +30,17 @@ class NodeSettings:
 
 
 @dataclass
+class StateReaderSettings(NodeSettings):
+    """What every node that reads the robot's state streams shares."""
+
+    stamp_tolerance: Annotated[float, Bounds(gt=0.0, le=10.0)] = 0.5
+    """s: a state message whose header stamp differs from this node's clock by more is
+    refused (stale, from the future, or unstamped). Covers delivery on a loaded machine
+    and the clock offset between two synchronised computers; the freshness watchdogs
+    time what is accepted by its arrival."""
+
+
+@dataclass
 class DriverSettings(NodeSettings):
     """What every node that drives a robot (simulated or real) shares."""
 
@@ -109,7 +120,7 @@ class HardwareBridgeSettings(DriverSettings):
 
 
 @dataclass
-class PolicySettings(NodeSettings):
+class PolicySettings(StateReaderSettings):
     robot: Robot = "arm"
     """Robot class the policy commands."""
     policy: str = "classical"
@@ -132,7 +143,7 @@ class PolicySettings(NodeSettings):
 
 
 @dataclass
-class SafetyFilterSettings(NodeSettings):
+class SafetyFilterSettings(StateReaderSettings):
     robot: Robot = "arm"
     """Robot class guarded; fixed when the node starts (it decides the safety parameters)."""
     action_mode: str = ""
@@ -203,7 +214,7 @@ class CameraSettings(NodeSettings):
 
 
 @dataclass
-class ConsoleSettings(NodeSettings):
+class ConsoleSettings(StateReaderSettings):
     """The correction console attached to the graph (a web page; docs/console.md)."""
 
     robot: Robot = "arm"

@@ -8,7 +8,9 @@ joints, ``odom`` (and ``imu``, for nodes that ask) when it has a floating base,
 ``ranges/<name>`` per rangefinder (assembled into one ``ranges`` stream that flows only
 while every rangefinder is fresh, so one dead sensor stops it). A message that fails
 its check (unknown or missing joints, wrong lengths, NaN or inf, an orientation that is
-not a rotation) is counted and logged and never reaches the node.
+not a rotation, a header stamp further than the node's ``stamp_tolerance`` from its
+clock: stale, from the future, or unset) is counted and logged and never reaches the
+node.
 """
 
 from __future__ import annotations
@@ -35,8 +37,13 @@ class StreamNode(Protocol):
 
     def create_subscription(self, *args: Any, **kwargs: Any) -> Any: ...
 
+    def get_clock(self) -> Any: ...
+
     def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None: ...
 
+
+STAMP_TOLERANCE = 0.5
+"""s: the default ``stamp_tolerance`` (:class:`~sim2real.ros_nodes.settings.StateReaderSettings`)."""
 
 RANGE_MAX_AGE = 0.25
 """Seconds a rangefinder's reading may be older than the newest for the ``ranges``
@@ -62,6 +69,9 @@ class StateStreams:
     def __init__(self, node: StreamNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
                  on_reject: Callable[[str, str], None] | None = None, ranges: bool = False) -> None:
         self.node, self.joints, self.on_state, self.on_reject = node, deployment.joints, on_state, on_reject
+        has_param = getattr(node, "has_parameter", lambda _name: False)
+        self.stamp_tolerance = float(node.get_parameter("stamp_tolerance").value  # type: ignore[attr-defined]
+                                     if has_param("stamp_tolerance") else STAMP_TOLERANCE)
         self.rejected: Counter[str] = Counter()
         """Refused messages per topic."""
         qos = sensor_qos()
@@ -89,7 +99,20 @@ class StateStreams:
         if self.on_reject is not None:
             self.on_reject(topic, reason)
 
+    def _misdated(self, topic: str, header: Any) -> bool:
+        """Refuse (and say so) a message stamped too far from the node's clock: ROS time, or
+        the simulation clock with ``use_sim_time``, as the sender stamps it."""
+        offset = self.node.get_clock().now().nanoseconds * 1e-9 - M.stamp_to_sec(header.stamp)
+        if abs(offset) <= self.stamp_tolerance:
+            return False
+        what = f"{offset:.3f} s old" if offset > 0 else f"{-offset:.3f} s in the future"
+        self._reject(topic, f"stamped {what} (tolerance {self.stamp_tolerance} s; unsynchronised clocks or a "
+                            "replayed or unstamped message)")
+        return True
+
     def _on_joints(self, msg: JointState) -> None:
+        if self._misdated("joint_states", msg.header):
+            return
         parsed = M.parse_joint_state(msg, self.joints)
         if isinstance(parsed, str):
             return self._reject("joint_states", parsed)
@@ -97,6 +120,8 @@ class StateStreams:
         self.on_state("joint_states", {"joint_pos": pos, "joint_vel": vel, "joint_effort": effort}, msg.header)
 
     def _on_odom(self, msg: Odometry) -> None:
+        if self._misdated("odom", msg.header):
+            return
         parsed = M.parse_odometry(msg)
         if isinstance(parsed, str):
             return self._reject("odom", parsed)
@@ -105,6 +130,8 @@ class StateStreams:
                       msg.header)
 
     def _on_imu(self, msg: Imu) -> None:
+        if self._misdated("imu", msg.header):
+            return
         parsed = M.parse_imu(msg)
         if isinstance(parsed, str):
             return self._reject("imu", parsed)
@@ -115,6 +142,8 @@ class StateStreams:
         return lambda msg: self._on_range(index, msg)
 
     def _on_range(self, index: int, msg: Range) -> None:
+        if self._misdated(f"ranges/{self.rangefinders[index]}", msg.header):
+            return
         parsed = P.parse_range(msg)
         if isinstance(parsed, str):
             return self._reject(f"ranges/{self.rangefinders[index]}", parsed)
@@ -124,6 +153,8 @@ class StateStreams:
             self.on_state("ranges", {"ranges": self._ranges.copy()}, msg.header)
 
     def _on_pose(self, msg: PoseStamped, topic: str, pos_field: str, quat_field: str) -> None:
+        if self._misdated(topic, msg.header):
+            return
         parsed = M.parse_pose(msg.pose)
         if isinstance(parsed, str):
             return self._reject(topic, parsed)

@@ -28,11 +28,17 @@ def transition_spec(obs_shapes: dict[str, tuple[int, ...]], action_dim: int) -> 
     return spec
 
 
+ACTION_BOUND = 1.0 + 1e-6
+"""Actions are the policy's normalized ones, in [-1, 1] (SAC's squashed range; the
+operator's corrections are clipped to it): anything beyond is no action any actor sends
+(1e30 passed every check before)."""
+
+
 def coerce_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type]]) -> Batch:
     """``batch``'s spec fields as the spec's dtypes, checked *after* the conversion (what
     enters a buffer or a file is what was checked): raises on missing fields, wrong shapes,
     non-numeric arrays, values that do not survive the cast (a float64 1e39 becomes inf in
-    float32, 300 wraps in uint8) and NaN or inf anywhere."""
+    float32, 300 wraps in uint8), NaN or inf anywhere and actions outside [-1, 1]."""
     missing = set(spec) - set(batch)
     if missing:
         raise Sim2RealError(f"transitions lack fields {sorted(missing)}")
@@ -53,6 +59,9 @@ def coerce_transitions(batch: Batch, spec: dict[str, tuple[tuple[int, ...], type
         if cast.dtype.kind == "f":
             if not np.all(np.isfinite(cast)):
                 raise Sim2RealError(f"transitions field {name!r} holds NaN or inf (after the cast to {cast.dtype})")
+            if name == "action" and cast.size and float(np.max(np.abs(cast))) > ACTION_BOUND:
+                raise Sim2RealError(f"transitions field 'action' holds {float(np.max(np.abs(cast))):.3g}: "
+                                    "normalized actions lie in [-1, 1]")
         elif arr.dtype != cast.dtype and not np.array_equal(cast, arr):
             raise Sim2RealError(f"transitions field {name!r} holds values outside {np.dtype(dtype).name}")
         out[name] = cast

@@ -29,6 +29,7 @@ holds it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import numpy as np
@@ -36,7 +37,7 @@ import numpy as np
 from sim2real.policies.safety.base import SafetyFilter, as_vector
 from sim2real.policies.safety.fallback import Fallback
 from sim2real.policies.safety.guards import EStop, Guard, Watchdog
-from sim2real.policies.safety.limits import BoxLimit
+from sim2real.policies.safety.limits import BoxLimit, RateLimit
 from sim2real.policies.safety.mux import CommandMux, CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.types import ChainOutput, FilterReport, SafetyState
@@ -243,17 +244,42 @@ class SafetyChain:
         return state
 
     def _emergency(self, state: SafetyState, reason: str) -> ChainOutput:
+        """The fallback's command when a filter raised: inside the hard boxes, and no
+        faster a change from the last output than the rate limits allow (a stand-down
+        target 0.545 rad away was sent in one step where 0.2 were allowed)."""
         self.mode = "safe"
         try:
             out = np.asarray(self.fallback.command(state, ["internal_error"], self.last_output), dtype=np.float64)
             if out.shape != (self.space.size,) or not np.all(np.isfinite(out)):
                 raise ValueError("fallback gave an invalid command")
-            for limit in self.limits:  # the fixed bounds still hold (no filter state needed)
+            for limit in self.limits:  # the fixed bounds hold (no filter state needed)
                 if isinstance(limit, BoxLimit):
                     out = np.clip(out, limit.lower, limit.upper)
+            for limit in self.limits:  # and the rates, from the last output sent
+                if isinstance(limit, RateLimit):
+                    out = self._rate_limited(limit, out, state)
         except Exception:
             out = self.last_output.copy() if self.last_output is not None else None
+        if out is not None:
+            self.last_output = out.copy()
         return ChainOutput(out, "safe" if out is not None else "idle", [], reason=reason)
+
+    def _rate_limited(self, limit: RateLimit, out: np.ndarray, state: SafetyState) -> np.ndarray:
+        """``out`` within ``limit``'s interval; if the limit cannot tell it (the state is
+        what broke a filter), within its largest step from the last output."""
+        try:
+            box = limit.bounds(state)
+        except Exception:
+            box = None
+            if self.last_output is not None:
+                step = limit.max_rate * limit.params.max_dt
+                box = (self.last_output - step, self.last_output + step)
+        if box is None:
+            return out
+        out = np.clip(out, box[0], box[1])
+        with contextlib.suppress(Exception):  # its reference follows what was sent
+            limit.observe_output(out, state)
+        return out
 
     def _step(self, state: SafetyState, only_safe: bool) -> ChainOutput:
         state.command_stamp = self.command_stamp

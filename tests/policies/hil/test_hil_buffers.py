@@ -14,6 +14,7 @@ SPEC = transition_spec({"state": (3,), "wrist": (3, 8, 8)}, action_dim=2)
 def make_batch(n: int, value: float = 0.0, intervened: bool = False) -> dict[str, np.ndarray]:
     batch = {name: np.full((n, *shape), value, dtype=dtype) for name, (shape, dtype) in SPEC.items()}
     batch["intervened"][:] = intervened
+    batch["action"][:] = value / 10  # the marker, inside the normalized action range
     return batch
 
 

@@ -161,6 +161,8 @@ def test_an_oversized_frame_is_dropped_and_the_learner_goes_on(tmp_path: Path, e
 @pytest.mark.parametrize("field, value", [
     ("obs.state", np.full((4, 1), 1e39)),  # float64: finite before the float32 cast, inf after
     ("action", np.full((4, 1), -1e300)),
+    ("action", np.full((4, 1), 1e30)),  # finite in float32 too: beyond the normalized range (issue 42, defect 11)
+    ("action", np.full((4, 1), 1.5)),
     ("reward", np.array([0.0, 1e39, 0.0, 0.0])),
     ("intervened", np.array([0, 2, 1, 1])),  # not a bool
 ])

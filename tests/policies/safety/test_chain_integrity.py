@@ -265,3 +265,43 @@ def test_a_bad_joint_reading_cannot_push_the_output_out_of_the_hard_box() -> Non
     out = chain.step(state)
     assert out.mode == "safe" and "joint_state_guard" in out.reason
     assert np.all(out.command >= box.lower) and np.all(out.command <= box.upper), out.command
+
+
+def test_after_a_filter_raises_the_fallback_is_rate_limited_from_the_last_output() -> None:
+    """Issue 42, defect 11: the emergency output was clipped to the hard boxes only; the
+    quadruped's stand-down target arrived in one step (0.545 rad where the rate limit
+    allows 0.2 per period at its 10 rad/s in this test)."""
+    from sim2real.policies.safety import SafetyState, command_space, make_chain
+    from sim2real.policies.safety.limits import RateLimit, TargetVelocityLimit
+    from sim2real.policies.safety.presets import QuadrupedSafetyParams
+    from sim2real.sim.quadruped import constants as QUAD
+
+    space = command_space("quadruped", "joint_pos")
+    chain = make_chain(space, QuadrupedSafetyParams(max_target_rate=10.0))
+    dt = space.control_dt
+    stand = QUAD.DEFAULT_POSE.copy()
+
+    def state(t: float) -> SafetyState:
+        return SafetyState(now=t, state_stamp=t, command_stamp=t, joint_pos=stand.copy(), joint_vel=np.zeros(12),
+                           joint_effort=np.zeros(12), base_quat=np.array([1.0, 0, 0, 0]), base_ang_vel=np.zeros(3),
+                           base_pos=np.array([0, 0, 0.3]), base_lin_vel=np.zeros(3))
+
+    t = 0.0
+    for _ in range(100):  # settle on the standing pose
+        t += dt
+        chain.offer("policy", stand, t)
+        out = chain.step(state(t))
+    assert out.mode == "nominal" and np.allclose(out.command, stand, atol=1e-6)
+    last = out.command.copy()
+    broken = next(f for f in chain.limits if isinstance(f, TargetVelocityLimit))
+    broken.filter = lambda *_: (_ for _ in ()).throw(RuntimeError("a filter bug"))  # type: ignore[method-assign]
+    rate = next(f for f in chain.limits if isinstance(f, RateLimit))
+    for _ in range(5):
+        t += dt
+        chain.offer("policy", stand, t)
+        out = chain.step(state(t))
+        assert out.mode == "safe" and "internal error" in out.reason
+        step = np.abs(out.command - last)
+        assert np.all(step <= rate.max_rate * dt + 1e-9), float(step.max())
+        last = out.command.copy()
+    assert np.abs(last - stand).max() > 0  # it is moving towards the crouch, at the allowed rate
