@@ -292,7 +292,9 @@ class ManagedNode(ThrottledLog, LifecycleNode):
             self.check_overrides()
             self.load()
         except Exception as exc:  # the caller decides: autostart exits, a lifecycle manager retries
-            self.load_error = str(exc) or type(exc).__name__
+            from sim2real.extras import describe_error
+
+            self.load_error = describe_error(exc)  # a missing extra says which to install
             self.get_logger().error(f"configure failed: {self.load_error}")
             return TransitionCallbackReturn.FAILURE
         self.load_error = ""

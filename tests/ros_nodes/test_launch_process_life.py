@@ -215,8 +215,6 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="needs ManagedNode.on_configure (ros_nodes/base.py, the lead's) to keep "
-                                       "its load error as sim2real.extras.describe_error(exc)")
 def test_console_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     cmd = [sys.executable, "-c", BLOCK_CONSOLE, *launch_command("console")[launch_command("console").index("deploy"):]]
     done = subprocess.run(cmd, capture_output=True, text=True, env=node_env(tmp_path), timeout=120)
