@@ -84,6 +84,10 @@ class RobotBackend(abc.ABC):
     """Its loop cannot share a Python interpreter with the rest of the graph (the Go2's
     2 ms writer: measured at 37 Hz instead of 500 in one process with the policy and the
     filter); ``sim2real deploy`` then runs one process per node, as the launch files do."""
+    close_seconds: ClassVar[float] = 2.0
+    """The longest :meth:`close` takes to leave the robot in its resting state (a
+    lie-down, a landing): what a launcher must wait after SIGTERM before it kills the
+    bridge's process."""
 
     def __init__(self, action_mode: str, options: dict[str, Any] | None = None) -> None:
         self.action_mode = action_mode

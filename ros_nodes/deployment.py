@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -333,6 +334,8 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
                 raise GraphError(f"{silent} never reported within {STARTUP_TIMEOUT:.0f} s of starting")
             executor.spin_once(timeout_sec=0.1)
             graph.raise_if_dead()
+        if "console" in nodes:
+            _announce_console(graph)
         monitor.reset_window()
 
         def alive() -> None:
@@ -357,6 +360,19 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
         executor.shutdown()
         monitor.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def _announce_console(graph: ProcessGraph, wait: float = 10.0) -> None:
+    """The console's URL (with its one-time token) on this process's stderr, as the
+    in-process console prints it: in its own process the console writes it to its log."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        line = next((ln for ln in graph.log("console").splitlines() if ln.startswith("console: ")), None)
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        time.sleep(0.1)
+    print(f"console: its URL did not appear in {graph.log_dir / 'console.log'}", file=sys.stderr, flush=True)
 
 
 def _num(value: Any) -> float:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,24 @@ NODE_MODULES: dict[str, str] = {
 START_ORDER = ("sim_bridge", "hardware_bridge", "safety_filter", "planner", "policy", "recorder", "console")
 """Robot first, then its guard, then whatever commands it (the planner before the
 policy that follows its path)."""
+
+
+STOP_GRACE = 5.0
+"""s a node has after SIGTERM before it is killed (launch's default ``sigterm_timeout``)."""
+
+
+def stop_grace(name: str, robot: str, backend: str = "") -> float:
+    """s node ``name`` of ``robot``'s graph has after SIGTERM: a hardware bridge's backend
+    (``backend``, default the robot's own) needs the time its ``close`` takes to leave the
+    robot at rest (a Go2 lying down and handed back to sport mode, a Crazyflie's
+    landing), or the kill cuts it short."""
+    if name != "hardware_bridge":
+        return STOP_GRACE
+    from sim2real.hardware.backend import backend_class
+    from sim2real.sim import robot_deployment
+
+    cls = backend_class(backend or robot_deployment(robot).real_backend)
+    return max(STOP_GRACE, cls.close_seconds + 3.0)
 
 
 def config_dir() -> Path:
@@ -276,9 +295,12 @@ class ProcessGraph:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.terminate()
-        for proc in self.procs.values():
+        end = time.monotonic()
+        for name, proc in self.procs.items():
             try:
-                proc.wait(timeout=5)
+                bridge = self.params.get(name, {})
+                grace = stop_grace(name, str(bridge.get("robot", "")), str(bridge.get("backend", "")))
+                proc.wait(timeout=max(0.1, end + grace - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)

@@ -189,6 +189,8 @@ def _run_actions(robot: str, context: Any) -> list[Any]:
     from launch.event_handlers import OnProcessExit, OnProcessIO
     from launch_ros.actions import Node
 
+    from sim2real.ros_nodes.graph import stop_grace
+
     args = {a.name: context.launch_configurations.get(a.name, a.default) for a in arguments(robot)}
     domain = int(context.environment.get("ROS_DOMAIN_ID") or os.environ.get("ROS_DOMAIN_ID") or 0)
     graph = launch_graph(robot, args, domain)
@@ -197,8 +199,10 @@ def _run_actions(robot: str, context: Any) -> list[Any]:
                                              discovery_range(args["discovery"], args["backend"]))]
     for name in graph.nodes:
         extra = {k: _launch_value(v) for k, v in graph.parameters.get(name, {}).items()}
+        grace = stop_grace(name, robot, str(graph.parameters.get(name, {}).get("backend", "")))
         node = Node(package="sim2real", executable="sim2real", name=name, arguments=["deploy", "--node", name, "--"],
-                    parameters=[config, *([extra] if extra else [])], output="screen", emulate_tty=True)
+                    parameters=[config, *([extra] if extra else [])], output="screen", emulate_tty=True,
+                    sigterm_timeout=str(grace))  # a robot's bridge leaves it at rest before it is killed
         output = {"stdout": "", "stderr": ""}
 
         def keep(event: Any, output: dict[str, str] = output) -> None:

@@ -74,6 +74,7 @@ class Go2Backend(RobotBackend):
     protocol = "Unitree Go2 low level over DDS: rt/lowcmd (500 Hz, CRC32) / rt/lowstate, motion switcher"
     state_rate = 500.0  # rt/lowstate: the motion computer publishes every 2 ms
     needs_own_process = True
+    close_seconds = 8.0  # lie down (up to twice its 1.5 s), then SelectMode and the hand-back
 
     def __init__(self, action_mode: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(action_mode, options)

@@ -190,3 +190,16 @@ def test_rclpy_accepts_the_config_as_params_file(robot: str) -> None:
             node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize("robot, at_least", [("arm", 5.0), ("quadruped", 11.0), ("drone", 15.0)])
+def test_a_hardware_bridge_gets_the_time_its_robot_needs_to_come_to_rest(robot: str, at_least: float) -> None:
+    """A Go2's close() lies it down and hands it back to sport mode, a Crazyflie's waits for
+    the firmware's landing: launch's default 5 s before SIGKILL cut both short. The grace
+    comes from the backend (one place) and reaches `ros2 launch` as `sigterm_timeout`."""
+    from sim2real.ros_nodes.graph import STOP_GRACE, stop_grace
+
+    assert stop_grace("hardware_bridge", robot) >= at_least
+    assert stop_grace("policy", robot) == STOP_GRACE
+    source = (ROOT / "ros_nodes" / "launch_description.py").read_text()
+    assert "sigterm_timeout=str(grace)" in source

@@ -138,3 +138,32 @@ def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> Non
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_deploy_console_processes_prints_the_url_and_ends_on_sigint() -> None:
+    """Issue 42, defect 9: ``deploy --console --processes`` never printed the URL (the
+    console's own process wrote it to its log), waited without a deadline for a status
+    the console never published, and ignored SIGINT/SIGTERM meanwhile."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "arm", "--processes", "--console",
+           "--console-port", "0", "--domain-id", str(unique_domain_id()), "--policy", "classical"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = ""
+        end = time.monotonic() + 120.0
+        assert proc.stderr is not None
+        while time.monotonic() < end and not url:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            if line.startswith("console: http"):
+                url = line.split(" ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:") and "token=" in url, "the console's URL was never printed"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60.0)
+        assert proc.returncode == 0 and time.monotonic() - t0 < 30.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
