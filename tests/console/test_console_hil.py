@@ -153,6 +153,8 @@ def test_the_estop_stops_every_step_until_a_confirmed_reset(hil: HilStack, brows
         assert hil.wait(lambda: hil.target.episodes.steps > steps or hil.target.episodes.episode > 0, 5.0)
     finally:
         page.close()
+        if hil.target.estop_guard.tripped:  # a failure above must not leave the next tests latched
+            hil.target.reset_estop()
 
 
 def test_closing_the_tab_during_a_takeover_holds_within_200_ms(hil: HilStack, browser) -> None:
