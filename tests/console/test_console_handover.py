@@ -68,6 +68,19 @@ def graph() -> Iterator[PolicyGraph]:
         g.close()
 
 
+@pytest.fixture(autouse=True)
+def policy_again(graph: PolicyGraph) -> Iterator[None]:
+    """Each test starts with the policy in command and no e-stop, whatever the last left."""
+    yield
+    t = graph.target
+    if t.control.estop:
+        t.reset_estop()
+    with t.lock:
+        if t.control.mode != POLICY:
+            t.control.take_over("cleanup", time.monotonic())
+            t.control.give_back("cleanup", time.monotonic())
+
+
 def _held(g: PolicyGraph, page: Any, key: str, seconds: float = 0.7) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Press ``key`` (Space alone: ``""``) for ``seconds``: what the console sent, and the
     filter's commands from the first of those on."""
