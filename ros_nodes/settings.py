@@ -47,7 +47,8 @@ class DriverSettings(NodeSettings):
     command_deadline: NonNegative = 0.0
     """s, QoS deadline of the ``command`` subscription (0: none); a miss is counted."""
     command_publisher: str = "safety_filter"
-    """The only node allowed to publish ``command``; commands from others are refused."""
+    """The filter node whose ``command`` writer the driver binds to when enabled; every
+    other writer's commands are refused, and a new filter needs a new enable."""
 
 
 @dataclass

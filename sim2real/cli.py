@@ -32,6 +32,7 @@ COMMANDS = {
     "import": "sim2real.commands.import_policy",
     "sim2sim": "sim2real.commands.sim2sim",
     "sweep": "sim2real.commands.sweep",
+    "security": "sim2real.commands.security",
 }
 
 

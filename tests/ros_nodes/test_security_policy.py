@@ -1,0 +1,44 @@
+"""Issue 42, defects 1-2, the part a real robot needs: DDS Security (SROS2) access control.
+The PyPI ROS 2 wheels' Fast DDS is built without the security plugins, so enforcement
+cannot run here; what can: the permissions policy is read off the running graph and
+says that only the safety filter may publish ``command`` (SROS2 policy format 0.2.0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ros_harness import unique_domain_id
+
+from sim2real.ros_nodes.security import allowed
+
+
+def test_the_graphs_policy_lets_only_the_safety_filter_command_the_robot(tmp_path: Path) -> None:
+    out = tmp_path / "policy.xml"
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    done = subprocess.run([sys.executable, "-m", "sim2real", "security", "policy", "--robot", "arm", "--backend",
+                           "sim", "--domain-id", str(unique_domain_id()), "--out", str(out), "--json"],
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["command_publishers"] == ["safety_filter"]
+    assert set(summary["enclaves"]) == {"sim_bridge", "safety_filter", "policy"}
+    policy = out.read_text()
+    root = ET.fromstring(policy)
+    assert root.tag == "policy" and root.get("version") == "0.2.0"
+    paths = {e.get("path") for e in root.iter("enclave")}
+    assert paths == {"/sim2real/sim_bridge", "/sim2real/safety_filter", "/sim2real/policy", "/sim2real/operator"}
+    for profile in root.iter("profile"):  # the schema's shape: ns and node, ALLOW rules with names
+        assert profile.get("ns") == "/" and profile.get("node")
+        for rules in profile:
+            assert rules.tag in ("topics", "services") and set(rules.attrib.values()) == {"ALLOW"} and len(rules)
+    assert allowed(policy, "subscribe", "/command") == ["sim_bridge"]
+    assert allowed(policy, "publish", "/raw_command") == ["policy"]
+    assert allowed(policy, "reply", "/safety_filter/reset") == ["safety_filter"]
+    assert allowed(policy, "request", "/safety_filter/reset") == ["operator"]
+    assert allowed(policy, "request", "/sim_bridge/enable") == ["operator"]
+    assert "*" not in policy  # no wildcard grants anything
