@@ -5,7 +5,8 @@
 
 Prints the page's URL with its token (traded for an expiring session cookie when opened);
 runs until Ctrl-C. The graph runs elsewhere (`ros2 launch sim2real <robot>.launch.py`,
-`sim2real deploy --robot R --duration ...`) in the same ROS_DOMAIN_ID. HIL-SERL runs start their console with `sim2real hil run --console`.
+`sim2real deploy --robot R --duration ...`) in the same ROS_DOMAIN_ID. HIL-SERL runs start
+their console with `sim2real hil run --console`.
 """
 
 from __future__ import annotations

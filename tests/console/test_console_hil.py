@@ -69,7 +69,7 @@ def test_everything_needs_the_token_and_the_consoles_origin(hil: HilStack) -> No
     conn.close()
     session = cookie.split(";", 1)[0]
     assert http_status(base + "/api/describe", headers={"Cookie": session}) == 200
-    assert http_status(base + "/api/describe?token=test-token") == 401  # the URL's token is for the page's exchange only
+    assert http_status(base + "/api/describe?token=test-token") == 401  # a URL's token: only for the page's exchange
     ws = f"ws://127.0.0.1:{hil.server.port}/ws"
     assert ws_refused(ws + "?token=wrong", None).startswith(("closed 4403", "refused 403"))
     assert ws_refused(ws + "?token=test-token", "http://evil.example").startswith(("closed 4403", "refused 403"))
