@@ -219,7 +219,7 @@ class ConsoleNode(ManagedNode):
                 console_bind=p["bind"], console_port=int(p["port"]), console_spacemouse=bool(p["spacemouse"])))
 
     def start(self) -> None:
-        self._timers = [self.create_control_timer(self.period, self._tick), self.create_control_timer(1.0, self.report)]
+        self._timers = [self.create_control_timer(self.period, self._tick)]  # report(): the base's 1 Hz timer
 
     def stop(self) -> None:
         for timer in self._timers:

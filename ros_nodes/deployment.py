@@ -363,7 +363,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
 
 
 def _announce_console(graph: ProcessGraph, wait: float = 10.0) -> None:
-    """The console's URL (with its one-time token) on this process's stderr, as the
+    """The console's URL (with its token) on this process's stderr, as the
     in-process console prints it: in its own process the console writes it to its log."""
     end = time.monotonic() + wait
     while time.monotonic() < end:

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only this node of the graph (a name of ros_nodes/graph.py's NODE_MODULES; an "
                              "unknown name lists them); ROS arguments follow `--` (launch files)")
     parser.add_argument("--console", action="store_true",
-                        help="serve the correction console (prints a URL with a one-time token)")
+                        help="serve the correction console (prints a URL with its access token)")
     parser.add_argument("--console-port", type=int, default=8765, help="0: any free port")
     parser.add_argument("--emulate", action="store_true",
                         help="with --backend real: start the robot's protocol emulator and drive it")
