@@ -44,11 +44,13 @@ from std_srvs.srv import Trigger
 from sim2real.policies.safety import PARAMS, SafetyChain, SafetyState, command_space, make_chain, params_from_dict
 from sim2real.policies.safety.latch import LatchStore, default_latch_path
 from sim2real.policies.safety.mux import CommandSource
-from sim2real.policies.safety.tightening import check_change, directions
+from sim2real.policies.safety.tightening import directions
 from sim2real.policies.safety.types import ChainOutput
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
-from sim2real.ros_nodes.command_gate import message_gid
+from sim2real.ros_nodes.command_gate import graph_query
+from sim2real.ros_nodes.estop_sources import EStopSources
+from sim2real.ros_nodes.hard_limits import HardLimits
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.qos import command_qos, estop_qos, status_qos
 from sim2real.ros_nodes.settings import SafetyFilterSettings
@@ -72,12 +74,10 @@ class SafetyFilterNode(ManagedNode):
         robot = str(self.param("robot"))
         robot_deployment(robot)
         self.limit_names = [f.name for f in fields(PARAMS[robot])]
-        self.tightening = directions(PARAMS[robot])
-        self.live_parameters = frozenset(self.tightening)
+        self.hard_limits = HardLimits(directions(PARAMS[robot]))
+        self.live_parameters = frozenset(self.hard_limits.directions)
         """Limits that may be tightened while configured (:meth:`apply_live` rebuilds the chain);
         the others are fixed at configure."""
-        self.hard_limits: dict[str, Any] | None = None
-        """The limits of the first configure: no later change may loosen a limit beyond them."""
         self.declare_settings(PARAMS[robot])
         self.robot_name = robot
         self.chain: SafetyChain | None = None
@@ -97,8 +97,8 @@ class SafetyFilterNode(ManagedNode):
         self.safe_reasons: deque[tuple[float, str]] = deque(maxlen=100)
         """(node time, reason) of each start of the safe action (the latest 100)."""
         self.outputs = 0
-        self.estop_sources: dict[bytes, bool] = {}
-        """Each ``estop`` writer's latest state (``True``: its button is still pressed)."""
+        self.estop_sources = EStopSources(graph_query(self, self.resolve_topic_name("estop")))
+        """Each ``estop`` writer's latest state (a pressed button refuses the reset)."""
         self.latch_store: LatchStore | None = None
         self._timers: list[Any] = []
         self._subscribed = False
@@ -112,13 +112,7 @@ class SafetyFilterNode(ManagedNode):
         mode = self.param("action_mode") or info.action_mode
         self.space = command_space(robot, mode, self.param("action_scale") or None)
         safety = self.params(self.limit_names)
-        if self.hard_limits is None:
-            self.hard_limits = {n: safety[n] for n in self.tightening}
-            self._describe_hard_limits()
-        else:  # a cleanup -> configure: the values set meanwhile stay within the hard limits
-            reason = check_change(self.hard_limits, {n: safety[n] for n in self.tightening}, self.tightening)
-            if reason:
-                raise ValueError(reason)
+        self.hard_limits.configure(self, safety)
         sources = [CommandSource(name, priority, float(self.param(f"{name}_hold"))) for name, priority, _ in SOURCES]
         previous = self.chain
         chain = make_chain(self.space, params_from_dict(robot, safety), sources,
@@ -165,28 +159,6 @@ class SafetyFilterNode(ManagedNode):
         self.pub = self.create_publisher(Float64MultiArray, "command", command_qos(self.param("command_deadline")))
         self._subscribed = True
 
-    def _describe_hard_limits(self) -> None:
-        """Each tightenable scalar's descriptor range becomes [its bound, its hard limit] (or
-        [hard limit, bound]), so ``ros2 param describe`` shows what a change may reach and
-        rclpy itself refuses a loosening value."""
-        from rcl_interfaces.msg import FloatingPointRange, IntegerRange
-
-        assert self.hard_limits is not None
-        for name, direction in self.tightening.items():
-            hard = self.hard_limits[name]
-            d = self.describe_parameter(name)
-            d.additional_constraints = (f"hard limit {hard} (set at the first configure); while the node runs it may "
-                                        f"only be {'lowered' if direction == 'lower' else 'raised'}")
-            if isinstance(hard, float) and d.floating_point_range:
-                r = d.floating_point_range[0]
-                lo, hi = (r.from_value, hard) if direction == "lower" else (hard, r.to_value)
-                d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
-            elif isinstance(hard, int) and not isinstance(hard, bool) and d.integer_range:
-                r = d.integer_range[0]
-                lo, hi = (r.from_value, hard) if direction == "lower" else (hard, r.to_value)
-                d.integer_range = [IntegerRange(from_value=lo, to_value=hi, step=1)]
-            self.set_descriptor(name, d)
-
     def apply_live(self, changes: dict[str, Any]) -> str:
         """New safety limits, all at once: each must stay within its hard limit (only
         tightening, :mod:`~sim2real.policies.safety.tightening`); the chain is rebuilt from
@@ -199,7 +171,7 @@ class SafetyFilterNode(ManagedNode):
         chain = self.configured_chain()
         if chain.mode == "safe" or chain.latched():
             return "the safe action is running (or a latch is set): reset first, then change limits"
-        loosened = check_change(self.hard_limits or {}, changes, self.tightening)
+        loosened = self.hard_limits.refuse(changes)
         if loosened:
             return loosened
         values = self.params(self.limit_names)
@@ -322,26 +294,11 @@ class SafetyFilterNode(ManagedNode):
         self._offer("twist", command, None, t0)
 
     def _on_estop(self, msg: Bool, info: Any) -> None:
-        source = message_gid(info) or b"unidentified"
-        pressed = bool(msg.data)
-        if pressed and not self.estop_sources.get(source, False):
-            self.get_logger().error(f"e-stop pressed on {self._estop_source_name(source)}")
-        self.estop_sources[source] = pressed
+        pressed = self.estop_sources.said(info, bool(msg.data))
         if pressed:
+            self.get_logger().error(f"e-stop pressed on {pressed}")
+        if msg.data:
             self.trip("estop topic")
-
-    def _estop_source_name(self, gid: bytes) -> str:
-        for info in self.get_publishers_info_by_topic(self.resolve_topic_name("estop")):
-            if bytes(info.endpoint_gid) == gid:
-                return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
-        return "an unidentified estop writer"
-
-    def estop_asserted(self) -> list[str]:
-        """The ``estop`` sources that still assert the e-stop. A writer that left the graph
-        asserts nothing any more (its latch stays until ``~/reset``)."""
-        present = {bytes(i.endpoint_gid) for i in self.get_publishers_info_by_topic(self.resolve_topic_name("estop"))}
-        self.estop_sources = {g: v for g, v in self.estop_sources.items() if g in present or g == b"unidentified"}
-        return [self._estop_source_name(g) for g, pressed in self.estop_sources.items() if pressed]
 
     def _srv_trip(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.trip("trip_estop service")
@@ -350,7 +307,7 @@ class SafetyFilterNode(ManagedNode):
 
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.state.now = self.now_s()
-        asserted = self.estop_asserted()
+        asserted = self.estop_sources.asserted()
         done, names = self.configured_chain().reset(self.state, bool(asserted))
         if not done:
             if asserted:

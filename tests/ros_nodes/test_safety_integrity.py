@@ -149,11 +149,11 @@ def test_a_latch_survives_a_restart_and_only_a_permitted_reset_clears_it(tmp_pat
             return future.result()
 
         probe.pub_estop.publish(Bool(data=True))  # a volatile source says it again
-        assert wait_for(lambda: bool(second.estop_asserted()), 5.0)
+        assert wait_for(lambda: bool(second.estop_sources.asserted()), 5.0)
         answer = call()
         assert not answer.success and "still pressed on /probe" in answer.message and second.chain.estop.tripped
         probe.pub_estop.publish(Bool(data=False))  # released
-        assert wait_for(lambda: not second.estop_asserted(), 5.0)
+        assert wait_for(lambda: not second.estop_sources.asserted(), 5.0)
         answer = call()
         assert answer.success and not second.chain.estop.tripped and not latch.exists()
     finally:
@@ -194,17 +194,16 @@ def test_a_restarted_filter_knows_the_button_is_still_pressed(tmp_path: Path) ->
             assert wait_for(future.done, 5.0)
             return future.result()
 
-        assert wait_for(lambda: len(second.estop_sources) == 2, 5.0), (second.estop_sources, second.callback_errors,
-                                                                        button.get_subscription_count())
+        assert wait_for(lambda: len(second.estop_sources.states) == 2, 5.0), second.estop_sources.states
         answer = call()
         assert not answer.success and "still pressed on /estop_button" in answer.message, answer.message
         assert second.chain.estop.tripped
         button.publish(Bool(data=False))
         pendant.publish(Bool(data=True))  # the other source presses: still refused
-        assert wait_for(lambda: second.estop_asserted() == ["/teach_pendant"], 5.0)
+        assert wait_for(lambda: second.estop_sources.asserted() == ["/teach_pendant"], 5.0)
         assert not call().success
         pendant.publish(Bool(data=False))
-        assert wait_for(lambda: not second.estop_asserted(), 5.0)
+        assert wait_for(lambda: not second.estop_sources.asserted(), 5.0)
         assert call().success and not second.chain.estop.tripped
     finally:
         h.close()

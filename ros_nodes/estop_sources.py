@@ -1,0 +1,44 @@
+"""The e-stop input's sources: each writer of ``estop`` and the state it last said.
+
+A source publishes ``estop`` (std_msgs/Bool) transient-local (:func:`~.qos.estop_qos`),
+so its latest state is durable on the wire: a safety filter that restarts while a
+button is pressed learns it at once. The sources are told apart by their DDS writer
+GID (the message's ``MessageInfo``), so one source's ``false`` never hides another's
+``true``; a writer that left the graph asserts nothing any more (the latch it caused
+stays until the operator's reset).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim2real.ros_nodes.command_gate import GraphQuery, message_gid
+
+UNIDENTIFIED = b"unidentified"
+"""The key of a message without its writer's GID (kept until a reset sees it released)."""
+
+
+class EStopSources:
+    """Args:
+        writers: The ``estop`` topic's writers now (:func:`~.command_gate.graph_query`)."""
+
+    def __init__(self, writers: GraphQuery) -> None:
+        self.writers = writers
+        self.states: dict[bytes, bool] = {}
+        """Each writer's latest state (``True``: its button is still pressed)."""
+
+    def said(self, info: Any, pressed: bool) -> str:
+        """Record one message; returns the source's name when it has just been pressed."""
+        source = message_gid(info) or UNIDENTIFIED
+        newly = pressed and not self.states.get(source, False)
+        self.states[source] = pressed
+        return self.name(source) if newly else ""
+
+    def name(self, gid: bytes) -> str:
+        return next((w.qualified for w in self.writers() if w.gid == gid), "an unidentified estop writer")
+
+    def asserted(self) -> list[str]:
+        """The sources that still press the e-stop (writers gone from the graph dropped)."""
+        present = {w.gid for w in self.writers()}
+        self.states = {g: v for g, v in self.states.items() if g in present or g == UNIDENTIFIED}
+        return [self.name(g) for g, pressed in self.states.items() if pressed]
