@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 from ros_harness import Harness, unique_domain_id, wait_for
 from test_hardware_bridge import arm_emulator, bridge_in, commands_reaching
 
 from sim2real.ros_nodes.command_gate import UNKNOWN_NODE, CommandGate, Writer
-from sim2real.ros_nodes.graph import InProcessGraph, config_dir, load_config, merge
+from sim2real.ros_nodes.graph import InProcessGraph, config_dir, load_config
 
 ROGUE = np.r_[0.3, 0.0, -0.3, 0.0, 0.0, 0.0, 0.04]
 """Towards the table at 0.3 m/s: what the rogue node commands."""
@@ -43,17 +42,6 @@ def _trigger(graph: InProcessGraph, service: str) -> tuple[bool, str]:
     assert wait_for(future.done, 5.0), f"{service} did not answer"
     result = future.result()
     return bool(result.success), str(result.message)
-
-
-@pytest.fixture
-def arm_graph(tmp_path: Path):
-    """The arm's sim bridge and safety filter (no policy: the filter holds the arm)."""
-    params = merge(load_config(config_dir() / "arm.yaml"),
-                   {"safety_filter": {"latch_file": str(tmp_path / "latch.json")}})
-    graph = InProcessGraph(params, ["sim_bridge", "safety_filter"], unique_domain_id())
-    graph.start()
-    yield graph
-    graph.shutdown()
 
 
 def test_after_the_filter_exits_another_publisher_never_moves_the_arm(arm_graph: InProcessGraph,

@@ -34,16 +34,21 @@ def _tilt(node) -> TiltLimit:
     return next(f for f in node.chain.limits if isinstance(f, TiltLimit))
 
 
-@pytest.fixture
-def drone(tmp_path):
+def _filter_with_client(robot: str, tmp_path):
+    """A running safety filter of ``robot`` and a node whose clients set its parameters."""
     from rclpy.node import Node
 
     h = Harness()
     h.add(Node("param_client", context=h.context))
-    node = h.add(safety_node(h.context, "drone", latch_file=str(tmp_path / "latch.json")))
+    node = h.add(safety_node(h.context, robot, latch_file=str(tmp_path / "latch.json")))
     h.spin()
     yield h, node
     h.close()
+
+
+@pytest.fixture
+def drone(tmp_path):
+    yield from _filter_with_client("drone", tmp_path)
 
 
 def test_a_live_safety_limit_changes_the_chain(drone) -> None:
@@ -92,14 +97,7 @@ def test_limits_do_not_change_under_a_running_safe_action(drone) -> None:
 # -- issue 42, defect 6: hard limits are read-only while the robot moves ----------------------
 @pytest.fixture
 def arm(tmp_path):
-    from rclpy.node import Node
-
-    h = Harness()
-    h.add(Node("param_client", context=h.context))
-    node = h.add(safety_node(h.context, "arm", latch_file=str(tmp_path / "latch.json")))
-    h.spin()
-    yield h, node
-    h.close()
+    yield from _filter_with_client("arm", tmp_path)
 
 
 @pytest.mark.parametrize("change", [{"max_linear_speed": 50.0}, {"max_linear_accel": 1e6},

@@ -17,18 +17,7 @@ import numpy as np
 import pytest
 from ros_harness import Harness, make_probe, safety_node, unique_domain_id, wait_for
 
-from sim2real.ros_nodes.graph import InProcessGraph, config_dir, load_config, merge
-
-
-@pytest.fixture
-def arm_graph(tmp_path: Path):
-    """The arm's sim bridge and safety filter (no policy: the filter holds the arm)."""
-    params = merge(load_config(config_dir() / "arm.yaml"),
-                   {"safety_filter": {"latch_file": str(tmp_path / "latch.json")}})
-    graph = InProcessGraph(params, ["sim_bridge", "safety_filter"], unique_domain_id())
-    graph.start()
-    yield graph
-    graph.shutdown()
+from sim2real.ros_nodes.graph import InProcessGraph
 
 
 def _ee(graph: InProcessGraph) -> np.ndarray:
