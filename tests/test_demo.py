@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 
-def run_demo(*args: str) -> dict:
+def run_demo(*args: str, code: int = 0) -> dict:
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     out = subprocess.run(
         [sys.executable, "-m", "sim2real", "demo", *args, "--json"],
@@ -21,36 +21,95 @@ def run_demo(*args: str) -> dict:
         timeout=300,
         env=env,
     )
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.returncode == code, out.stderr[-3000:]
     return json.loads(out.stdout)
 
 
-# Slow-marked while flaky: on a shared 2-core host the emulated Crazyflie hover aborts
-# (its safe descent after stale commands) in about one run in three; the stall behind it
-# is not found yet (the 2026-11-26 stop note). `make test-slow` still runs it.
-@pytest.mark.slow
-def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path) -> None:
-    summary = run_demo("--robot", "drone", "--seconds", "6", "--transfer-episodes", "0", "--out", str(tmp_path))
+def strict_json(text: str) -> dict:
+    """JSON as every reader parses it: NaN and Infinity are not JSON."""
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in the demo's JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def domain() -> str:
+    return os.environ["ROS_DOMAIN_ID"]  # tests/conftest.py: this test process's own
+
+
+def test_the_demo_says_what_each_run_ran_found_and_failed(tmp_path: Path) -> None:
+    """The emulated drone's orientation arrives scalar-last: its pre-flight check fails and
+    it is never enabled. The demo says so in its row and exits 1 with one line for that
+    run, judges the host's real time, names the command channels it plots, writes JSON
+    without NaN, and its table rows stay whole when piped (stdout here is a pipe)."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    out = subprocess.run(
+        [sys.executable, "-m", "sim2real", "demo", "--robot", "drone", "--seconds", "6", "--transfer-episodes", "0",
+         "--fault", "quat_order=xyzw", "--domain-id", domain(), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=400, env=env,
+    )
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
+    failed = [ln for ln in out.stdout.splitlines() if ln.startswith("FAILED ")]
+    assert any(ln.startswith("FAILED drone (emulated) (real: crazyflie emulator): pre-flight check FAIL")
+               and "quaternion order" in ln and "never enabled (0 commands sent)" in ln for ln in failed), failed
+    # Piped, each run is one table line, nothing cut or wrapped.
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("drone")]
+    assert len(rows) == 2 and "real: crazyflie emulator" in rows[1] and "FAIL: pre-flight check FAIL" in rows[1], rows
+    assert any(ln.startswith("host real time: ") for ln in out.stdout.splitlines())
+
+    summary = strict_json((tmp_path / "summary.json").read_text())
+    assert summary["result"] == "FAIL" and len(summary["failed"]) == len(failed)
+    sim, emulated = summary["runs"]
+    assert sim["command"].startswith("sim2real deploy --robot drone --duration 6")
+    assert emulated["command"].startswith("sim2real deploy --robot drone --backend real --emulate")
+    assert emulated["preflight"].startswith("FAIL") and "quaternion order" in emulated["preflight"]
+    assert any("quaternion order  FAIL" in table for table in emulated["preflight_tables"])
+    for run in (sim, emulated):  # the host's real time, judged from the run's own figures
+        rt = run["real_time"]
+        assert rt["control_ticks"] == 300 and rt["kept"] == (not rt["problems"]), rt
     drone = summary["robots"]["drone"]
     assert drone["interventions"]["filter_steps"] > 100  # commands flowed through the safety filter
     assert drone["interventions"]["rejected_commands"] == 0
     assert 0 < drone["latency_ms"]["state_to_command"]["p50_ms"] < 50
+    assert sim["channels"] == ["thrust", "roll_rate", "pitch_rate", "yaw_rate"]  # the command's own labels
+
     report = (tmp_path / "report.md").read_text()
-    assert "| drone | sim |" in report and "drone_commands.png" in report
-    # The same graph with backend: real against the Crazyflie's protocol emulator.
-    real = summary["emulated"]["drone"]["hardware"]
-    assert real["preflight"] == "PASS" and real["commands_sent"] > 50 and real["commands_rejected"] == 0, real
-    assert "| drone | real: crazyflie emulator |" in report
+    assert "enabled after the pre-flight check passed" not in report
+    assert "| drone (emulated) | real: crazyflie emulator |" in report and "| FAIL (" in report
+    assert "Command elements plotted: thrust, roll_rate, pitch_rate, yaw_rate." in report
+    for block in report.split("```json")[1:]:
+        strict_json(block.split("```")[0])
     assert list((tmp_path / "bags" / "drone").glob("*.mcap"))
     import imageio.v3 as iio
 
     frames = iio.imread(tmp_path / "drone.mp4")
     assert frames.shape[0] >= 30 and frames.std() > 1  # ~10 frames/s of replayed, non-blank video
+    # Each cause of the nodes' log lines is shown once as it comes, then counted.
+    nominal = [ln for ln in out.stderr.splitlines() if ln.endswith("[safety_filter]: nominal again")]
+    assert len(nominal) <= 2, nominal  # once per run at most, however often the watchdog flapped
     # Running the demo again into the same folder replaces its recording (rosbag2 refuses
     # an existing output folder, which once made a second `make demo` fail).
-    again = run_demo("--robot", "drone", "--seconds", "3", "--no-emulators", "--transfer-episodes", "0",
-                     "--out", str(tmp_path))
-    assert again["robots"]["drone"]["interventions"]["filter_steps"] > 50
+    again = run_demo("--robot", "drone", "--seconds", "2", "--no-emulators", "--no-video", "--transfer-episodes", "0",
+                     "--domain-id", domain(), "--out", str(tmp_path))
+    assert again["robots"]["drone"]["interventions"]["filter_steps"] > 20
+
+
+# Slow-marked: the emulated Crazyflie must hover with commands flowing, which needs a host
+# that keeps real time. Measured (issue 43) on 2 shared cores at load average 4-12: the
+# in-process graph's one executor thread needs 10-15 ms of CPU per 20 ms period and
+# waits 5-13 ms per 10 ms for a CPU (its /proc schedstat run delay); the filter's output
+# gaps reach 65-100 ms and the hardware bridge's 60 ms deadman trips 0.15-1.5 s after
+# enabling (in both traced trips the next filtered command was already queued: rclpy runs
+# a node's timers before its subscriptions); the Crazyflie then lands and nothing enables
+# it again, so the demo rightly exits 1. The real-time loops (issue 43, items 1-2) fix it.
+@pytest.mark.slow
+def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path) -> None:
+    summary = run_demo("--robot", "drone", "--seconds", "12", "--transfer-episodes", "0", "--no-video",
+                       "--domain-id", domain(), "--out", str(tmp_path))
+    real = summary["emulated"]["drone"]["hardware"]
+    assert real["preflight"] == "PASS" and real["commands_sent"] > 300 and real["commands_rejected"] == 0, real
+    assert real["deadman_trips"] == 0 and real["phase"] == "enabled", real
+    assert all(run["verdict"]["status"] == "PASS" for run in summary["runs"]), summary["runs"]
 
 
 def test_classical_demo_runs_every_case(tmp_path: Path) -> None:
@@ -87,7 +146,10 @@ def test_the_report_shows_each_policys_transfer_ratio_and_curves(tmp_path: Path)
     assert study["transfer_ratio"] == runs[0].study["transfer_ratio"] and "oracle" in study["controllers"]
     lines = "\n".join(report_lines(runs, 1))
     assert "## Transfer evidence" in lines and "![ArmReach robustness](transfer_ArmReach.png)" in lines
-    assert f"| ArmReach | {study['transfer_ratio']:.2f} |" in lines
+    # How many episodes stand behind each figure, and the intervals around them.
+    feasible = study["feasible"]["policy"]
+    assert f"| ArmReach | 1 | {study['transfer_ratio']:.2f} [" in lines
+    assert f"| {feasible['successes']}/{feasible['episodes']} = {100 * feasible['success_rate']:.0f} % [" in lines
 
 
 @pytest.mark.slow
@@ -96,3 +158,75 @@ def test_make_demos_transfer_section_runs_every_axis(tmp_path: Path) -> None:
                        "--transfer-episodes", "1", "--out", str(tmp_path))
     assert "DroneHover" in summary["transfer_ratio"]
     assert "![DroneHover robustness](transfer_DroneHover.png)" in (tmp_path / "report.md").read_text()
+
+
+def test_repeated_node_log_lines_are_shown_once_and_counted_per_second() -> None:
+    """What a loaded host makes the nodes print (rcutils' format): the first line of each
+    cause is shown whole, with the lines of a multi-line message; repeats are counted per
+    second, and the pre-flight table is kept for the report."""
+    from sim2real.demo.node_logs import NodeLogDigest
+    from sim2real.demo.verdict import watchdog_trips
+
+    shown: list[str] = []
+    logs = NodeLogDigest(echo=shown.append)
+    t0 = 1795882527.0
+    logs.feed(f"[WARN] [{t0:.9f}] [safety_filter]: safe action: watchdog: no command received yet")
+    for k in range(300):  # 100 per second for 3 s
+        t = t0 + k * 0.01
+        logs.feed(f"[WARN] [{t:.9f}] [safety_filter]: safe action: watchdog: command stale for "
+                  f"0.0{40 + k % 50} s (timeout 0.040 s)")
+        logs.feed(f"[INFO] [{t + 0.005:.9f}] [safety_filter]: nominal again")
+    logs.feed(f"[INFO] [{t0 + 3.5:.9f}] [hardware_bridge]: pre-flight check:")
+    logs.feed("item              status  measured / expected")
+    logs.feed("state rate        FAIL    83 Hz, p99 jitter 21.3 ms / 250 Hz")
+    logs.feed("Could not save cache, no writable directory")
+    logs.close()
+    assert len(shown) == 7, shown  # 3 causes + the table's 3 lines + the process's own line
+    stale = next(c for c in logs.repeated() if "command stale" in c.pattern)
+    assert stale.pattern == "safe action: watchdog: command stale for # s (timeout # s)"
+    assert stale.count == 300 and stale.as_dict()["per_second"] == [100, 100, 100]
+    assert "300 times, at most 100 in one second (per second from the start: 100 100 100)" in stale.describe()
+    assert logs.preflight_tables == ["item              status  measured / expected\n"
+                                     "state rate        FAIL    83 Hz, p99 jitter 21.3 ms / 250 Hz"]
+    assert watchdog_trips(logs) == {"command stale": 300}  # waiting for the first command is no trip
+
+
+@pytest.mark.parametrize(("task_success", "duration", "status"), [
+    ({"episodes": 0, "successes": 0}, 6.0, "NOT JUDGED"),  # DroneHover episodes last 10 s
+    ({"episodes": 0, "successes": 0}, 25.0, "FAIL"),
+    ({"episodes": 4, "successes": 1}, 25.0, "FAIL"),
+    ({"episodes": 4, "successes": 2}, 25.0, "PASS"),
+])
+def test_a_run_is_judged_on_its_episodes_and_its_window(task_success: dict, duration: float, status: str) -> None:
+    from sim2real.demo.verdict import task
+
+    verdict = task({"task": "DroneHover", "duration_s": duration, "task_success": task_success})
+    assert verdict.status == status, verdict
+
+
+def test_an_emulated_robot_whose_pre_flight_check_failed_fails_with_its_items() -> None:
+    """The issue's report: the arm's check failed (83 Hz of 250), 0 commands were sent, and
+    the row said it was enabled after the check passed."""
+    from sim2real.demo.verdict import preflight_text, task
+
+    summary = {"task": "ArmReach", "duration_s": 25.0, "task_success": {"episodes": 0, "successes": 0},
+               "hardware": {"preflight": "FAIL", "preflight_runs": 12.0, "commands_sent": 0.0, "phase": "connected",
+                            "preflight_failed": "pre-flight check failed: state rate: 83 Hz of 250"}}
+    verdict = task(summary)
+    assert verdict.status == "FAIL"
+    assert verdict.reason == ("pre-flight check FAIL (12 checks): state rate: 83 Hz of 250; the robot was never "
+                              "enabled (0 commands sent)")
+    assert preflight_text(summary) == "FAIL (12 checks): state rate: 83 Hz of 250"
+
+
+def test_a_transfer_ratio_comes_with_its_interval() -> None:
+    """A ratio of 1.17 from 7/8 against 6/8 episodes is compatible with 0.7 and with 2."""
+    from sim2real.demo.transfer import ratio_interval
+
+    low, high = ratio_interval(7, 8, 6, 8)
+    assert high is not None and low < 0.7 < 7 / 6 < 2.0 < high
+    low, high = ratio_interval(8, 8, 8, 8)  # equal rates: symmetric on a log scale
+    assert high is not None and abs(low * high - 1) < 1e-9 and low < 0.7
+    assert ratio_interval(8, 8, 0, 8)[1] is None  # an oracle that never succeeded bounds nothing
+    low, high = ratio_interval(950, 1000, 1000, 1000)  # many episodes: a narrow interval
+    assert high is not None and 0.93 < low < 0.95 < high < 0.97

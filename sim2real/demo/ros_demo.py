@@ -2,26 +2,30 @@
 
 For each robot: sim bridge -> policy -> safety filter -> sim bridge over DDS on
 loopback (a private domain, discovery limited to localhost), with the recorder
-writing an MCAP rosbag2 of the run. The report's video and plots are read back
-from that bag: the frames are the bridge's ``camera/image_raw`` messages, and
-the plots show the policy's raw command against the filtered command the robot
-received. The video replays the recorded robot state (``joint_states``, ``odom``,
-``goal``) into the robot's MuJoCo model and renders it offline, as a visualiser
-replaying a bag would: rendering inside the running bridge (software GL here)
-would stall its control loop.
+writing an MCAP rosbag2 of the run; then the same graph with ``backend: real``
+against each robot's protocol emulator. Each run is a ``sim2real deploy`` process
+(:mod:`.deploy_run`), judged by :mod:`.verdict`. The report's video and plots are
+read back from the bag: the plots show the policy's raw command against the filtered
+command the robot received, one panel per command element, named as the ``command``
+messages name them. The video replays the recorded robot state (``joint_states``,
+``odom``, ``goal``) into the robot's MuJoCo model and renders it offline, as a
+visualiser replaying a bag would: rendering inside the running bridge (software GL
+here) would stall its control loop.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sim2real.demo.transfer import report_lines
+from sim2real.demo import verdict
+from sim2real.demo.deploy_run import DeployResult, DeploySpec, run_deploy
+from sim2real.demo.terminal import Terminal
 
 ROBOTS = ("arm", "quadruped", "drone")
 CONFINED = ("quadruped", "QuadrupedWaypoints", "quadruped_confined")
@@ -31,52 +35,90 @@ confined course, the planner's path followed by the learned follower."""
 
 @dataclass
 class RobotRun:
-    robot: str
-    summary: dict[str, Any]
-    video: str | None
-    plot: str | None
+    result: DeployResult
     backend: str = "sim"
     """``sim`` (the sim bridge) or the real robot's backend run against its emulator."""
-    name: str = ""
-    """The run's name in the report and its files (empty: the robot's)."""
+    video: str | None = None
+    plot: str | None = None
+    channels: list[str] = field(default_factory=list)
+    """The command elements the plot shows, as the ``command`` messages name them."""
+
+    def __post_init__(self) -> None:
+        s = self.result.summary
+        if s and self.backend != "sim" and not s.get("task"):  # deploy names a simulated task only
+            s["task"] = (s.get("emulator") or {}).get("task")
+        self.verdict = verdict.task(s, self.result.error)
+        self.real_time = verdict.real_time(s, self.result.logs)
 
     @property
     def label(self) -> str:
-        return self.name or self.robot
+        return self.result.spec.label
+
+    @property
+    def robot(self) -> str:
+        return self.result.spec.robot
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.result.summary
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.result.spec.command())
+
+    def ran(self) -> str:
+        """What the row ran, in a few words."""
+        s = self.summary
+        policy = str(s.get("policy") or self.result.spec.policy or "default policy")
+        policy = Path(policy).parent.name if policy.endswith(".onnx") else Path(policy).name
+        robot = "the sim bridge" if self.backend == "sim" else f"the hardware bridge -> {self.backend.split(': ')[-1]}"
+        return f"{s.get('task') or '?'}: policy {policy} -> safety filter -> {robot}"
 
     def row(self) -> dict[str, Any]:
         s = self.summary
-        t, i, lat, miss = (
-            s["task_success"],
-            s["interventions"],
-            s["latency_ms"]["state_to_command"],
-            s["deadline_misses"],
-        )
+        i = s.get("interventions") or {}
+        lat = (s.get("latency_ms") or {}).get("state_to_command") or {}
         return {
             "robot": self.label,
             "backend": self.backend,
-            "policy": Path(str(s["policy"])).parent.name if str(s["policy"]).endswith(".onnx") else s["policy"],
-            "task": s["task"],
-            "success": (f"walked {t['walking_s']:.0f} s at {t['mean_vx']:.2f} m/s (asked {t['cmd_vel'][0]:.2f}), "
-                        f"{t['falls']} falls" if t.get("walking_s") else f"{t['successes']}/{t['episodes']}"),
-            "interventions": f"{i['steps_with_intervention']}/{i['filter_steps']}",
-            "safe_action_steps": i["safe_action_steps"],
-            "p50_ms": lat["p50_ms"],
-            "p99_ms": lat["p99_ms"],
-            "deadline_misses": sum(int(v) for v in miss.values()),
+            "ran": self.ran(),
+            "preflight": verdict.preflight_text(s) or "-",
+            "result": f"{self.verdict.status}: {self.verdict.reason}",
+            "real_time": "kept" if self.real_time.kept else "NOT kept",
+            "interventions": f"{i.get('steps_with_intervention', 0)}/{i.get('filter_steps', 0)}",
+            "safe_action_steps": i.get("safe_action_steps", 0),
+            "p50_ms": lat.get("p50_ms"),
+            "p99_ms": lat.get("p99_ms"),
+            "deadline_misses": self.real_time.figures.get("deadline_misses", "-"),
         }
 
+    def failure_line(self) -> str:
+        """One line for a failed run: what failed and, when the host was the likely cause, that too."""
+        line = f"FAILED {self.label} ({self.backend}): {self.verdict.reason}"
+        if self.result.summary and not self.real_time.kept:
+            line += f"; the host {self.real_time.line()}"
+        return line
 
-def domain_for(index: int) -> int:
-    """A DDS domain of our own per robot (0-232 are valid; stay clear of the default 0)."""
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "backend": self.backend, "command": self.command, "ran": self.ran(),
+                "verdict": {"status": self.verdict.status, "reason": self.verdict.reason},
+                "real_time": self.real_time.as_dict(), "preflight": verdict.preflight_text(self.summary) or None,
+                "preflight_tables": self.result.logs.preflight_tables, "node_log": self.result.logs.as_list(),
+                "channels": self.channels, "error": self.result.error or None}
+
+
+def domain_for(index: int, base: int | None = None) -> int:
+    """The DDS domain of the demo's run ``index``: ``base + index``, or (no base) one
+    picked from this process's id (0-232 are valid; stay clear of the default 0)."""
+    if base is not None:
+        return base + index
     return 100 + (os.getpid() * 7 + index * 31) % 100
 
 
-def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, video: bool, policy: str = "",
-              name: str = "") -> RobotRun:
+def run_robot(robot: str, domain_id: int, duration: float, out: Path, seed: int, video: bool, terminal: Terminal,
+              env: dict[str, str], policy: str = "", name: str = "") -> RobotRun:
     """One robot's graph for ``duration`` s with its default policy, or ``policy`` (then
     its run is ``name``: files, report section), recorded and replayed."""
-    from sim2real.ros_nodes.deployment import DeployOptions, run_deployment
     from sim2real.ros_nodes.graph import config_dir, load_config
 
     label = name or robot
@@ -85,30 +127,36 @@ def run_robot(robot: str, index: int, duration: float, out: Path, seed: int, vid
         # rosbag2 refuses an existing output folder; this one is the previous demo's own
         # recording of this robot (the report is rewritten too), so it is replaced.
         shutil.rmtree(bag)
+    bag.parent.mkdir(parents=True, exist_ok=True)
     topics = sorted(set(load_config(config_dir() / f"{robot}.yaml")["recorder"]["topics"]) | set(replay_topics(robot))
                     | ({"course", "plan"} if policy else set()))
-    opts = DeployOptions(
-        robot=robot,
-        policy=policy,
-        duration=duration,
-        seed=seed,
-        record=str(bag),
-        domain_id=domain_for(index),
-        overrides={"recorder": {"topics": topics}},
-    )
-    summary = run_deployment(opts)
-    states, commands = read_bag(bag)
-    video_name = None
+    spec = DeploySpec(label, robot, duration, seed, domain_id, policy=policy, record=bag, recorder_topics=topics)
+    run = RobotRun(run_deploy(spec, terminal, env))
+    if not run.summary or not bag.is_dir():
+        return run
+    states, commands, labels = read_bag(bag)
     if video and states:
         import imageio.v3 as iio
 
-        frames = replay_frames(robot, str(summary["task"]), states)
+        frames = replay_frames(robot, str(run.summary["task"]), states)
         if frames:
-            video_name = f"{label}.mp4"
-            iio.imwrite(out / video_name, np.stack(frames), fps=REPLAY_FPS, codec="libx264", macro_block_size=8)
+            run.video = f"{label}.mp4"
+            iio.imwrite(out / run.video, np.stack(frames), fps=REPLAY_FPS, codec="libx264", macro_block_size=8)
             iio.imwrite(out / f"{label}.png", frames[len(frames) // 2])
-    plot_name = f"{label}_commands.png" if plot_commands(robot, commands, out / f"{label}_commands.png") else None
-    return RobotRun(robot, summary, video_name, plot_name, name=name)
+    run.channels = plot_commands(label, commands, labels, out / f"{label}_commands.png")
+    run.plot = f"{label}_commands.png" if run.channels else None
+    return run
+
+
+def run_emulated(robot: str, domain_id: int, duration: float, seed: int, terminal: Terminal, env: dict[str, str],
+                 faults: tuple[str, ...] = ()) -> RobotRun:
+    """The same graph with ``backend: real``: the hardware bridge speaking the robot's own
+    protocol to its simulator-backed emulator (started in its own process); the robot is
+    enabled only if the pre-flight check passes (the row says what it found)."""
+    from sim2real.sim import robot_deployment
+
+    spec = DeploySpec(f"{robot} (emulated)", robot, duration, seed, domain_id, emulate=True, faults=faults)
+    return RobotRun(run_deploy(spec, terminal, env), backend=f"real: {robot_deployment(robot).real_backend} emulator")
 
 
 def replay_topics(robot: str) -> list[str]:
@@ -124,14 +172,19 @@ def replay_topics(robot: str) -> list[str]:
 REPLAY_FPS = 10
 
 
-def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, Any]]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, Any]]], dict[str, tuple[np.ndarray, np.ndarray]],
+                                 list[str]]:
     """The recorded robot states ``[(t, {joint_pos, base_pos, base_quat, goal, course})]``
-    in time order (``course``: a course's JSON), and the raw/filtered command series
-    ``(t [N], values [N, K])``."""
+    in time order (``course``: a course's JSON), the raw/filtered command series
+    ``(t [N], values [N, K])`` and the filtered command's element names (its layout's
+    labels: the robot's command space)."""
     from rosbags.highlevel import AnyReader
+
+    from sim2real.ros_nodes.messages import command_labels
 
     states: list[tuple[float, dict[str, Any]]] = []
     series: dict[str, list[tuple[float, np.ndarray]]] = {"raw_command": [], "command": []}
+    labels: list[str] = []
     with AnyReader([bag]) as reader:
         for conn, stamp, raw in reader.messages():
             topic, t = conn.topic.lstrip("/"), stamp * 1e-9
@@ -140,6 +193,8 @@ def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, Any]]], dict[str, t
             msg: Any = reader.deserialize(raw, conn.msgtype)
             if topic in series:
                 series[topic].append((t, np.asarray(msg.data, dtype=float)))
+                if topic == "command" and not labels:
+                    labels = command_labels(msg)
             elif topic == "joint_states":
                 states.append((t, {"joint_pos": np.asarray(msg.position, dtype=float)}))
             elif topic == "course":
@@ -155,7 +210,7 @@ def read_bag(bag: Path) -> tuple[list[tuple[float, dict[str, Any]]], dict[str, t
         if values:
             width = min(len(v) for _, v in values)
             out[topic] = (np.array([t for t, _ in values]), np.array([v[:width] for _, v in values]))
-    return states, out
+    return states, out, labels
 
 
 def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, Any]]]) -> list[np.ndarray]:
@@ -196,91 +251,39 @@ def replay_frames(robot: str, task: str, states: list[tuple[float, dict[str, Any
     return frames
 
 
-def plot_commands(robot: str, commands: dict[str, tuple[np.ndarray, np.ndarray]], path: Path) -> bool:
-    """The policy's raw command (dashed) against the filtered command (solid)."""
+def plot_commands(label: str, commands: dict[str, tuple[np.ndarray, np.ndarray]], names: list[str],
+                  path: Path) -> list[str]:
+    """The policy's raw command (dashed) against the filtered command (solid), one panel
+    per command element, each named (``names``: the command's labels; ``ch k`` for an
+    element without one). Returns the panels' names (empty: no command recorded)."""
     if "command" not in commands:
-        return False
+        return []
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t0 = min(series[0][0] for series in commands.values())
-    channels = min(4, commands["command"][1].shape[1])
-    fig, axes = plt.subplots(channels, 1, figsize=(8, 1.8 * channels), sharex=True)
-    axes = np.atleast_1d(axes)
-    for k, ax in enumerate(axes):
+    width = commands["command"][1].shape[1]
+    channels = [names[k] if k < len(names) and names[k] else f"ch {k}" for k in range(width)]
+    cols = 1 if width <= 6 else 2
+    rows = -(-width // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(8 * cols, 1.6 * rows + 0.8), sharex=True, squeeze=False)
+    for k, ax in enumerate(axes.T.flat):  # down the first column, then the second
+        if k >= width:
+            ax.set_visible(False)
+            continue
         for topic, style in (("raw_command", "--"), ("command", "-")):
             if topic in commands and commands[topic][1].shape[1] > k:
                 t, v = commands[topic]
                 ax.plot(t - t0, v[:, k], style, lw=1, label=topic)
-        ax.set_ylabel(f"ch {k}")
+        ax.set_ylabel(channels[k], fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize=8)
-    axes[-1].set_xlabel("time (s)")
-    fig.suptitle(f"{robot}: policy command (raw) vs safety-filtered command")
+    axes[0, 0].legend(loc="upper right", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    fig.suptitle(f"{label}: policy command (raw, dashed) vs safety-filtered command (solid)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
-
-
-def run_emulated(robot: str, index: int, duration: float, seed: int) -> RobotRun:
-    """The same graph with ``backend: real``: the hardware bridge speaking the robot's own
-    protocol to its simulator-backed emulator (started in its own process), enabled after
-    the pre-flight check passes."""
-    from sim2real.ros_nodes.deployment import DeployOptions, run_deployment
-    from sim2real.sim import robot_deployment
-
-    summary = run_deployment(DeployOptions(robot=robot, backend="real", emulate=True, duration=duration, seed=seed,
-                                           domain_id=domain_for(index + len(ROBOTS))))
-    summary["task"] = robot_deployment(robot).task
-    return RobotRun(robot, summary, None, None, backend=f"real: {robot_deployment(robot).real_backend} emulator")
-
-
-def write_report(out: Path, runs: list[RobotRun], seconds: float, transfer: list[Any] | None = None,
-                 transfer_episodes: int = 0) -> Path:
-    rows = [r.row() for r in runs]
-    lines = [
-        "# sim2real demo: shipped policies through the ROS 2 graph",
-        "",
-        "Each robot ran as sim bridge -> policy (ONNX, onnxruntime) -> safety filter -> sim bridge, "
-        "over DDS on loopback (`ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`, a private domain), with the "
-        f"recorder writing an MCAP rosbag2 (`bags/<robot>/`). Took {seconds:.0f} s.",
-        "",
-        "Rows marked `real` ran the same graph with `backend: real`: the hardware bridge drove "
-        "the robot through its own protocol (ros2_control, Unitree's low-level DDS, CRTP over "
-        "cflib) against that protocol's emulator, enabled after the pre-flight check passed "
-        "(docs/hardware.md).",
-        "",
-        "| robot | backend | policy | task | success | filter interventions | safe-action steps | "
-        "state->command p50 (ms) | p99 (ms) | deadline misses |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['robot']} | {r['backend']} | {r['policy']} | {r['task']} | {r['success']} | {r['interventions']} | "
-            f"{r['safe_action_steps']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['deadline_misses']} |"
-        )
-    for run in runs:
-        lines += ["", f"## {run.label} ({run.backend})", ""]
-        if run.video:
-            lines += [
-                f"![{run.label}]({run.label}.png)",
-                "",
-                f"Video (the bag's states replayed): [{run.video}]({run.video})",
-                "",
-            ]
-        if run.plot:
-            lines += [f"![commands]({run.plot})", ""]
-        lines += ["```json", _json(run.summary), "```"]
-    lines += report_lines(transfer or [], transfer_episodes)
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(obj, indent=2, default=float)
+    return channels
