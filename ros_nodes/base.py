@@ -50,7 +50,8 @@ class ThrottledLog:
 
     def get_logger(self) -> NodeLogger:
         if not hasattr(self, "_safe_logger"):
-            self._safe_logger = NodeLogger(super().get_logger())  # type: ignore[misc]
+            node: Any = super()  # the rclpy node class this is mixed into
+            self._safe_logger = NodeLogger(node.get_logger())
         return self._safe_logger
 
     def log_throttled(self, key: str, message: str, period: float = 1.0, level: str = "warning") -> None:
@@ -324,8 +325,9 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         """The node's status on ``diagnostics``, every :attr:`report_period` while active:
         what the operator reads, and the heartbeat ``deploy`` watches (a node silent for
         5 s ends the run). Nodes with figures override it; this one says it is alive."""
-        summary = getattr(self, "summary", None)
-        self.publish_status(0, "active", summary() if callable(summary) else {})
+        summary: Any = getattr(self, "summary", None)
+        values: Any = summary() if summary is not None else {}
+        self.publish_status(0, "active", values)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configured = False

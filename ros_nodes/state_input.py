@@ -69,9 +69,9 @@ class StateStreams:
     def __init__(self, node: StreamNode, deployment: RobotDeployment, on_state: StateCallback, imu: bool = False,
                  on_reject: Callable[[str, str], None] | None = None, ranges: bool = False) -> None:
         self.node, self.joints, self.on_state, self.on_reject = node, deployment.joints, on_state, on_reject
-        has_param = getattr(node, "has_parameter", lambda _name: False)
-        self.stamp_tolerance = float(node.get_parameter("stamp_tolerance").value  # type: ignore[attr-defined]
-                                     if has_param("stamp_tolerance") else STAMP_TOLERANCE)
+        ros_node: Any = node  # a managed node declares stamp_tolerance; the HIL actor's node does not
+        declared = hasattr(ros_node, "has_parameter") and ros_node.has_parameter("stamp_tolerance")
+        self.stamp_tolerance = float(ros_node.get_parameter("stamp_tolerance").value if declared else STAMP_TOLERANCE)
         self.rejected: Counter[str] = Counter()
         """Refused messages per topic."""
         qos = sensor_qos()
