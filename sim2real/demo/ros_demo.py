@@ -46,7 +46,9 @@ class RobotRun:
     def __post_init__(self) -> None:
         s = self.result.summary
         if s and self.backend != "sim" and not s.get("task"):  # deploy names a simulated task only
-            s["task"] = (s.get("emulator") or {}).get("task")
+            from sim2real.sim import robot_deployment
+
+            s["task"] = (s.get("emulator") or {}).get("task") or robot_deployment(self.robot).task
         self.verdict = verdict.task(s, self.result.error)
         self.real_time = verdict.real_time(s, self.result.logs)
 

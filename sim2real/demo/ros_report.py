@@ -53,7 +53,8 @@ def write_report(out: Path, runs: list[RobotRun], seconds: float, host: str, tra
         f"How each run is judged (`sim2real/demo/verdict.py`): a task FAILS below {verdict.MIN_SUCCESS_RATE:.0%} "
         "of its finished episodes, with no episode ended in a window long enough for one, with a fall, or on an "
         "emulated robot whose pre-flight check failed, that received no command or that its deadman or watchdog "
-        "put in its safe state; a window shorter than one episode is NOT JUDGED. The host kept real time when "
+        "put in its safe state; a window shorter than one episode, or one in which the host simulated less than one "
+        "episode, is NOT JUDGED. The host kept real time when "
         f"at most {verdict.MAX_MISSED_FRACTION:.0%} of the control ticks missed their deadline, the safety "
         "filter's watchdog never tripped, no deadman tripped, the simulation kept at least "
         f"{verdict.MIN_SIM_SPEED:.0%} of real time and the emulator's loop kept its ticks.",
@@ -92,9 +93,13 @@ def _section(run: RobotRun) -> list[str]:
                      + (f" ({hw['reason']})" if hw.get("reason") else ""))
         for table in run.result.logs.preflight_tables:
             lines += ["", "```text", table, "```"]
+        if not run.result.logs.preflight_tables and run.summary.get("executor") == "one process per node":
+            lines.append("- the checks' tables are in the hardware bridge's own log: its graph ran one process "
+                         "per node")
     repeated = run.result.logs.repeated()
     if repeated:
-        lines += ["", "The nodes' repeated log lines (numbers as `#`), counted per second from the run's first line:", "",
+        lines += ["", "The nodes' repeated log lines (numbers as `#`), counted per second from the run's first line:",
+                  "",
                   "| node | level | cause | count | at most per second | per second |", "|---|---|---|---|---|---|"]
         for c in repeated:
             per_second = " ".join(str(n) for n in c.as_dict()["per_second"])
