@@ -19,7 +19,6 @@ controllers (operational-space reaching, PD stand, cascaded PID), no ROS.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -140,6 +139,7 @@ def _ms(value: object) -> str:
 
 def _run_classical(args: argparse.Namespace) -> int:
     from sim2real.demo.classical import DEMO_CASES, run_case
+    from sim2real.demo.json_out import dumps, finite
     from sim2real.demo.report import write_report
     from sim2real.demo.terminal import Terminal
 
@@ -158,14 +158,14 @@ def _run_classical(args: argparse.Namespace) -> int:
             progress.step(f"{title}: 0/{args.episodes} episodes")
             results.append(run_case(case, args.episodes, args.seed, args.out, video=not args.no_video,
                                     on_episode=advance))
-    summary = {
+    summary = finite({
         "demo": "classical",
         "seconds": round(time.perf_counter() - start, 1),
         "report": str(args.out / "report.md"),
         "cases": [r.as_dict() for r in results],
-    }
+    })
     write_report(args.out, results, summary)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (args.out / "summary.json").write_text(dumps(summary) + "\n")
     if args.json:
         emit_json(summary)
         return 0

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from sim2real.demo.json_out import dumps
 
 
 def write_report(out: Path, results: list, summary: dict[str, Any]) -> Path:
@@ -30,7 +31,7 @@ def write_report(out: Path, results: list, summary: dict[str, Any]) -> Path:
         if r.video:
             lines += ["", f"Video: [{r.video}]({r.video})"]
         lines.append("")
-    lines += ["## Raw figures", "", "```json", json.dumps(summary, indent=2), "```", ""]
+    lines += ["## Raw figures", "", "```json", dumps(summary), "```", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
