@@ -222,6 +222,28 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         return super().create_subscription(msg_type, topic, self._guarded(callback, f"subscription {topic}", arity),
                                            qos_profile, **kwargs)
 
+    def drain(self, subscription: Any, limit: int = 16) -> int:
+        """Run ``subscription``'s callback now on every message already waiting for it (at
+        most ``limit``); returns how many. A watchdog calls this before it judges: rclpy's
+        executor runs a node's ready timers before its subscriptions, and a deadman fired
+        with a fresh command already waiting (0.4-0.6 ms old, measured under load)."""
+        from rclpy.subscription import Subscription
+
+        taken = 0
+        try:
+            with subscription.handle:
+                while taken < limit:
+                    pair = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+                    if pair is None:
+                        break
+                    taken += 1
+                    with_info = subscription._callback_type is Subscription.CallbackType.WithMessageInfo
+                    subscription.callback(*(pair if with_info else pair[:1]))
+        except Exception as exc:  # a destroyed subscription at shutdown: nothing to drain
+            if self.context.ok():
+                self.log_throttled("drain", f"could not take waiting messages: {exc!r}", level="error")
+        return taken
+
     def create_service(self, srv_type: Any, name: str, callback: Callable[..., Any], *args: Any,
                        **kwargs: Any) -> Any:
         return super().create_service(srv_type, name, self._guarded(callback, f"service {name}"), *args, **kwargs)

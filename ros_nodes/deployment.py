@@ -65,6 +65,9 @@ class DeployOptions:
     console: bool = False
     """Serve the correction console (and render the robot's live cameras in simulation)."""
     console_port: int = 8765
+    log_dir: str = ""
+    """One process per node: keep each node's log here (``<node>.log``; default: a
+    temporary folder removed at the end)."""
     emulate: bool = False
     """With ``backend="real"``: start the robot's protocol emulator (its own process) and
     connect the hardware bridge to it, enabled once the pre-flight check passes."""
@@ -321,7 +324,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
 
     context = Context()
     rclpy.init(context=context, domain_id=opts.domain_id)
-    graph = ProcessGraph(params, nodes, opts.domain_id)
+    graph = ProcessGraph(params, nodes, opts.domain_id, log_dir=opts.log_dir or None)
     monitor = Monitor(context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(monitor)
@@ -406,11 +409,13 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
             "successes": successes,
             "success_rate": round(successes / episodes, 3) if episodes else None,
             "sim_time_s": _num(bridge.get("sim_time")),
+            "simulated_s": _num(bridge.get("simulated_total")),
         },
         "interventions": {
             "filter_steps": int(_num(safety.get("steps", 0))),
             "steps_with_intervention": int(_num(safety.get("interventions", 0))),
             "safe_action_steps": int(_num(safety.get("mode_safe", 0))),
+            "watchdog_trips": int(_num(safety.get("watchdog_trips", 0))),
             "rejected_commands": int(_num(safety.get("rejected", 0))),
             "max_change": _num(safety.get("max_change_total")),
             "by_filter": acted,
@@ -423,6 +428,7 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
         },
         **({"hardware": _hardware_figures(stats["hardware_bridge"])} if stats.get("hardware_bridge") else {}),
         "deadline_misses": {
+            "policy_ticks": int(_num(policy.get("ticks", 0))),
             "policy_ticks_late": int(_num(policy.get("deadline_misses", 0))),
             "policy_ticks_skipped": int(_num(policy.get("skipped", 0))),
             "command_deadline": int(_num(bridge.get("command_deadline_misses", 0))),
@@ -436,5 +442,6 @@ def _hardware_figures(bridge: dict) -> dict[str, Any]:
     pre-flight verdict."""
     keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age", "preflight_runs")
     out: dict[str, Any] = {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}
-    out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight", "preflight_failed") if k in bridge})
+    out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight", "preflight_failed", "preflight_checks")
+                if k in bridge})
     return out

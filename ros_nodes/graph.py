@@ -262,6 +262,7 @@ class ProcessGraph:
         self.env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         self.tmp = tempfile.TemporaryDirectory(prefix="sim2real-graph-")
         self.log_dir = Path(log_dir) if log_dir else Path(self.tmp.name)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self) -> None:

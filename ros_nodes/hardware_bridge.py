@@ -57,6 +57,9 @@ class HardwareBridge(ManagedNode):
         self.preflight_verdict = ""
         """The latest finished pre-flight check's failures (empty: it passed)."""
         self.preflight_runs = 0
+        self.preflight_checks: list[str] = []
+        """Each finished check's verdict, ``PASS`` or its failures (the latest 10): a pass
+        after failed checks keeps what failed before."""
         self.commands_received = self.commands_rejected = self.commands_refused = 0
         self.commands_sent = self.commands_while_disabled = self.deadline_misses = 0
         self.deadman_trips = self.states_published = self.publish_errors = 0
@@ -87,8 +90,9 @@ class HardwareBridge(ManagedNode):
             raise ConfigError("backend", f"{cls.__name__} drives the {cls.robot}, not the {p['robot']}")
         self.state_out = StatePublishers(self, self.info)
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
-        self.create_subscription(Float64MultiArray, "command", self._on_command,
-                                 command_qos(p["command_deadline"]), event_callbacks=events, message_info=True)
+        self.command_sub = self.create_subscription(Float64MultiArray, "command", self._on_command,
+                                                    command_qos(p["command_deadline"]), event_callbacks=events,
+                                                    message_info=True)
         self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/estop", self._on_estop)
@@ -203,6 +207,8 @@ class HardwareBridge(ManagedNode):
         if phase is not Phase.ENABLED or self._enabling is not None:
             return
         if time.monotonic() - self._last_command > self.timeout:
+            self.drain(self.command_sub)  # a command already waiting is not a stale one
+        if time.monotonic() - self._last_command > self.timeout:
             self.deadman_trips += 1
             backend.safe(f"no fresh filtered command for {self.timeout * 1000:.0f} ms")
             self._last_phase = backend.phase
@@ -225,6 +231,7 @@ class HardwareBridge(ManagedNode):
             log = self.get_logger().error if verdict else self.get_logger().info
             log("pre-flight check:\n" + format_table(p.items()))
         self.preflight_verdict, self.preflight_runs = verdict, self.preflight_runs + 1
+        self.preflight_checks = [*self.preflight_checks[-9:], verdict or "PASS"]
         if verdict:
             self.preflight = Preflight(self.info, self.configured_backend(), p.seconds)
             return
@@ -310,6 +317,8 @@ class HardwareBridge(ManagedNode):
                        **{f"link_{k}": v for k, v in health.counters.items()})
         out["preflight"] = ("reading" if self.preflight_runs == 0 else "FAIL" if self.preflight_verdict else "PASS")
         out["preflight_runs"] = self.preflight_runs
+        if self.preflight_checks:
+            out["preflight_checks"] = " | ".join(self.preflight_checks)
         if self.preflight_verdict:
             out["preflight_failed"] = self.preflight_verdict
         return out

@@ -144,11 +144,14 @@ class SafetyFilterNode(ManagedNode):
         self.required = [t for t, has in (("joint_states", bool(info.joints)), ("odom", info.floating_base),
                                           ("ee_pose", info.has_ee)) if has]
         self.arrivals: dict[str, float] = {}
-        self.create_subscription(Float64MultiArray, "raw_command", lambda m: self._on_command(m, "policy"),
-                                 command_qos())
-        self.create_subscription(Float64MultiArray, "teleop_command", lambda m: self._on_command(m, "teleop"),
-                                 command_qos())
-        self.create_subscription(Twist, "command_twist", self._on_twist, command_qos())
+        self.inputs = [
+            self.create_subscription(Float64MultiArray, "raw_command", lambda m: self._on_command(m, "policy"),
+                                     command_qos()),
+            self.create_subscription(Float64MultiArray, "teleop_command", lambda m: self._on_command(m, "teleop"),
+                                     command_qos()),
+            self.create_subscription(Twist, "command_twist", self._on_twist, command_qos()),
+            *self.streams.subscriptions]
+        """The command and state inputs: the watchdog drains them before it judges."""
         # A transient-local reader gets each durable source's state even after a restart, but
         # does not match a volatile writer; the volatile reader takes those.
         self.create_subscription(Bool, "estop", self._on_estop, estop_qos(depth=64), message_info=True)
@@ -344,11 +347,18 @@ class SafetyFilterNode(ManagedNode):
         if chain is None or not self.active:
             return
         if chain.mode == "nominal" and not chain.estop.tripped:
-            self.state.now = self.now_s()
-            self.state.command_stamp = chain.command_stamp
-            if not chain.watchdog.check(self.state):
+            if self._fresh(chain):
+                return
+            for sub in self.inputs:  # what has arrived counts before staleness is judged
+                self.drain(sub)
+            if self._fresh(self.configured_chain()):
                 return
         self._run(time.perf_counter(), only_safe=True)
+
+    def _fresh(self, chain: SafetyChain) -> bool:
+        self.state.now = self.now_s()
+        self.state.command_stamp = chain.command_stamp
+        return not chain.watchdog.check(self.state)
 
     def _run(self, t0: float, only_safe: bool = False, from_state: bool = False) -> None:
         if not self.active or self.chain is None:
@@ -373,6 +383,8 @@ class SafetyFilterNode(ManagedNode):
             if self.safe_since is None:
                 self.safe_since = self.state.now
                 self.safe_reasons.append((self.state.now, out.reason))
+                if "watchdog" in out.reason:
+                    self.stats["watchdog_trips"] += 1
                 self.get_logger().warning(f"safe action: {out.reason}")
         elif self.safe_since is not None:
             self.get_logger().info("nominal again")

@@ -92,6 +92,9 @@ class SimBridge(ManagedNode):
         """Commands refused because something other than the safety filter publishes on ``command``."""
         self.deadline_misses = 0
         self.overruns = 0
+        self.simulated = 0.0
+        """s of simulation stepped since start, across episodes (its ratio to the wall
+        clock says whether the host kept real time)."""
         self.step_seconds = LatencyStats()
         self._timer = None
         self._image_timer = None
@@ -133,8 +136,9 @@ class SimBridge(ManagedNode):
                            if p["publish_mission"] and r.task.course(0) is not None else None)
         self._last_course: str | None = None
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
-        self.create_subscription(Float64MultiArray, "command", self._on_command,
-                                 command_qos(p["command_deadline"]), event_callbacks=events, message_info=True)
+        self.command_sub = self.create_subscription(Float64MultiArray, "command", self._on_command,
+                                                    command_qos(p["command_deadline"]), event_callbacks=events,
+                                                    message_info=True)
         self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
         if not self._enable_service:  # services survive cleanup -> configure
             self.create_service(Trigger, "~/enable", self._on_enable)
@@ -204,6 +208,7 @@ class SimBridge(ManagedNode):
                 "commands_refused": self.commands_refused, "frames_published": self.frames_published,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
                 "sim_time": round(self.robot.sim_time, 3) if self.robot is not None else 0.0,
+                "simulated_total": round(self.simulated, 3),
                 **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
 
     def report(self) -> None:
@@ -255,9 +260,12 @@ class SimBridge(ManagedNode):
         if lost:
             self.command = None
             self.get_logger().error(f"{lost}: the robot holds until a safety filter runs and ~/enable is called")
+        if self.command is None or time.monotonic() - self.command_time > self.timeout:
+            self.drain(self.command_sub)  # a command already waiting is not a stale one
         command = self.command
         fresh = command is not None and time.monotonic() - self.command_time <= self.timeout
         record = self.robot.step(command if command is not None and fresh else self.robot.hold_command())
+        self.simulated += self.robot.control_dt
         self.publish_state()
         if record is not None:
             self.pub_episode.publish(String(data=json.dumps(record.__dict__)))

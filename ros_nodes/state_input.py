@@ -74,24 +74,28 @@ class StateStreams:
         self.stamp_tolerance = float(ros_node.get_parameter("stamp_tolerance").value if declared else STAMP_TOLERANCE)
         self.rejected: Counter[str] = Counter()
         """Refused messages per topic."""
+        self.subscriptions: list[Any] = []
+        """Every subscription made (a watchdog drains them before it judges staleness)."""
         qos = sensor_qos()
         if deployment.joints:
-            node.create_subscription(JointState, "joint_states", self._on_joints, qos)
+            self._subscribe(JointState, "joint_states", self._on_joints, qos)
         if deployment.floating_base:
-            node.create_subscription(Odometry, "odom", self._on_odom, qos)
+            self._subscribe(Odometry, "odom", self._on_odom, qos)
             if imu:
-                node.create_subscription(Imu, "imu", self._on_imu, qos)
+                self._subscribe(Imu, "imu", self._on_imu, qos)
         if deployment.has_ee:
-            node.create_subscription(PoseStamped, "ee_pose", lambda m: self._on_pose(m, "ee_pose", "ee_pos", "ee_quat"),
-                                     qos)
-            node.create_subscription(PoseStamped, "ee_pose_desired",
+            self._subscribe(PoseStamped, "ee_pose", lambda m: self._on_pose(m, "ee_pose", "ee_pos", "ee_quat"), qos)
+            self._subscribe(PoseStamped, "ee_pose_desired",
                                      lambda m: self._on_pose(m, "ee_pose_desired", "ee_pos_desired", "ee_quat_desired"),
                                      qos)
         self.rangefinders = deployment.rangefinders if ranges else ()
         self._ranges = np.full(len(self.rangefinders), np.nan)
         self._range_arrivals = np.full(len(self.rangefinders), -np.inf)
         for i, name in enumerate(self.rangefinders):
-            node.create_subscription(Range, f"ranges/{name}", self._range_callback(i), qos)
+            self._subscribe(Range, f"ranges/{name}", self._range_callback(i), qos)
+
+    def _subscribe(self, msg_type: Any, topic: str, callback: Any, qos: Any) -> None:
+        self.subscriptions.append(self.node.create_subscription(msg_type, topic, callback, qos))
 
     def _reject(self, topic: str, reason: str) -> None:
         self.rejected[topic] += 1

@@ -59,7 +59,7 @@ def _run_ros(args: argparse.Namespace) -> int:
     # DDS stays on this machine whatever the caller's environment says.
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     from sim2real.baselines import BASELINES_DIR
-    from sim2real.demo.json_out import dumps, finite
+    from sim2real.commands.output import dumps, finite
     from sim2real.demo.ros_demo import CONFINED, ROBOTS, RobotRun, domain_for, run_emulated, run_robot
     from sim2real.demo.ros_report import host_line, outcome_lines, write_report
     from sim2real.demo.terminal import Terminal
@@ -138,8 +138,8 @@ def _ms(value: object) -> str:
 
 
 def _run_classical(args: argparse.Namespace) -> int:
+    from sim2real.commands.output import dumps, finite
     from sim2real.demo.classical import DEMO_CASES, run_case
-    from sim2real.demo.json_out import dumps, finite
     from sim2real.demo.report import write_report
     from sim2real.demo.terminal import Terminal
 

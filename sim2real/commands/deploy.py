@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="", help="parameter file (default: config/<robot>.yaml)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated targets/commands")
     parser.add_argument("--record", default="", help="record an MCAP rosbag2 into this (new) folder")
+    parser.add_argument("--log-dir", default="", help="one process per node: keep each node's log here (<node>.log)")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID of the run (default: $ROS_DOMAIN_ID, else derived from the pid)")
     parser.add_argument("--node", metavar="NAME",
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
                          domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
                          console=args.console, console_port=args.console_port, emulate=args.emulate,
+                         log_dir=args.log_dir,
                          emulator_faults=tuple(args.fault))
     from sim2real.policies.common.signals import stop_on_signals
     from sim2real.ros_nodes.deployment import request_stop

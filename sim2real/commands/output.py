@@ -1,33 +1,59 @@
-"""Shared output conventions: ``--json`` prints exactly one JSON object on stdout;
-human-readable tables and progress go to the terminal (progress on stderr)."""
+"""Shared output conventions: ``--json`` prints exactly one JSON object on stdout, in
+standard JSON (a figure that was not measured is ``null``, never ``NaN``: ``jq`` and
+browsers refuse those); human-readable tables and progress go to the terminal
+(progress on stderr), and stay whole when piped (no wrapping at 80 columns)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 import numpy as np
 from rich.console import Console
 
-console = Console(stderr=True)
+PIPED_WIDTH = 240
+"""Columns a table may use when the output is not a terminal (rich would take 80 and cut
+cells to ``deadli…``)."""
+
+
+def _console(stream: Any) -> Console:
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    return Console(file=stream, width=None if tty else PIPED_WIDTH)
+
+
+console = _console(sys.stderr)
 """Progress and logs: stderr, so stdout stays clean for --json."""
-stdout = Console()
+stdout = _console(sys.stdout)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout instead of tables")
 
 
-def _default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float as ``None`` (numpy scalars and arrays as Python's)."""
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return finite(obj.tolist())
+    if isinstance(obj, np.generic):
+        return finite(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj: Any, indent: int | None = 2) -> str:
+    """Standard JSON of ``obj`` (non-finite floats as ``null``; anything else that JSON
+    cannot hold is an error, not a string)."""
+    return json.dumps(finite(obj), indent=indent, allow_nan=False)
 
 
 def emit_json(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, default=_default) + "\n")
+    sys.stdout.write(dumps(obj, indent=None) + "\n")
     sys.stdout.flush()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim2real.demo.json_out import finite
+from sim2real.commands.output import finite
 from sim2real.demo.node_logs import NodeLogDigest
 from sim2real.demo.terminal import Terminal
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim2real.demo.json_out import dumps
+from sim2real.commands.output import dumps
 
 
 def write_report(out: Path, results: list, summary: dict[str, Any]) -> Path:

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sim2real.commands.output import dumps
 from sim2real.demo import verdict
-from sim2real.demo.json_out import dumps
 from sim2real.demo.ros_demo import RobotRun
 from sim2real.demo.transfer import report_lines
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim2real.demo.json_out import finite
+from sim2real.commands.output import finite
 
 
 @dataclass

@@ -167,3 +167,30 @@ def test_deploy_console_processes_prints_the_url_and_ends_on_sigint() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_watchdog_drains_what_has_arrived_before_it_judges() -> None:
+    """Issue 43: rclpy's executor runs a node's ready timers before its subscriptions, and
+    the hardware bridge's deadman fired with a fresh command already waiting. ``drain``
+    runs the waiting messages' callbacks first (here from outside any spin)."""
+    from std_msgs.msg import Float64MultiArray
+
+    from sim2real.ros_nodes.base import ManagedNode
+    from sim2real.ros_nodes.qos import command_qos
+    from sim2real.ros_nodes.settings import NodeSettings
+
+    h = Harness()
+    try:
+        node = h.add(ManagedNode("watched", NodeSettings, context=h.context))
+        seen: list[tuple[float, object]] = []
+        sub = node.create_subscription(Float64MultiArray, "command", lambda m, i: seen.append((m.data[0], i)),
+                                       command_qos(), message_info=True)
+        pub = node.create_publisher(Float64MultiArray, "command", command_qos())
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
+        pub.publish(Float64MultiArray(data=[7.0]))
+        time.sleep(0.3)  # delivered to the reader; nobody spins, so no callback has run
+        assert seen == []
+        assert node.drain(sub) == 1 and seen[0][0] == 7.0 and seen[0][1]["publisher_gid"] is not None
+        assert node.drain(sub) == 0
+    finally:
+        h.close()
