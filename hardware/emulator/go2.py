@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +55,8 @@ from sim2real.hardware.go2.motion_switcher import MotionSwitcherService
 from sim2real.hardware.go2.protocol import check_command, lowstate_frame
 from sim2real.hardware.go2.rpc import RpcServer
 from sim2real.hardware.go2.types import LowCmd_, LowState_
+from sim2real.hardware.realtime import DDS_THREADS, EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
+from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
@@ -132,9 +134,11 @@ class Go2Emulator(Emulator):
         """Accepted commands per distinct gain setting of the motors they power ("kp=40 kd=1"):
         whose gains reached the motors (the policy's own, the bridge's damping, ...)."""
         self._gains_raw, self._gains_label = b"", ""
-        self.accepted = self.sent = self.ticks = self.overruns = 0
-        self.jitter: deque[float] = deque(maxlen=50_000)
-        """Seconds each tick started after its schedule."""
+        self.accepted = self.sent = self.ticks = 0
+        self.timing = TimingRecord(STATE_PERIOD, capacity=50_000)
+        """When each real-time tick started, and how late (:meth:`serve`)."""
+        self.realtime: dict[str, Any] = {}
+        """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self._applied: tuple[bytes, str] | None = None
         self._extras: dict[float, tuple[np.ndarray, np.ndarray, int]] = {}
         self._closed = False
@@ -271,28 +275,26 @@ class Go2Emulator(Emulator):
 
     # -- real time -------------------------------------------------------------------
     def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        """Tick every 2 ms on an absolute schedule, at real-time priority where permitted
+        (a real Go2 runs this on its own computer)."""
         start, ticks_before = time.monotonic(), self.ticks
         try:
-            self._serve(start, duration, should_stop)
+            with realtime_thread("go2 emulator", EMULATOR_PRIORITY, FIRST_CPU, DDS_THREADS) as status:
+                self.realtime = status.as_dict()
+                self._serve(start, duration, should_stop)
         finally:
             elapsed = time.monotonic() - start
             self.rate_hz = (self.ticks - ticks_before) / elapsed if elapsed > 0 else 0.0
 
     def _serve(self, start: float, duration: float, should_stop: Callable[[], bool] | None) -> None:
-        next_tick = start
+        schedule = PeriodicSchedule(STATE_PERIOD, self.timing)
+        schedule.start(start)
         while not self._closed and not (should_stop is not None and should_stop()):
-            now = time.monotonic()
+            now = schedule.sleep()
             if duration > 0 and now - start >= duration:
                 return
-            if now < next_tick:
-                time.sleep(next_tick - now)
-                continue
-            self.jitter.append(now - next_tick)
             self.tick(now)
-            next_tick += STATE_PERIOD
-            if time.monotonic() > next_tick + STATE_PERIOD:  # more than a period behind: resynchronize
-                self.overruns += 1
-                next_tick = time.monotonic()
+            schedule.tick(now)
 
     def mission(self) -> Mission | None:
         return Mission(cmd_vel=np.array(self.config.cmd_vel))
@@ -302,12 +304,12 @@ class Go2Emulator(Emulator):
         return self.measure(time.monotonic())
 
     def summary(self) -> dict[str, Any]:
-        jitter = np.asarray(self.jitter) * 1e3
+        timing = self.timing.summary()
         return {
             "robot": "quadruped", "protocol": "unitree_go2 lowcmd/lowstate (DDS)",
             "domain_id": self.config.dds.domain_id, "interface": self.config.dds.interface, "ticks": self.ticks,
             "simulated_s": round(self.data.time, 3),
-            "rate_hz": round(self.rate_hz, 1), "overruns": self.overruns, "state_frames_sent": self.sent,
+            "rate_hz": round(self.rate_hz, 1), "overruns": self.timing.overruns, "state_frames_sent": self.sent,
             "commands_accepted": self.accepted,
             "commands_rejected": dict(self.rejected), "gains_seen": dict(self.gains_seen),
             "sport_mode": self.switcher.mode,
@@ -315,9 +317,9 @@ class Go2Emulator(Emulator):
             "sport": {"posture": self.sport.posture, "calls": dict(self.sport_service.calls),
                       "released_standing": self.sport.counts["released_standing"],
                       "fall_after_release": round(self.fall_after_release, 3)},
-            "tick_jitter_ms": {"p50": float(np.percentile(jitter, 50)) if len(jitter) else math.nan,
-                               "p99": float(np.percentile(jitter, 99)) if len(jitter) else math.nan,
-                               "n": len(jitter)},
+            "tick_jitter_ms": {**timing.get("lateness_ms", {}), "n": timing["ticks"]},
+            "tick_interval_jitter_ms": timing.get("jitter_ms", {}), "deadline_misses": timing["deadline_misses"],
+            "realtime": self.realtime,
             "base_height": round(float(self.data.qpos[2]), 4),
             "cmd_vel": list(self.config.cmd_vel), **self.gait.summary(),
             "last_command": None if self.command is None else {

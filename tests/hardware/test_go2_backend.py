@@ -13,8 +13,9 @@ What the real robot would do in the same faults (and what this backend makes of 
   refuses enable() until connect() has released sport mode again.
 * corrupted frames: the firmware drops bad-CRC commands (test_go2_protocol); the backend
   drops bad-CRC states, and a stream of only bad frames is a stale stream (damping).
-* backend process killed: nothing on the host can act; the robot holds the last command
-  (damping whenever the backend was not enabled). A hardware e-stop is the only cover.
+* backend process killed: its writer, a process of its own, sees the backend gone, writes
+  damping and exits (test_go2_link); the writer killed as well: the robot holds the last
+  command. A hardware e-stop is the only cover for that.
 """
 
 from __future__ import annotations
