@@ -9,8 +9,12 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
   confirmed by the firmware's answers), the supervisor asked whether it can fly (a
   locked or crashed Crazyflie needs a reboot), then the zero-thrust setpoint that
   releases the firmware's thrust lock;
-* ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` -> ``send_setpoint`` (deg/s,
-  yaw rate negated, thrust through :class:`~.thrust.ThrustMap`);
+* ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` -> the newest setpoint (deg/s,
+  yaw rate negated, thrust through :class:`~.thrust.ThrustMap`), which the backend's
+  setpoint stream sends at once: a real-time thread of its own
+  (:mod:`sim2real.hardware.realtime`), so the bridge's executor never waits on cflib or
+  the radio, and the stream never waits on the policy (the firmware keeps the last
+  setpoint; its watchdog acts at 0.5 s, after this backend's own at ``stale_after``);
 * ``safe``: the firmware's own landing (:mod:`.landing`: the high-level commander's
   ``land``, then ``notify_setpoint_stop`` so it takes over), handed over and watched by
   this backend's own thread; the backend goes there by itself while enabled when no
@@ -43,11 +47,17 @@ from sim2real.hardware.crazyflie.landing import CURRENT_YAW, DescentConfig, Firm
 from sim2real.hardware.crazyflie.logs import StateAssembler, log_configs
 from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
 from sim2real.hardware.options import load_options
+from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
+from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Positive, PositiveInt
 from sim2real.sim.drone import constants as C
 
 RATE = 0
+STREAM_PERIOD = 0.004
+"""s between the setpoint stream's watchdog checks (a new command is sent at once, between them)."""
+DETAIL_WINDOW = 10.0
+"""s of the stream's timing :meth:`CrazyflieBackend.detail` summarises."""
 LOCKED_BIT, CRASHED_BIT, CAN_FLY_BIT = 1 << 6, 1 << 7, 1 << 3
 _drivers_ready = False
 _drivers_lock = threading.Lock()
@@ -111,8 +121,18 @@ class CrazyflieBackend(RobotBackend):
         self._state = StateAssembler(self._publish)
         self._landing: FirmwareLanding | None = None
         self._last_command = -math.inf
+        self._setpoint: tuple[float, float, float, int] | None = None
+        """The newest command as a setpoint (roll, pitch, yaw rate, thrust); the stream sends it."""
+        self._setpoint_new = False
+        self._slot = threading.Lock()
+        """Guards the newest setpoint only: command() never takes ``_io`` (held while cflib sends)."""
+        self._wake = threading.Event()
         self._stop = threading.Event()
         self._pilot: threading.Thread | None = None
+        self.stream_timing = TimingRecord(STREAM_PERIOD, capacity=16384)
+        """The setpoint stream's ticks (rate, lateness, jitter)."""
+        self.realtime: dict[str, Any] = {}
+        """The stream's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self._counts: dict[str, int] = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0,
                                         "landings": 0, "landing_packets": 0, "link_lost": 0,
                                         "log_truncated": 0, "estops_sent": 0}
@@ -144,6 +164,8 @@ class CrazyflieBackend(RobotBackend):
         cf.add_port_callback(crtp.PORT_LOG, self._check_log_size)
         self._state = StateAssembler(self._publish)
         self.link_lost_reason = ""
+        with self._lock:
+            self._latest = None  # the state this connection reads, not the last one's
         cf.open_link(self.cfg.uri)
         if not ready.wait(max(deadline - time.monotonic(), 0.0)) or failed:
             _close_in_background(cf)
@@ -173,7 +195,7 @@ class CrazyflieBackend(RobotBackend):
             self._cf = cf
             self._set_phase(Phase.CONNECTED, "")
         self._stop.clear()
-        self._pilot = threading.Thread(target=self._pilot_loop, name="crazyflie-pilot", daemon=True)
+        self._pilot = threading.Thread(target=self._stream_loop, name="crazyflie-setpoints", daemon=True)
         self._pilot.start()
 
     def enable(self) -> None:
@@ -202,7 +224,9 @@ class CrazyflieBackend(RobotBackend):
                 raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason})")
             cf.commander.send_setpoint(0.0, 0.0, 0.0, 0)  # the zero-thrust setpoint: releases the thrust lock
             self._counts["setpoints_sent"] += 1
-            self._last_command = time.monotonic()
+            with self._slot:
+                self._last_command = time.monotonic()
+                self._setpoint, self._setpoint_new = None, False
             self._set_phase(Phase.ENABLED, "")
 
     def command(self, values: np.ndarray) -> None:
@@ -210,14 +234,14 @@ class CrazyflieBackend(RobotBackend):
         if v.shape != (4,) or not np.all(np.isfinite(v)):
             self._counts["commands_rejected"] += 1
             raise ValueError(f"a Crazyflie command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
-        with self._io:
-            if self._phase is not Phase.ENABLED or self._cf is None:
-                self._counts["commands_ignored"] += 1
-                return
-            roll, pitch, yawrate, thrust = ctbr_to_setpoint(v, self.thrust_map)
-            self._cf.commander.send_setpoint(roll, pitch, yawrate, thrust)
-            self._counts["setpoints_sent"] += 1
+        setpoint = ctbr_to_setpoint(v, self.thrust_map)
+        if self._phase is not Phase.ENABLED or self._cf is None:  # the stream checks again before it sends
+            self._counts["commands_ignored"] += 1
+            return
+        with self._slot:
+            self._setpoint, self._setpoint_new = setpoint, True
             self._last_command = time.monotonic()
+        self._wake.set()  # the stream sends it now; this thread never waits on cflib or the radio
 
     def safe(self, reason: str) -> None:
         with self._io:
@@ -252,6 +276,7 @@ class CrazyflieBackend(RobotBackend):
         while self._landing is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         self._stop.set()
+        self._wake.set()
         if self._pilot is not None and self._pilot is not threading.current_thread():
             self._pilot.join(timeout=1.0)
         with self._io:
@@ -261,25 +286,49 @@ class CrazyflieBackend(RobotBackend):
         if cf is not None:
             cf.close_link()  # cflib sends a zero setpoint here: harmless once landed or e-stopped
 
-    # -- the backend's own thread: stale commands, lost link, the landing --------------------
-    def _pilot_loop(self) -> None:
-        last_tick = time.monotonic()
-        while not self._stop.wait(0.004):
-            now = time.monotonic()
-            # How long this thread itself went unscheduled: a stale command with a stalled
-            # pilot points at the host (the whole process paused), not at the command source.
-            paused, last_tick = now - last_tick, now
-            with self._io:
-                if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
-                    self.safe(f"stale command: none for {now - self._last_command:.3f} s "
-                              f"(this check last ran {paused:.3f} s before)")
-                silent = now - self._state.last_frame
-                if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
-                    self.safe(f"state stale: no log data for {silent:.3f} s")
-                if not self.link_lost_reason and self._cf is not None and silent > self.cfg.link_timeout:
-                    self._link_lost(f"no state for {silent:.3f} s")
-                if self._landing is not None:
-                    self._watch_landing(now)
+    # -- the backend's own thread: the setpoint stream, stale commands, lost link, the landing --
+    def _stream_loop(self) -> None:
+        with realtime_thread("crazyflie setpoint stream", WRITER_PRIORITY) as status:
+            self.realtime = status.as_dict()
+            schedule = PeriodicSchedule(STREAM_PERIOD, self.stream_timing)
+            schedule.start(time.monotonic() + STREAM_PERIOD)
+            last_tick = schedule.next
+            while not self._stop.is_set():
+                self._wake.wait(max(schedule.remaining(), 0.0))
+                self._wake.clear()
+                now = time.monotonic()
+                with self._io:
+                    self._send_newest(now)
+                    if now < schedule.next:
+                        continue
+                    # How long this thread itself went unscheduled: a stale command with a stalled
+                    # stream points at the host (the whole process paused), not at the command source.
+                    paused, last_tick = now - last_tick, now
+                    self._watch(now, paused)
+                schedule.tick(now)
+
+    def _send_newest(self, now: float) -> None:
+        """The newest setpoint once, while enabled and fresh (``_io`` held: nothing goes
+        out after safe() or estop())."""
+        with self._slot:
+            setpoint, fresh = self._setpoint, self._setpoint_new and now - self._last_command <= self.cfg.stale_after
+            self._setpoint_new = False
+        if fresh and setpoint is not None and self._phase is Phase.ENABLED and self._cf is not None:
+            self._cf.commander.send_setpoint(*setpoint)
+            self._counts["setpoints_sent"] += 1
+
+    def _watch(self, now: float, paused: float) -> None:
+        """Stale commands, a silent log stream, a lost link, the landing (the lock held)."""
+        if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
+            self.safe(f"stale command: none for {now - self._last_command:.3f} s "
+                      f"(this check last ran {paused:.3f} s before)")
+        silent = now - self._state.last_frame
+        if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
+            self.safe(f"state stale: no log data for {silent:.3f} s")
+        if not self.link_lost_reason and self._cf is not None and silent > self.cfg.link_timeout:
+            self._link_lost(f"no state for {silent:.3f} s")
+        if self._landing is not None:
+            self._watch_landing(now)
 
     def _begin_landing(self, reason: str) -> None:
         m = self.state()
@@ -337,6 +386,8 @@ class CrazyflieBackend(RobotBackend):
 
     def detail(self) -> dict[str, Any]:
         d = self._landing
-        return {"uri": self.cfg.uri, "battery_v": self._state.battery_v, "supervisor_info": self._state.supervisor_info,
+        stream = self.stream_timing.summary(since=time.monotonic() - DETAIL_WINDOW)
+        return {"realtime": dict(self.realtime), "setpoint_stream": stream,
+                "uri": self.cfg.uri, "battery_v": self._state.battery_v, "supervisor_info": self._state.supervisor_info,
                 "landing": None if d is None else {"stage": d.stage, "reason": d.reason, "duration_s": d.duration},
                 "link": self.link_lost_reason or "up", "thrust_full_scale_n": self.cfg.thrust_full_scale}

@@ -40,6 +40,8 @@ from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
 from sim2real.hardware.emulator.crazyflie_ports import CrtpPorts
 from sim2real.hardware.emulator.crazyflie_toc import LogSubsystem, ParamSubsystem
 from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
+from sim2real.hardware.timing import TimingRecord
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.env import SimEnv
@@ -115,6 +117,10 @@ class CrazyflieEmulator(Emulator):
         """False: nothing reaches the host (logs, replies) while the drone still hears it."""
         self.boot: float | None = None
         self.ticks = self.overruns = self.control_steps = 0
+        self.timing = TimingRecord(cfg.tick, capacity=50_000)
+        """When each real-time tick ran, and how late."""
+        self.realtime: dict[str, Any] = {}
+        """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self.motor_seconds = 0.0
         self.accepted: dict[str, int] = {}
         self.rejected: dict[str, int] = {}
@@ -268,6 +274,13 @@ class CrazyflieEmulator(Emulator):
 
     # -- real time ------------------------------------------------------------------------------
     def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
+        """The firmware's ticks on an absolute schedule, the radio served between them, at
+        real-time priority where permitted (a real Crazyflie runs this on its own MCU)."""
+        with realtime_thread("crazyflie emulator", EMULATOR_PRIORITY, FIRST_CPU) as status:
+            self.realtime = status.as_dict()
+            self._serve(duration, should_stop)
+
+    def _serve(self, duration: float, should_stop: Callable[[], bool] | None) -> None:
         start = next_tick = time.monotonic()
         dt = self.config.tick
         while not self._closed and not (should_stop is not None and should_stop()):
@@ -275,10 +288,12 @@ class CrazyflieEmulator(Emulator):
             if duration > 0 and now - start >= duration:
                 return
             if now >= next_tick:
+                self.timing.add(now, now - next_tick)
                 self.tick(now)
                 next_tick += dt
                 if time.monotonic() > next_tick + 5 * dt:  # fell behind: resynchronize, count it
                     self.overruns += 1
+                    self.timing.overrun()
                     next_tick = time.monotonic() + dt
             try:
                 self.poll(min(max(next_tick - time.monotonic(), 0.0), 0.05))
@@ -294,7 +309,8 @@ class CrazyflieEmulator(Emulator):
     def summary(self) -> dict[str, Any]:
         fw = self.firmware
         return {"robot": "drone", "address": f"{self.address[0]}:{self.address[1]}", "task": self.config.task,
-                "ticks": self.ticks, "overruns": self.overruns, "simulated_s": round(self.ticks * self.config.tick, 3),
+                "ticks": self.ticks, "overruns": self.overruns, "tick_timing": self.timing.summary(),
+                "realtime": self.realtime, "simulated_s": round(self.ticks * self.config.tick, 3),
                 "state": fw.state, "lock_reason": fw.lock_reason, "thrust_locked": fw.thrust_locked,
                 "accepted": dict(self.accepted), "rejected": dict(self.rejected), "sent": self.sent,
                 "firmware": dict(fw.counters), **episode_summary(self.episodes, self.episode_ends),

@@ -43,8 +43,10 @@ from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, PoseListener, episode_summary
 from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
+from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
+from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim import robot_deployment
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.arm.base import ArmTask
@@ -129,7 +131,12 @@ class Ros2ControlArmEmulator(Emulator):
         self._idle = threading.Event()
         self._idle.set()
         self.domain = T.domain_id({} if cfg.domain_id is None else {"domain_id": cfg.domain_id})
-        self.ros = T.RosThread("franka_ros2_control_emulator", self.domain, cfg.namespace)
+        self.ros = T.RosThread("franka_ros2_control_emulator", self.domain, cfg.namespace,
+                               realtime=("ros2_control emulator executor", EMULATOR_PRIORITY - 1))
+        self.timing = TimingRecord(1.0 / cfg.state_rate_hz, capacity=50_000)
+        """When each real-time tick ran, and how late."""
+        self.realtime: dict[str, Any] = {}
+        """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         node = self.ros.node
         self.pub_state = node.create_publisher(JointState, T.JOINT_STATES, T.controller_qos())
         node.create_subscription(Float64MultiArray, T.POSITION_COMMANDS, self._on_forward, T.controller_qos())
@@ -291,16 +298,18 @@ class Ros2ControlArmEmulator(Emulator):
         catches up by at most 10 physics steps and the overrun is counted."""
         self._idle.clear()
         try:
-            self._serve(duration, should_stop)
+            with realtime_thread("ros2_control arm emulator", EMULATOR_PRIORITY, FIRST_CPU) as status:
+                self.realtime = status.as_dict()
+                self._serve(duration, should_stop)
         finally:
             self._idle.set()
 
     def _serve(self, duration: float, should_stop: Callable[[], bool] | None) -> None:
-        period = 1.0 / self.config.state_rate_hz
-        start = next_tick = time.monotonic()
+        schedule = PeriodicSchedule(1.0 / self.config.state_rate_hz, self.timing)
+        start = schedule.next
         sim_start = self._substeps
         while not self._closed and not (should_stop is not None and should_stop()):
-            now = time.monotonic()
+            now = schedule.sleep()
             if duration > 0 and now - start >= duration:
                 return
             due = int((now - start) / ARM.PHYSICS_DT) - (self._substeps - sim_start)
@@ -317,12 +326,7 @@ class Ros2ControlArmEmulator(Emulator):
                 listener(now, self.data)
             self._publish(now)
             self.counters["ticks"] += 1
-            next_tick += period
-            delay = next_tick - time.monotonic()
-            if delay < -period:
-                next_tick = time.monotonic()
-            elif delay > 0:
-                time.sleep(delay)
+            schedule.tick(now)
 
     # -- operator and counters ---------------------------------------------------------
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
@@ -348,6 +352,7 @@ class Ros2ControlArmEmulator(Emulator):
                 **self.counters, "rejected": dict(self.rejected),
                 **episode_summary(self.episodes, self.episode_ends),
                 "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
+                "tick_timing": self.timing.summary(), "realtime": self.realtime,
                 "simulated_s": round(self._substeps * ARM.PHYSICS_DT, 3),
                 "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()}}
 

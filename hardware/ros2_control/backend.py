@@ -40,10 +40,12 @@ from std_msgs.msg import Float64MultiArray
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, WRITER_PRIORITY, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.joint_states import Refused, reorder
 from sim2real.hardware.ros2_control.kinematics import ArmKinematics
 from sim2real.hardware.ros2_control.options import Ros2ControlArmOptions
+from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.control import cartesian_setpoint
 from sim2real.sim.core.deployment import Measurements
@@ -78,6 +80,12 @@ class Ros2ControlArm(RobotBackend):
         self._target_quat = np.array([0.0, 1.0, 0.0, 0.0])
         self._segment: tuple[float, np.ndarray, np.ndarray] | None = None
         """Interpolation in progress: (start time, from, to) over one control period."""
+        self._generation = 0
+        """Counts enables and holds: an IK step computed across one is dropped."""
+        self.stream_timing = TimingRecord(1.0 / self.opt.command_rate_hz, capacity=16384)
+        """The command stream's ticks (rate, lateness, jitter)."""
+        self.realtime: dict[str, Any] = {}
+        """The stream's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self._last_command = 0.0
         self._state_gaps: list[float] = []
         self._delays: list[float] = []
@@ -96,7 +104,8 @@ class Ros2ControlArm(RobotBackend):
             # reconnecting (after an e-stop) reuses it; close() ends it.
             self._shutdown()
             ros = T.RosThread("sim2real_ros2_control_arm", T.domain_id(
-                {} if self.opt.domain_id is None else {"domain_id": self.opt.domain_id}), self.opt.namespace)
+                {} if self.opt.domain_id is None else {"domain_id": self.opt.domain_id}), self.opt.namespace,
+                realtime=("ros2_control joint_states", EXECUTOR_PRIORITY))
             self._pub_q = ros.node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
             self._pub_grip = ros.node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
             ros.node.create_subscription(JointState, T.JOINT_STATES, self._on_joint_states, T.state_qos())
@@ -143,6 +152,7 @@ class Ros2ControlArm(RobotBackend):
             self._q_cmd, self._posture = q.copy(), q.copy()
             self._target_pos, self._target_quat = m.ee_pos.copy(), m.ee_quat.copy()
             self._segment = None
+            self._generation += 1
             self._send_q(q)  # the controller's target becomes where the arm is: no jump
             self._last_command = time.monotonic()
             self._set_phase(Phase.ENABLED)
@@ -152,7 +162,7 @@ class Ros2ControlArm(RobotBackend):
         if v.shape != (7,) or not np.all(np.isfinite(v)):
             self._counts["commands_invalid"] += 1
             raise ValueError(f"ee_delta command must be 7 finite values (vx vy vz wx wy wz gripper), got {values!r}")
-        with self._control:
+        with self._control:  # a snapshot; the IK runs outside the lock, so the stream never waits for it
             if self._phase != Phase.ENABLED:
                 self._counts["commands_ignored"] += 1
                 return
@@ -160,15 +170,22 @@ class Ros2ControlArm(RobotBackend):
             if m is None or m.joint_pos is None or m.ee_pos is None or m.ee_quat is None:
                 self._hold("joint states stale")
                 return
-            now, dt = time.monotonic(), self.opt.control_dt
-            pos, quat = cartesian_setpoint(self._target_pos[None], self._target_quat[None], m.ee_pos[None],
-                                           m.ee_quat[None], v[None, 0:3] * dt, v[None, 3:6] * dt)
+            generation, q_cmd, posture = self._generation, self._q_cmd.copy(), self._posture.copy()
+            target_pos, target_quat = self._target_pos.copy(), self._target_quat.copy()
+        dt = self.opt.control_dt
+        pos, quat = cartesian_setpoint(target_pos[None], target_quat[None], m.ee_pos[None], m.ee_quat[None],
+                                       v[None, 0:3] * dt, v[None, 3:6] * dt)
+        q_meas = m.joint_pos[:7]
+        q_new = self._ik.step(q_cmd, pos[0], quat[0], dt, posture)
+        # As the simulator bounds its setpoints: never more than one period's motion
+        # ahead of the measured joints, so a blocked arm winds up no force.
+        q_new = np.clip(q_new, q_meas - C.JOINT_DELTA_MAX, q_meas + C.JOINT_DELTA_MAX)
+        with self._control:
+            if self._phase != Phase.ENABLED or generation != self._generation:
+                self._counts["commands_ignored"] += 1  # held (or enabled again) meanwhile
+                return
+            now = time.monotonic()
             self._target_pos, self._target_quat = pos[0], quat[0]
-            q_meas = m.joint_pos[:7]
-            q_new = self._ik.step(self._q_cmd, self._target_pos, self._target_quat, dt, self._posture)
-            # As the simulator bounds its setpoints: never more than one period's motion
-            # ahead of the measured joints, so a blocked arm winds up no force.
-            q_new = np.clip(q_new, q_meas - C.JOINT_DELTA_MAX, q_meas + C.JOINT_DELTA_MAX)
             start = self._segment_point(now)
             self._q_cmd = q_new
             self._segment = (now, start, q_new)
@@ -213,6 +230,7 @@ class Ros2ControlArm(RobotBackend):
         m = self._fresh_state()
         q = m.joint_pos[:7] if m is not None and m.joint_pos is not None else self._segment_point(now)
         self._segment = None
+        self._generation += 1
         self._send_q(q)
         self._counts["holds"] += 1
         self.last_hold = {"reason": reason, "time": now, "after_last_command_s": now - self._last_command}
@@ -227,24 +245,32 @@ class Ros2ControlArm(RobotBackend):
 
     def _stream_loop(self) -> None:
         """Interpolated targets while a segment runs; the deadman and the staleness check
-        always. A thread of its own, so a stuck executor cannot silence the deadman."""
-        period = 1.0 / self.opt.command_rate_hz
-        while not self._stop.wait(period):
-            try:
-                with self._control:
-                    if self._phase != Phase.ENABLED:
-                        continue
-                    now = time.monotonic()
-                    if now - self._last_command > self.opt.command_timeout:
-                        self._hold(f"no command for {self.opt.command_timeout:.3f} s")
-                    elif self._fresh_state() is None:
-                        self._hold("joint states stale")
-                    elif self._segment is not None:
-                        self._send_q(self._segment_point(now))
-                        if now - self._segment[0] >= self.opt.control_dt:
-                            self._segment = None
-            except Exception:
-                self._counts["internal_errors"] += 1
+        always. A real-time thread of its own (:mod:`sim2real.hardware.realtime`), so a
+        stuck executor cannot silence the deadman and a busy machine cannot stretch the
+        stream; it takes the lock only to read the segment and publish."""
+        with realtime_thread("ros2_control command stream", WRITER_PRIORITY) as status:
+            self.realtime = status.as_dict()
+            schedule = PeriodicSchedule(1.0 / self.opt.command_rate_hz, self.stream_timing)
+            while not self._stop.is_set():
+                now = schedule.sleep()
+                try:
+                    self._stream_once(now)
+                except Exception:
+                    self._counts["internal_errors"] += 1
+                schedule.tick(now)
+
+    def _stream_once(self, now: float) -> None:
+        with self._control:
+            if self._phase != Phase.ENABLED:
+                return
+            if now - self._last_command > self.opt.command_timeout:
+                self._hold(f"no command for {self.opt.command_timeout:.3f} s")
+            elif self._fresh_state() is None:
+                self._hold("joint states stale")
+            elif self._segment is not None:
+                self._send_q(self._segment_point(now))
+                if now - self._segment[0] >= self.opt.control_dt:
+                    self._segment = None
 
     def _send_q(self, q: np.ndarray) -> None:
         self._send(self._pub_q, [float(x) for x in q], "targets_sent")
@@ -298,7 +324,9 @@ class Ros2ControlArm(RobotBackend):
     def detail(self) -> dict[str, Any]:
         gaps = np.asarray(self._state_gaps[-500:])
         rate = float(1.0 / gaps.mean()) if len(gaps) and gaps.mean() > 0 else 0.0
-        return {"arm_id": self.opt.arm_id, "state_rate_hz": round(rate, 1),
+        stream = self.stream_timing.summary(since=time.monotonic() - 10.0)
+        return {"realtime": dict(self.realtime), "command_stream": stream,
+                "arm_id": self.opt.arm_id, "state_rate_hz": round(rate, 1),
                 "state_gap_max_ms": round(float(gaps.max()) * 1e3, 2) if len(gaps) else None,
                 "executor": "spinning" if self._ros is not None and self._ros.spinning else
                             (self._ros.error if self._ros is not None else "closed"),

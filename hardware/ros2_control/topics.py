@@ -79,8 +79,11 @@ class RosThread:
     thread: the backend and the emulator each get their own, so neither depends on
     whoever else uses rclpy in the process (the bridge's own context, other tests)."""
 
-    def __init__(self, node_name: str, domain: int, namespace: str = NAMESPACE) -> None:
+    def __init__(self, node_name: str, domain: int, namespace: str = NAMESPACE,
+                 realtime: tuple[str, int] | None = None) -> None:
         self.context = Context()
+        self._realtime = realtime
+        """(name, SCHED_FIFO priority) to spin at (:mod:`sim2real.hardware.realtime`), or None."""
         import rclpy
 
         rclpy.init(context=self.context, domain_id=domain)
@@ -93,10 +96,20 @@ class RosThread:
         self._thread.start()
 
     def _spin(self) -> None:
+        import contextlib
+
         from rclpy.executors import ExternalShutdownException
 
+        from sim2real.hardware.realtime import realtime_thread
+
+        # At real-time priority when asked: a real-time loop of this process waits for the
+        # GIL whenever this thread holds it, and a normal-priority holder is preempted by
+        # every competing process meanwhile.
+        scheduled = (realtime_thread(self._realtime[0], self._realtime[1], cpu=None) if self._realtime
+                     else contextlib.nullcontext())
         try:
-            self.executor.spin()
+            with scheduled:
+                self.executor.spin()
         except ExternalShutdownException:  # close(): the context shut down under the executor
             return
         except Exception as exc:

@@ -213,7 +213,8 @@ def test_a_killed_bridge_process_leaves_the_robot_damped() -> None:
         assert bridge.stdout is not None
         ready = select.select([bridge.stdout], [], [], 90)[0]
         line = bridge.stdout.readline() if ready else ""
-        assert line.startswith("walking"), line + (bridge.stderr.read() if bridge.poll() is not None else "")
+        died = bridge.stderr.read() if bridge.poll() is not None and bridge.stderr is not None else ""
+        assert line.startswith("walking"), line + died
         writer = int(line.split()[1])
         time.sleep(0.5)
         bridge.send_signal(signal.SIGKILL)
