@@ -5,8 +5,9 @@ state), reads its state streams for --seconds, and compares them with the simula
 robot and the policy: joint names, order and units, gravity in the IMU, quaternion
 order, stream rate and jitter, link latency, and whether the observation the policy
 would get lies inside its training distribution (per-block z-scores against the
-normalization statistics it was exported with). Prints a PASS/WARN/FAIL table (--json:
-one object) and exits 1 on any FAIL.
+normalization statistics it was exported with), and whether the backend's vendor-rate
+loop runs at real-time priority (WARN without the privilege). Prints a PASS/WARN/FAIL
+table (--json: one object) and exits 1 on any FAIL.
 
     sim2real deploy check --robot quadruped --options '{"network_interface": "enp3s0"}'
     sim2real deploy check --robot quadruped --emulate --fault swap_joints=1,2
@@ -95,7 +96,7 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
             end = time.monotonic() + args.seconds + args.connect_timeout
             while not preflight.finished() and time.monotonic() < end:
                 time.sleep(0.05)
-        items = list(preflight.items())
+        items = [*preflight.items(), realtime_item(backend.health().detail.get("realtime"))]
     finally:
         backend.close()
     latest = [m for _, m in preflight.samples()]
@@ -103,6 +104,26 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
     if policy and latest:
         items.append(observation_item(args.robot, policy, latest))
     return items
+
+
+def realtime_item(status: dict[str, Any] | None) -> Any:
+    """Whether the backend's vendor-rate loop got real-time scheduling
+    (:class:`~sim2real.hardware.realtime.RealtimeStatus` as a dict): WARN without it, the
+    robot can run, but its loop is only as punctual as the busiest process on the computer."""
+    from sim2real.hardware.preflight import Item
+
+    expected = "SCHED_FIFO, memory locked"
+    hint = "give the stack real-time priority: docs/deployment.md, 'Real-time priority on a robot computer'"
+    if not status:
+        return Item("real-time priority", "INFO", "the backend's loop did not report its scheduling", expected)
+    name, reason = status.get("name", "the loop"), status.get("reason", "")
+    if not status.get("realtime"):
+        return Item("real-time priority", "WARN", f"{name}: {status.get('policy', '?')} ({reason})", expected, hint)
+    cpus = ",".join(str(c) for c in status.get("cpus", []))
+    measured = f"{name}: SCHED_FIFO {status.get('priority')} on CPU {cpus}"
+    if not status.get("memory_locked"):
+        return Item("real-time priority", "WARN", f"{measured}, memory not locked ({reason})", expected, hint)
+    return Item("real-time priority", "PASS", f"{measured}, memory locked", expected)
 
 
 def _policy_path(robot: str, policy: str) -> str:

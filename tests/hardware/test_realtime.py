@@ -202,3 +202,29 @@ def test_the_quiet_collector_collects_only_with_slack_and_gives_the_collector_ba
         collector.close()
         gc.unfreeze()
     assert gc.isenabled()
+
+
+def test_the_preflight_item_passes_a_real_time_loop_and_warns_otherwise() -> None:
+    from sim2real.commands.deploy_check import realtime_item
+
+    fifo = RealtimeStatus("go2 rt/lowcmd writer", "SCHED_FIFO", 45, (1,), memory_locked=True).as_dict()
+    assert realtime_item(fifo).status == "PASS" and "SCHED_FIFO 45 on CPU 1" in realtime_item(fifo).measured
+    unlocked = {**fifo, "memory_locked": False, "reason": "memory not locked: mlockall: ENOMEM"}
+    assert realtime_item(unlocked).status == "WARN" and "mlockall" in realtime_item(unlocked).measured
+    refused = RealtimeStatus("crazyflie setpoint stream", reason="SCHED_FIFO 45 not permitted (EPERM)").as_dict()
+    item = realtime_item(refused)
+    assert item.status == "WARN" and "not permitted" in item.measured and "deployment.md" in item.hint
+    assert realtime_item(None).status == "INFO"
+
+
+def test_deploy_check_reports_a_loop_without_real_time_priority() -> None:
+    """``sim2real deploy check`` reads the scheduling the backend's loop actually got."""
+    env = {**os.environ, realtime.ENV: "off"}
+    result = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "check", "--robot", "drone", "--emulate",
+                             "--seconds", "1", "--policy", "none", "--json"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr  # a warning: the robot may still run
+    items = {i["name"]: i for i in json.loads(result.stdout)["items"]}
+    item = items["real-time priority"]
+    assert item["status"] == "WARN" and "crazyflie setpoint stream" in item["measured"], item
+    assert "SIM2REAL_REALTIME=off" in item["measured"]
