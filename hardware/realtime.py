@@ -20,7 +20,9 @@ loop needs, where the system permits it, and says what it got (:class:`RealtimeS
   second net;
 * ``gc.freeze()``: everything allocated before the loop starts leaves the collector's
   generations, so a collection inside the loop scans only what the loop allocated
-  (:class:`QuietCollector` goes further in a process that runs nothing but the loop).
+  (:class:`QuietCollector` goes further in a process that runs nothing but the loop);
+* the GIL's switch interval shortened to :data:`GIL_SWITCH_INTERVAL`, so the loop waits
+  at most that long for a thread that is running Python.
 
 Without the privilege (``CAP_SYS_NICE``, or an ``rtprio`` limit: docs/deployment.md,
 "Real-time priority on a robot computer") the loop runs at normal priority, one warning
@@ -48,6 +50,7 @@ import gc
 import logging
 import os
 import resource
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -65,8 +68,14 @@ loops that talk to the robot, above every normal process."""
 DDS_THREADS = ("recv", "recvUC", "recvMC", "tev", "dq.user", "dq.builtins")
 """Cyclone DDS's threads on the data path (receiving, timed events, delivery): a loop that
 reads or writes DDS waits on locks they hold."""
+ROS_DDS_THREADS = ("dds.udp.", "dds.shm.", "dds.ev.", "dds.asyn.")
+"""Fast DDS's (rclpy's default middleware) receive, event and writer threads, by name
+prefix (the names end in a port or an index)."""
 LAST_CPU, FIRST_CPU = -1, 0
 """CPU choices for :func:`realtime_thread` (an index into the CPUs the process may use)."""
+GIL_SWITCH_INTERVAL = 0.0005
+"""s: the GIL switch interval in a process that runs a real-time loop (Python's default is
+5 ms): a loop that wakes while another thread runs Python gets the GIL within this long."""
 RT_CPU_LIMIT = (0.5, 1.0)
 """RLIMIT_RTTIME (soft, hard) in s: CPU time a real-time thread may use without blocking
 (the soft limit sends SIGXCPU, which ends a Python process; the hard one SIGKILL)."""
@@ -135,7 +144,8 @@ def realtime_thread(name: str, priority: int, cpu: int | None = LAST_CPU,
     ``cpu``: an index into the CPUs this process may use (:data:`LAST_CPU`,
     :data:`FIRST_CPU`), or None to leave the affinity alone; ignored on one CPU.
     ``helpers``: names of threads of this process the loop waits on (e.g.
-    :data:`DDS_THREADS`, whose locks a DDS read or write takes), raised to one priority
+    :data:`DDS_THREADS`, whose locks a DDS read or write takes; a name ending in ``.`` is a
+    prefix), raised to one priority
     below the loop: a normal-priority thread holding such a lock would otherwise be
     preempted by the competing processes while the loop waits for it (priority
     inversion; Cyclone DDS's locks do not inherit priority). Only for a process that runs
@@ -167,7 +177,7 @@ def _raise_threads(names: tuple[str, ...], priority: int) -> list[tuple[int, str
         try:
             with open(f"/proc/self/task/{entry}/comm") as f:
                 comm = f.read().strip()
-            if comm in names:
+            if any(comm == n or (n.endswith(".") and comm.startswith(n)) for n in names):
                 os.sched_setscheduler(int(entry), os.SCHED_FIFO, os.sched_param(priority))
                 raised.append((int(entry), comm))
         except (OSError, ValueError):
@@ -202,6 +212,8 @@ def _apply(name: str, priority: int, cpu: int | None, allowed: tuple[int, ...]) 
     if not status.memory_locked:
         status.reason = f"memory not locked: {_memory}"
     gc.freeze()
+    if sys.getswitchinterval() > GIL_SWITCH_INTERVAL:
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     return status
 
 

@@ -9,6 +9,9 @@
 `sim2real bench reward` CLIP reward frames/s (batched vs one frame) and its share of training wall-clock
 `sim2real bench console` the correction console: key press -> filtered command latency, fps, CPU share
 `sim2real bench import` an imported policy's adapter + ONNX inference per step vs the shipped quadruped policy
+`sim2real bench go2 --load N` the Go2's 500 Hz writer beside N CPU-bound competitors, real-time scheduling off and on
+`sim2real bench crazyflie --load N` the Crazyflie's setpoint stream and log stream, the same way
+`sim2real bench arm --load N` the arm's 200 Hz ros2_control command stream and joint_states, the same way
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ BENCHES = {
     "drone-fallback": "sim2real.bench.drone_fallback",
     "console": "sim2real.bench.console",
     "import": "sim2real.bench.imported",
+    "go2": "sim2real.bench.go2",
+    "crazyflie": "sim2real.bench.crazyflie",
+    "arm": "sim2real.bench.arm",
 }
 
 

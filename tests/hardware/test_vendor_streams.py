@@ -30,6 +30,7 @@ def test_a_crazyflie_command_never_waits_on_cflib_and_the_newest_is_sent() -> No
         backend.connect(3.0)
         backend.enable()
         fly(backend, 0.3, z_target=0.2)
+        assert wait_for(lambda: bool(backend.health().detail["realtime"]), 2.0)
         if PERMITTED:
             assert backend.health().detail["realtime"]["policy"] == "SCHED_FIFO"
         assert backend.health().detail["setpoint_stream"]["ticks"] > 0
@@ -63,6 +64,7 @@ def test_a_stuck_arm_command_cannot_hold_off_the_deadman(rig: Rig) -> None:
     after the last command, and the late result is dropped."""
     backend = rig.backend
     backend.enable()
+    assert wait_for(lambda: bool(backend.detail()["realtime"]), 2.0)  # reported once the stream runs
     if PERMITTED:
         assert backend.detail()["realtime"]["policy"] == "SCHED_FIFO"
     rig.drive(np.r_[np.zeros(6), 0.04], 0.2)
