@@ -184,28 +184,43 @@ def _stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _measure(driver: Driver, in_process: bool, latency: Any, seconds: float, period: float,
-             warmup: float) -> tuple[int, dict[str, float]]:
+             warmup: float, load: int | None = None) -> tuple[int, dict[str, float]]:
     """Warm up, reset the node's statistics, stream for ``seconds``; returns the states sent
-    and the latency figures (in process: from ``latency``, else from the node's diagnostics)."""
+    and the latency figures (in process: from ``latency``, else from the node's diagnostics).
+    With ``load``: that many CPU-bound competitors run through the window, and the driver
+    (the robot's state stream) runs as an emulated robot does (:mod:`sim2real.bench.load`)."""
+    from sim2real.bench.load import SETTLE, competitors
+    from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
+
     _wait_for_answers(driver, timeout=60.0)
     _stream(driver, warmup, period)
-    driver.reset_stats()
-    sent = _stream(driver, seconds, period)
+    with (competitors(load) if load is not None else contextlib.nullcontext(),
+          realtime_thread("bench state stream", EMULATOR_PRIORITY, FIRST_CPU) if load is not None
+          else contextlib.nullcontext()):
+        time.sleep(SETTLE if load else 0.0)
+        driver.reset_stats()
+        sent = _stream(driver, seconds, period)
     end = time.monotonic()
     time.sleep(0.1)
     return sent, percentiles_ms(latency) if in_process else driver.latency_after(end + 0.05)
 
 
-def _case_row(stats: dict[str, float], sent: int, period: float) -> dict[str, Any]:
-    """The figures of one case: percentiles, states answered and deadline misses (late or unanswered)."""
+def _case_row(stats: dict[str, float], sent: int, period: float, report: dict[str, str] | None = None
+              ) -> dict[str, Any]:
+    """The figures of one case: percentiles, states answered, deadline misses (late or
+    unanswered) and, for the safety filter, its watchdog trips (from its diagnostics)."""
     answered = int(stats["n"])
     unanswered = max(0, sent - answered)
-    return {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"], "states_sent": sent,
-            "answered": answered, "unanswered": unanswered,
-            "deadline_misses": int(stats.get("over_deadline", 0)) + unanswered, "deadline_ms": round(period * 1e3, 3)}
+    row = {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"], "states_sent": sent,
+           "answered": answered, "unanswered": unanswered,
+           "deadline_misses": int(stats.get("over_deadline", 0)) + unanswered, "deadline_ms": round(period * 1e3, 3)}
+    if report is not None and "watchdog_trips" in report:
+        row["watchdog_trips"] = int(float(report["watchdog_trips"]))
+    return row
 
 
-def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warmup: float = 2.0) -> dict[str, Any]:
+def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warmup: float = 2.0,
+              load: int | None = None) -> dict[str, Any]:
     """One measurement: the echo or the safety filter, in this process or its own, driven at ``rate_hz``."""
     import rclpy
     from rclpy.context import Context
@@ -228,7 +243,7 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        sent, stats = _measure(driver, in_process, latency, seconds, period, warmup)
+        sent, stats = _measure(driver, in_process, latency, seconds, period, warmup, load)
     finally:
         executor.shutdown(timeout_sec=2.0)
         for n in (driver.node, under_test):
@@ -238,7 +253,7 @@ def _run_case(in_process: bool, echo: bool, seconds: float, rate_hz: float, warm
         rclpy.shutdown(context=context)
         if proc is not None:
             _stop_process(proc)
-    return _case_row(stats, sent, period)
+    return _case_row(stats, sent, period, driver.report[1] if driver.report is not None else None)
 
 
 def _stream(driver: Driver, seconds: float, period: float) -> int:
@@ -295,17 +310,66 @@ def run_deploy_bench(seconds: float = 60.0, rate_hz: float = 500.0, progress: An
     return out
 
 
+def run_load_bench(load: int, seconds: float = 30.0, rate_hz: float = 500.0, idle: bool = True,
+                   progress: Any = None) -> dict[str, Any]:
+    """``--load N``: the safety filter and the echo, each in its own process, beside N
+    CPU-bound competitors (idle and loaded, real-time scheduling off and on: :mod:`sim2real.bench.load`)."""
+    from sim2real.bench.load import run_cases
+
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS on loopback
+
+    def measure(n: int, s: float, say: Any) -> dict[str, Any]:
+        say("safety filter, across processes")
+        row = {"safety_filter": _run_case(False, False, s, rate_hz, load=n)}
+        say("echo floor, across processes")
+        return {**row, "echo_floor": _run_case(False, True, s, rate_hz, load=n)}
+
+    out = run_cases(measure, load, seconds, idle, progress or (lambda s: None))
+    return {"robot": "arm", "rate_hz": rate_hz, **out}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seconds", type=float, default=60.0, help="measurement window per case (4 cases)")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="measurement window per case (4 cases; default 60 s, with --load 30 s)")
     p.add_argument("--rate", type=float, default=500.0, help="state rate (Hz)")
+    p.add_argument("--load", type=int, default=None,
+                   help="N CPU-bound competitors at normal priority beside the nodes: idle and loaded, "
+                        "real-time scheduling off and on (sim2real bench go2 --help)")
+    p.add_argument("--no-idle", action="store_true", help="with --load: skip the idle cases")
     add_json_flag(p)
+
+
+def _load_table(report: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"State in -> command out at {report['rate_hz']:.0f} Hz across processes, "
+                        f"{report['seconds']:.0f} s per case ({report['cpu_count']} cores)")
+    for col in ("case", "filter p50 / p99 ms", "filter deadline misses", "watchdog trips", "echo p99 ms",
+                "echo deadline misses", "load avg"):
+        table.add_column(col)
+    for c in report["cases"]:
+        f, e = c["safety_filter"], c["echo_floor"]
+        table.add_row(c["case"], f"{f['p50_ms']:.3f} / {f['p99_ms']:.3f}", f"{f['deadline_misses']}/{f['states_sent']}",
+                      str(f.get("watchdog_trips", "-")), f"{e['p99_ms']:.3f}",
+                      f"{e['deadline_misses']}/{e['states_sent']}",
+                      f"{c['load_average_before']} -> {c['load_average_after']}")
+    return table
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    if args.load is not None:
+        with console.status("benchmarking") as status:
+            report = run_load_bench(args.load, args.seconds or 30.0, args.rate, idle=not args.no_idle,
+                                    progress=lambda s: status.update(s))
+        if args.json:
+            emit_json(report)
+        else:
+            stdout.print(_load_table(report))
+        return 0
     with console.status("benchmarking") as status:
-        report = run_deploy_bench(args.seconds, args.rate, progress=lambda s: status.update(s))
+        report = run_deploy_bench(args.seconds or 60.0, args.rate, progress=lambda s: status.update(s))
     if args.json:
         emit_json(report)
         return 0
@@ -324,10 +388,14 @@ def _echo_main() -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, ROS_DDS_THREADS, realtime_thread
+
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     node, _latency = _echo_node(None)
-    with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
+    # Scheduled as the graph's executors are (real-time where permitted), so the floor stays a floor.
+    with (contextlib.suppress(KeyboardInterrupt, ExternalShutdownException),
+          realtime_thread("echo executor", EXECUTOR_PRIORITY, cpu=None, helpers=ROS_DDS_THREADS)):
         rclpy.spin(node)
     return 0
 
