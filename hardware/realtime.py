@@ -193,6 +193,10 @@ def _apply(name: str, priority: int, cpu: int | None, allowed: tuple[int, ...]) 
         return status
     if not 1 <= priority <= os.sched_get_priority_max(os.SCHED_FIFO):
         raise ValueError(f"SCHED_FIFO priority {priority} out of range")
+    # Still at normal priority: the young garbage goes first (a frozen cycle is never freed),
+    # then everything alive leaves the collector's generations.
+    gc.collect(1)
+    gc.freeze()
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
     except OSError as exc:
@@ -211,7 +215,6 @@ def _apply(name: str, priority: int, cpu: int | None, allowed: tuple[int, ...]) 
     status.memory_locked = not _lock_memory()
     if not status.memory_locked:
         status.reason = f"memory not locked: {_memory}"
-    gc.freeze()
     if sys.getswitchinterval() > GIL_SWITCH_INTERVAL:
         sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     return status
