@@ -22,10 +22,11 @@ activates itself, so ``ros2 launch`` needs no lifecycle manager; a manager (or
 from __future__ import annotations
 
 import array
+import contextlib
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import rclpy
@@ -82,6 +83,10 @@ class ManagedNode(ThrottledLog, LifecycleNode):
 
     report_period: float = 1.0
     """s between two :meth:`report` calls while the node is active."""
+
+    realtime_executor: bool = False
+    """The node is on the policy -> filter -> robot path: its executor runs at real-time
+    priority where the system permits it (:func:`executor_realtime`)."""
 
     def __init__(self, name: str, settings: type, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -351,6 +356,11 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         values: Any = summary() if summary is not None else {}
         self.publish_status(0, "active", values)
 
+    def scheduling(self) -> dict[str, Any]:
+        """How the node's executor is scheduled (for its report): ``SCHED_FIFO 30`` or why not."""
+        status = getattr(self, "realtime_status", None)
+        return {"scheduling": status.line() if status is not None else "normal"}
+
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configured = False
         self.unload()
@@ -413,6 +423,27 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
     return out
 
 
+@contextlib.contextmanager
+def executor_realtime(name: str, nodes: list[Any]) -> Iterator[Any]:
+    """The calling thread (an executor's) at real-time priority while it spins, when any
+    of ``nodes`` is on the control path (``realtime_executor``) and the system permits it
+    (:mod:`sim2real.hardware.realtime`: SCHED_FIFO at ``EXECUTOR_PRIORITY``, below the
+    loops that write to the robot; memory locked; the collector's old objects frozen).
+    Fast DDS's own threads stay at normal priority: raised one below the executor (as the
+    Go2's writer raises Cyclone's), a graph of three such processes lost its discovery (in
+    2 of 5 runs the policy never received a state and a running filter "left" the graph).
+    Without the privilege: one warning, normal scheduling, and the node's report says why."""
+    if not any(getattr(n, "realtime_executor", False) for n in nodes):
+        yield None
+        return
+    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
+
+    with realtime_thread(f"{name} executor", EXECUTOR_PRIORITY, cpu=None) as status:
+        for node in nodes:
+            node.realtime_status = status
+        yield status
+
+
 def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) -> int:
     """Spin one node until a stop signal (the body of each node module's ``main``); 0 on a
     clean end, SIGINT and SIGTERM at any moment included.
@@ -447,8 +478,9 @@ def run_node(factory: Callable[[], ManagedNode], args: list[str] | None = None) 
         if not stop.requested:
             node.autostart()
         executor.add_node(node)
-        while not stop.requested and rclpy.ok():
-            executor.spin_once(timeout_sec=poll)
+        with executor_realtime(node.get_name(), [node]):
+            while not stop.requested and rclpy.ok():
+                executor.spin_once(timeout_sec=poll)
     except ExternalShutdownException:  # another part of the process ended the context: an end too
         pass
     finally:

@@ -427,6 +427,7 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
             "sim_step": lat(bridge, "step"),
         },
         **({"hardware": _hardware_figures(stats["hardware_bridge"])} if stats.get("hardware_bridge") else {}),
+        "scheduling": {name: str(s["scheduling"]) for name, s in stats.items() if "scheduling" in s},
         "deadline_misses": {
             "policy_ticks": int(_num(policy.get("ticks", 0))),
             "policy_ticks_late": int(_num(policy.get("deadline_misses", 0))),

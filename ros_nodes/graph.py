@@ -219,8 +219,11 @@ class InProcessGraph:
         return SingleThreadedExecutor(context=self.context)
 
     def _spin(self) -> None:
+        from sim2real.ros_nodes.base import executor_realtime
+
         try:
-            self.executor.spin()
+            with executor_realtime("graph", list(self.nodes.values())):
+                self.executor.spin()
         except Exception as exc:  # a callback raised: keep it for the caller, the graph is dead
             self.error = exc
             sys.stderr.write(f"executor stopped: {exc!r}\n")

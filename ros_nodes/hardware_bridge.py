@@ -50,6 +50,8 @@ from sim2real.sim.core.errors import ConfigError
 class HardwareBridge(ManagedNode):
     """ROS 2 <-> one real robot's backend. Counters: see :meth:`summary`."""
 
+    realtime_executor = True
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("hardware_bridge", HardwareBridgeSettings, **kwargs)
         self.backend: RobotBackend | None = None
@@ -310,7 +312,7 @@ class HardwareBridge(ManagedNode):
             "commands_refused": self.commands_refused, "commands_sent": self.commands_sent,
             "commands_while_disabled": self.commands_while_disabled, "command_deadline_misses": self.deadline_misses,
             "deadman_trips": self.deadman_trips, "states_published": self.states_published,
-            "publish_errors": self.publish_errors,
+            "publish_errors": self.publish_errors, **self.scheduling(),
         }
         if health is not None:
             out.update(phase=health.phase.value, reason=health.reason, state_age_ms=round(health.state_age * 1e3, 1),

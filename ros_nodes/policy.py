@@ -60,6 +60,8 @@ class ClassicalPolicy:
 
 
 class PolicyNode(ManagedNode):
+    realtime_executor = True
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("policy", PolicySettings, **kwargs)
         self.m = Measurements()
@@ -150,7 +152,7 @@ class PolicyNode(ManagedNode):
     def summary(self) -> dict[str, Any]:
         """Flat counters and latency percentiles (also the diagnostics' key-values)."""
         out: dict[str, Any] = {"ticks": self.ticks, "published": self.published, "skipped": self.skipped,
-                               "deadline_misses": self.deadline_misses}
+                               "deadline_misses": self.deadline_misses, **self.scheduling()}
         out.update({f"state_to_command_{k}": v for k, v in percentiles_ms(self.latencies).items()})
         out.update({f"inference_{k}": v for k, v in percentiles_ms(self.compute).items()})
         return out

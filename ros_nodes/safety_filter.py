@@ -64,6 +64,7 @@ TOPICS = {name: topic for name, _, topic in SOURCES}
 
 
 class SafetyFilterNode(ManagedNode):
+    realtime_executor = True
     fixed_parameters = frozenset({"robot"})
     """The robot decides which safety parameters exist: fixed at start."""
 
@@ -412,7 +413,7 @@ class SafetyFilterNode(ManagedNode):
             "dropped_during_estop": chain.dropped_during_estop if chain else 0,
             "bad_state_fields": chain.bad_state if chain else 0,
             "internal_errors": chain.internal_errors if chain else 0,
-            "max_change_total": round(self.max_change, 6),
+            "max_change_total": round(self.max_change, 6), **self.scheduling(),
             **({f"source_{k}": v for k, v in sorted(chain.mux.counts.items())} if chain else {}),
             **{k: v for k, v in sorted(self.stats.items())},
         }

@@ -81,6 +81,8 @@ def camera_names(text: str) -> list[str]:
 class SimBridge(ManagedNode):
     """Steps a :class:`~sim2real.ros_nodes.sim_robot.SimRobot` once per control period."""
 
+    realtime_executor = True
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("sim_bridge", SimBridgeSettings, **kwargs)
         self.robot: SimRobot | None = None
@@ -208,7 +210,7 @@ class SimBridge(ManagedNode):
                 "commands_refused": self.commands_refused, "frames_published": self.frames_published,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
                 "sim_time": round(self.robot.sim_time, 3) if self.robot is not None else 0.0,
-                "simulated_total": round(self.simulated, 3),
+                "simulated_total": round(self.simulated, 3), **self.scheduling(),
                 **{f"step_{k}": v for k, v in percentiles_ms(self.step_seconds).items()}}
 
     def report(self) -> None:
