@@ -43,7 +43,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, PoseListener, episode_summary
 from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
-from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, ROS_DDS_THREADS, realtime_thread
+from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
 from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
@@ -298,7 +298,7 @@ class Ros2ControlArmEmulator(Emulator):
         catches up by at most 10 physics steps and the overrun is counted."""
         self._idle.clear()
         try:
-            with realtime_thread("ros2_control arm emulator", EMULATOR_PRIORITY, FIRST_CPU, ROS_DDS_THREADS) as status:
+            with realtime_thread("ros2_control arm emulator", EMULATOR_PRIORITY, FIRST_CPU) as status:
                 self.realtime = status.as_dict()
                 self._serve(duration, should_stop)
         finally:

@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
-from sim2real.hardware.realtime import EXECUTOR_PRIORITY, ROS_DDS_THREADS, WRITER_PRIORITY, realtime_thread
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, WRITER_PRIORITY, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.joint_states import Refused, reorder
 from sim2real.hardware.ros2_control.kinematics import ArmKinematics
@@ -248,7 +248,7 @@ class Ros2ControlArm(RobotBackend):
         always. A real-time thread of its own (:mod:`sim2real.hardware.realtime`), so a
         stuck executor cannot silence the deadman and a busy machine cannot stretch the
         stream; it takes the lock only to read the segment and publish."""
-        with realtime_thread("ros2_control command stream", WRITER_PRIORITY, helpers=ROS_DDS_THREADS) as status:
+        with realtime_thread("ros2_control command stream", WRITER_PRIORITY) as status:
             self.realtime = status.as_dict()
             schedule = PeriodicSchedule(1.0 / self.opt.command_rate_hz, self.stream_timing)
             while not self._stop.is_set():

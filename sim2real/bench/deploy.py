@@ -388,14 +388,14 @@ def _echo_main() -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
-    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, ROS_DDS_THREADS, realtime_thread
+    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     node, _latency = _echo_node(None)
     # Scheduled as the graph's executors are (real-time where permitted), so the floor stays a floor.
     with (contextlib.suppress(KeyboardInterrupt, ExternalShutdownException),
-          realtime_thread("echo executor", EXECUTOR_PRIORITY, cpu=None, helpers=ROS_DDS_THREADS)):
+          realtime_thread("echo executor", EXECUTOR_PRIORITY, cpu=None)):
         rclpy.spin(node)
     return 0
 

@@ -228,3 +228,26 @@ def test_deploy_check_reports_a_loop_without_real_time_priority() -> None:
     item = items["real-time priority"]
     assert item["status"] == "WARN" and "crazyflie setpoint stream" in item["measured"], item
     assert "SIM2REAL_REALTIME=off" in item["measured"]
+
+
+RUNAWAY = """
+import threading, time
+from sim2real.hardware.realtime import realtime_thread
+def spin():
+    with realtime_thread("runaway loop", 45):
+        while True:  # a loop that no longer sleeps
+            pass
+threading.Thread(target=spin, daemon=True).start()
+time.sleep(30)
+print("survived")
+"""
+
+
+@needs_privilege
+@pytest.mark.slow  # one core is taken by a real-time spin for up to 0.5 s
+def test_a_real_time_loop_that_stops_sleeping_ends_its_process() -> None:
+    """RLIMIT_RTTIME: the kernel sends SIGXCPU once a real-time thread has run 0.5 s
+    without blocking, which ends a Python process, instead of the loop holding its core."""
+    result = subprocess.run([sys.executable, "-c", RUNAWAY], capture_output=True, text=True, timeout=60)
+    assert "survived" not in result.stdout
+    assert result.returncode in (-24, -9), (result.returncode, result.stderr)  # SIGXCPU, or the hard limit's SIGKILL
