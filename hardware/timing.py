@@ -93,13 +93,17 @@ class TimingRecord:
         self.counts[2] += 1
 
     def window(self, since: float = -np.inf) -> tuple[np.ndarray, np.ndarray]:
-        """(lateness, stamps) of the recorded ticks at or after ``since``, oldest first (copies)."""
-        n = min(self.ticks, self.capacity)
-        end = self.ticks % self.capacity
-        order = np.r_[end:self.capacity, 0:end] if n == self.capacity else np.arange(n)
-        late, stamps = self.lateness[order], self.stamps[order]
-        keep = stamps >= since
-        return late[keep], stamps[keep]
+        """(lateness, stamps) of the recorded ticks at or after ``since``, oldest first
+        (copies of the window only: the ring's two runs are each in time order)."""
+        ticks = self.ticks
+        end = ticks % self.capacity
+        runs = [slice(end, self.capacity), slice(0, end)] if ticks >= self.capacity else [slice(0, ticks)]
+        late, stamps = [], []
+        for run in runs:
+            first = run.start + int(np.searchsorted(self.stamps[run], since))
+            late.append(self.lateness[first:run.stop])
+            stamps.append(self.stamps[first:run.stop])
+        return np.concatenate(late), np.concatenate(stamps)
 
     def summary(self, since: float = -np.inf) -> dict[str, Any]:
         """Over the recorded ticks at or after ``since``: their number, rate (Hz),

@@ -53,8 +53,8 @@ from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 
 COMMAND = struct.Struct("<13d")
-TIMING_CAPACITY = 32768
-"""Ticks kept in shared memory: the last 65 s at 500 Hz (a benchmark window)."""
+TIMING_CAPACITY = 1 << 19
+"""Ticks kept in shared memory (8 MiB): the last 17 minutes at 500 Hz (a benchmark's window)."""
 COUNTERS = ("frames_sent", "write_failed", "loop_errors", "states_seen")
 SHM_SIZE = 8 * (2 * TIMING_CAPACITY + 3 + len(COUNTERS))
 WRITE_PERIOD = 0.002

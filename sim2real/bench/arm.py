@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     with console.status("benchmarking") as status:
         report = L.run_cases(measure, args.load, args.seconds, idle=not args.no_idle,
-                             progress=lambda s: status.update(s))
+                             progress=lambda s: status.update(s), realtime=args.realtime)
     report["robot"] = "arm (ros2_control emulator, forward position controller)"
     if args.json:
         emit_json(report)

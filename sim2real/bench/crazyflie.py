@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     with console.status("benchmarking") as status:
         report = L.run_cases(measure, args.load, args.seconds, idle=not args.no_idle,
-                             progress=lambda s: status.update(s))
+                             progress=lambda s: status.update(s), realtime=args.realtime)
     report["robot"] = "drone (Crazyflie emulator, CRTP over UDP through cflib)"
     if args.json:
         emit_json(report)

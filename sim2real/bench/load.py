@@ -83,12 +83,14 @@ competitors for a ``seconds`` window (``with competitors(load)``), return the fi
 
 
 def run_cases(measure: Measure, load: int, seconds: float, idle: bool = True,
-              progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Each case ``measure``d in turn: (idle, loaded) x (without, with real-time scheduling)."""
+              progress: Callable[[str], None] = lambda s: None, realtime: str = "both") -> dict[str, Any]:
+    """Each case ``measure``d in turn: (idle, loaded) x (without, with real-time scheduling;
+    ``realtime`` ``on`` or ``off``: only that)."""
     loads = ([0] if idle and load else []) + [load]
+    schedules = {"both": (False, True), "on": (True,), "off": (False,)}[realtime]
     out: dict[str, Any] = {"cpu_count": os.cpu_count(), "load": load, "seconds": seconds, "cases": []}
     for n in loads:
-        for rt in (False, True):
+        for rt in schedules:
             label = f"{'idle' if n == 0 else f'{n} competitors'}, real-time {'on' if rt else 'off'}"
             progress(label)
             before = os.getloadavg()[0]
@@ -105,6 +107,8 @@ def add_arguments(p: argparse.ArgumentParser, seconds: float = 30.0) -> None:
                    help="CPU-bound competitors at normal priority (default: 2 per core)")
     p.add_argument("--seconds", type=float, default=seconds, help="measurement window per case")
     p.add_argument("--no-idle", action="store_true", help="skip the idle cases")
+    p.add_argument("--realtime", choices=("both", "on", "off"), default="both",
+                   help="the cases without and with real-time scheduling (default both)")
     add_json_flag(p)
 
 
