@@ -12,21 +12,31 @@ import sys
 from typing import Any
 
 import numpy as np
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 PIPED_WIDTH = 240
 """Columns a table may use when the output is not a terminal (rich would take 80 and cut
 cells to ``deadli…``)."""
 
 
-def _console(stream: Any) -> Console:
-    tty = bool(getattr(stream, "isatty", lambda: False)())
-    return Console(file=stream, width=None if tty else PIPED_WIDTH)
+class _StreamConsole(Console):
+    """A console on whatever ``sys.stdout``/``sys.stderr`` is when it prints (a console
+    bound to the stream at import would keep writing to a replaced one: pytest's capture,
+    a caller's redirect), as wide as the terminal, or ``PIPED_WIDTH`` when piped."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        return dims if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, dims.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
 
-console = _console(sys.stderr)
+console = _StreamConsole(stderr=True)
 """Progress and logs: stderr, so stdout stays clean for --json."""
-stdout = _console(sys.stdout)
+stdout = _StreamConsole()
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
