@@ -429,16 +429,18 @@ def executor_realtime(name: str, nodes: list[Any]) -> Iterator[Any]:
     of ``nodes`` is on the control path (``realtime_executor``) and the system permits it
     (:mod:`sim2real.hardware.realtime`: SCHED_FIFO at ``EXECUTOR_PRIORITY``, below the
     loops that write to the robot; memory locked; the collector's old objects frozen).
-    Fast DDS's own threads stay at normal priority: raised one below the executor (as the
-    Go2's writer raises Cyclone's), a graph of three such processes lost its discovery (in
-    2 of 5 runs the policy never received a state and a running filter "left" the graph).
-    Without the privilege: one warning, normal scheduling, and the node's report says why."""
+    Fast DDS's listener threads (:data:`~sim2real.hardware.realtime.FAST_DDS_RECEIVE_THREADS`)
+    go one priority below the executor: they deliver every message it waits for, and at
+    normal priority a loaded machine delays them (p99 60 ms instead of 3.6 ms state ->
+    command, ``sim2real bench deploy --load 4``). Without the privilege: one warning,
+    normal scheduling, and the node's report says why."""
     if not any(getattr(n, "realtime_executor", False) for n in nodes):
         yield None
         return
-    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
+    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, FAST_DDS_RECEIVE_THREADS, realtime_thread
 
-    with realtime_thread(f"{name} executor", EXECUTOR_PRIORITY, cpu=None) as status:
+    with realtime_thread(f"{name} executor", EXECUTOR_PRIORITY, cpu=None,
+                         helpers=FAST_DDS_RECEIVE_THREADS) as status:
         for node in nodes:
             node.realtime_status = status
         yield status

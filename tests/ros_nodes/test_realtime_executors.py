@@ -4,6 +4,7 @@ where the system permits it, and say how they are scheduled (the node's report).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from ros_harness import unique_domain_id, wait_for
@@ -42,6 +43,16 @@ def test_the_control_path_executor_runs_sched_fifo_and_says_so(tmp_path, monkeyp
             assert os.sched_getscheduler(thread.native_id) == os.SCHED_FIFO
             assert os.sched_getparam(thread.native_id).sched_priority == EXECUTOR_PRIORITY
             assert f"SCHED_FIFO {EXECUTOR_PRIORITY}" in line
+            # Fast DDS's listeners deliver what the executor waits for: one below it; its
+            # shared-memory watchdog stays normal.
+            tasks = Path("/proc/self/task")
+            threads = {int(t.name): (t / "comm").read_text().strip() for t in tasks.iterdir()}
+            listeners = [t for t, comm in threads.items() if comm.startswith(("dds.udp.", "dds.shm.")) and
+                         comm != "dds.shm.wdog"]
+            assert listeners and all(os.sched_getparam(t).sched_priority == EXECUTOR_PRIORITY - 1 for t in listeners)
+            assert all(os.sched_getscheduler(t) == os.SCHED_OTHER for t, comm in threads.items()
+                       if comm in ("dds.shm.wdog", "dds.ev.0"))
+            assert "dds.udp." in line
         else:
             assert "SCHED_OTHER" in line and node.realtime_status.reason
     finally:
