@@ -155,7 +155,12 @@ def _parameter(parameter: Any, node: str, name: str, value: Any) -> Any:
 
 
 class InProcessGraph:
-    """The nodes in this process on one executor, in their own context.
+    """The nodes in this process, in their own context, on two executors: the control
+    path's nodes (``realtime_executor``: bridge, filter, policy) on one that runs at
+    real-time priority where permitted, every other node (cameras, recorder, console,
+    mission) on one at normal priority. One shared executor made the cameras' rendering
+    real-time too: it took a core from every normal process (the HIL actor beside the
+    graph went 0.5 s without a message).
 
     Args:
         params: ``{node: {parameter: value}}`` (config file merged with overrides).
@@ -176,8 +181,9 @@ class InProcessGraph:
         from rclpy.parameter import Parameter
 
         self.executor_kind, self.threads = executor, threads
-        self.executor: Any = None
-        self._thread: threading.Thread | None = None
+        self.executors: dict[str, Any] = {}
+        """``control`` and ``other`` (see the class)."""
+        self.spinners: dict[str, threading.Thread] = {}
         self.error: Exception | None = None
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id)
@@ -201,11 +207,13 @@ class InProcessGraph:
                 raise ConfigError(name, f"cannot start: {node.load_error or 'configure failed'}")
             if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 raise ConfigError(name, "cannot start: activate failed")
-        self.executor = self._make_executor()
+        self.executors = {"control": self._make_executor(), "other": self._make_executor()}
         for node in self.nodes.values():
-            self.executor.add_node(node)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+            self.add_node(node)
+        for role, executor in self.executors.items():
+            self.spinners[role] = threading.Thread(target=self._spin, args=(role, executor), daemon=True,
+                                                   name=f"graph {role} executor")
+            self.spinners[role].start()
 
     def _make_executor(self) -> Any:
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
@@ -218,35 +226,43 @@ class InProcessGraph:
             return EventsExecutor(context=self.context)
         return SingleThreadedExecutor(context=self.context)
 
-    def _spin(self) -> None:
+    def _spin(self, role: str, executor: Any) -> None:
         from sim2real.ros_nodes.base import executor_realtime
 
         try:
-            with executor_realtime("graph", list(self.nodes.values())):
-                self.executor.spin()
+            if role == "control":
+                with executor_realtime("graph", list(self.nodes.values())):
+                    executor.spin()
+            else:
+                executor.spin()
         except Exception as exc:  # a callback raised: keep it for the caller, the graph is dead
             self.error = exc
             sys.stderr.write(f"executor stopped: {exc!r}\n")
 
     def add_node(self, node: Any) -> None:
-        self.executor.add_node(node)
+        self.executors["control" if getattr(node, "realtime_executor", False) else "other"].add_node(node)
+
+    def remove_node(self, node: Any) -> None:
+        for executor in self.executors.values():
+            executor.remove_node(node)
 
     def raise_if_dead(self) -> None:
         """Raise ``GraphError`` when the executor has stopped (every node of the graph
         with it: nothing commands the robot any more)."""
-        if self.error is not None or (self._thread is not None and not self._thread.is_alive()):
+        if self.error is not None or any(not t.is_alive() for t in self.spinners.values()):
             raise GraphError(f"the graph's executor stopped: {self.error!r}" if self.error is not None
                              else "the graph's executor stopped")
 
     def shutdown(self) -> None:
         import rclpy
 
-        if getattr(self, "executor", None) is not None:
-            self.executor.shutdown(timeout_sec=2.0)
+        for executor in getattr(self, "executors", {}).values():
+            executor.shutdown(timeout_sec=2.0)
         # Let spin() return before the nodes go: destroying a node the spinning thread
         # still waits on raises InvalidHandle there.
-        if self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout=2.0)
+        for thread in getattr(self, "spinners", {}).values():
+            if thread.is_alive():
+                thread.join(timeout=2.0)
         for node in getattr(self, "nodes", {}).values():
             node.destroy_node()
         if self.context.ok():

@@ -100,12 +100,14 @@ class RosThread:
 
         from rclpy.executors import ExternalShutdownException
 
-        from sim2real.hardware.realtime import realtime_thread
+        from sim2real.hardware.realtime import FAST_DDS_RECEIVE_THREADS, realtime_thread
 
         # At real-time priority when asked: a real-time loop of this process waits for the
         # GIL whenever this thread holds it, and a normal-priority holder is preempted by
-        # every competing process meanwhile.
-        scheduled = (realtime_thread(self._realtime[0], self._realtime[1], cpu=None) if self._realtime
+        # every competing process meanwhile. Fast DDS's listeners with it, as the graph's
+        # executors raise theirs: they deliver the joint states it waits for.
+        scheduled = (realtime_thread(self._realtime[0], self._realtime[1], cpu=None,
+                                     helpers=FAST_DDS_RECEIVE_THREADS) if self._realtime
                      else contextlib.nullcontext())
         try:
             with scheduled:

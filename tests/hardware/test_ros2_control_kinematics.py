@@ -145,3 +145,20 @@ def test_forward_target_is_held_forever_and_trajectories_interpolate() -> None:
     np.testing.assert_allclose(target.sample(99.0)[0], 0.02)
     target.trajectory(3.5, np.array([]), np.zeros((0, 7)))  # an empty goal stops where the target is
     np.testing.assert_allclose(target.sample(50.0)[0], 0.52)
+
+
+def test_a_target_too_far_ahead_is_scaled_back_along_its_direction() -> None:
+    """The anti-windup bound keeps the step's direction (a per-joint clip bent the hand's
+    path: a 15 cm move along x through the emulated arm sank 1-4 cm)."""
+    from sim2real.hardware.ros2_control.backend import within_reach
+    from sim2real.sim.arm import constants as C
+
+    measured = np.array(C.HOME_QPOS)
+    ahead = np.array([0.3, 0.05, 0.0, -0.1, 0.0, 0.02, 0.0])
+    bounded = within_reach(measured + ahead, measured)
+    step = bounded - measured
+    assert np.all(np.abs(step) <= C.JOINT_DELTA_MAX + 1e-12)
+    assert np.isclose(np.max(np.abs(step) / C.JOINT_DELTA_MAX), 1.0)
+    assert np.allclose(step / np.linalg.norm(step), ahead / np.linalg.norm(ahead))  # parallel, same way
+    near = measured + 0.5 * C.JOINT_DELTA_MAX
+    assert np.array_equal(within_reach(near, measured), near)  # within reach: unchanged

@@ -58,7 +58,7 @@ def test_after_the_filter_exits_another_publisher_never_moves_the_arm(arm_graph:
     start = bridge.robot.measure().ee_pos.copy()
     # The filter exits cleanly (its writer leaves the graph), then a rogue node publishes:
     # the publisher count is what it was.
-    arm_graph.executor.remove_node(arm_graph.nodes["safety_filter"])
+    arm_graph.remove_node(arm_graph.nodes["safety_filter"])
     arm_graph.nodes.pop("safety_filter").destroy_node()
     assert wait_for(lambda: bridge.gate.bound is None, 2.0), "the bridge did not notice the filter leaving"
     assert "left the graph" in bridge.gate.lost

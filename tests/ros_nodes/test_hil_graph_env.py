@@ -65,9 +65,9 @@ def _estop(env: Any) -> None:
     participant would make every process of the graph rediscover the domain."""
     from std_msgs.msg import Bool
 
-    from sim2real.ros_nodes.qos import status_qos
+    from sim2real.ros_nodes.qos import estop_qos
 
-    pub = env.node.create_publisher(Bool, "estop", status_qos())
+    pub = env.node.create_publisher(Bool, "estop", estop_qos())
     assert wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
     for _ in range(3):
         pub.publish(Bool(data=True))

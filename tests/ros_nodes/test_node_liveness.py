@@ -90,7 +90,7 @@ def test_an_in_process_graph_whose_executor_stopped_ends_the_run() -> None:
     graph = InProcessGraph(load_config(config_dir() / "arm.yaml"), ["safety_filter"], unique_domain_id())
     try:
         graph.start()
-        graph.executor.shutdown(timeout_sec=2.0)  # the executor is gone: nothing commands the robot
+        graph.executors["control"].shutdown(timeout_sec=2.0)  # the control path is gone: nothing commands the robot
         t0 = time.monotonic()
         with pytest.raises(GraphError, match="executor stopped"):
             _wait(30.0, None, graph.raise_if_dead)
