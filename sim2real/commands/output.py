@@ -31,7 +31,9 @@ class _StreamConsole(Console):
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+        setter = Console.size.fset
+        assert setter is not None
+        setter(self, new_size)
 
 
 console = _StreamConsole(stderr=True)
