@@ -103,6 +103,13 @@ def test_holding_the_takeover_key_moves_the_arm_and_flags_interventions(hil: Hil
             xs.append(hil.target.snapshot()["state"]["ee_pos"][0])
             page.wait_for_timeout(50)
         assert page.get_attribute("#control", "data-mode") == "human"
+
+        def flagged_so_far() -> int:
+            return int(hil.learner.online.data["intervened"][before_online:len(hil.learner.online)].sum())
+
+        # Held until the learner has 15 of the person's steps: the simulated arm keeps real
+        # time only on an idle machine (a loaded one gave 14 steps in the 2 s above).
+        assert hil.wait(lambda: flagged_so_far() >= 15, 15.0), flagged_so_far()
         page.keyboard.up("KeyW")
         page.keyboard.up("Space")
         assert hil.wait(lambda: hil.target.control.mode == POLICY, 3.0)  # released: given back
