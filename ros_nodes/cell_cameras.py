@@ -48,8 +48,11 @@ class CellCameras:
         self._due = 0.0
         self._renderer: OffscreenRenderer | None = None
         self._data = mujoco.MjData(model)
+        # At normal priority, not a live view's nice 10: the cameras stand in for hardware
+        # that delivers frames whatever the host's load, and a learner waits for them (at
+        # nice 10 beside a real-time graph on 2 cores they fell 0.5-1.2 s behind).
         self.worker: NewestOnly[Pose] = NewestOnly("cell-cameras", self._draw, self._failed, setup=self._warm_up,
-                                                   teardown=self._release)
+                                                   teardown=self._release, niceness=0)
         # The GL context and the first frame (shaders compiled, the model's meshes
         # uploaded) take a few hundred ms: done before the emulator serves, never while.
         self.worker.started.wait(timeout=60.0)

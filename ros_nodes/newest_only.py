@@ -31,12 +31,15 @@ class NewestOnly(Generic[T]):
         teardown: Run last in the worker thread.
         merge: ``(dropped, newer) -> newer`` when an item is dropped (what the newer one
             must carry over), or None.
+        niceness: The worker's nice value (:data:`NICENESS` unless the work stands in for
+            hardware that keeps its own time, such as an emulated cell's cameras).
     """
 
     def __init__(self, name: str, handle: Callable[[T], None], on_error: Callable[[Exception], None],
                  setup: Callable[[], None] | None = None, teardown: Callable[[], None] | None = None,
-                 merge: Callable[[T, T], T] | None = None) -> None:
+                 merge: Callable[[T, T], T] | None = None, niceness: int = NICENESS) -> None:
         self.handle, self.on_error, self.setup, self.teardown, self.merge = handle, on_error, setup, teardown, merge
+        self.niceness = niceness
         self.dropped = 0
         """Items replaced by a newer one before the worker took them."""
         self.started = threading.Event()
@@ -62,7 +65,7 @@ class NewestOnly(Generic[T]):
 
     def _run(self) -> None:
         with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.niceness)
         try:
             try:
                 if self.setup is not None:
