@@ -81,6 +81,12 @@ def _moved(env: Any, action: np.ndarray, steps: int) -> np.ndarray:
     return env.measurements().ee_pos - start
 
 
+# Slow-marked (issue 43, item 4, open): the emulated Franka cell (its physics real-time,
+# two software-rendered cameras), the real-time graph and the actor need more than two
+# cores: alone on an idle machine 9 of 9 runs pass; inside the full suite the actor's
+# view of the arm went 260-300 ms stale in both runs since, and with 2 CPU-bound competitors
+# most runs fail. `make test-slow` runs them.
+@pytest.mark.slow
 def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subprocess.Popen[str]) -> None:
     from sim2real.policies.hil.console import HilConsoleTarget
     from sim2real.ros_nodes.hil_env import GraphArmEnv
@@ -134,6 +140,7 @@ def test_the_actor_drives_the_arm_through_the_safety_filter(arm_graph: subproces
     assert summary["emulator"]["cameras"]["published"] > 20, summary["emulator"]
 
 
+@pytest.mark.slow  # as the test above
 def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_graph: subprocess.Popen[str]) -> None:
     from sim2real.ros_nodes.hil_env import GraphArmEnv
 
