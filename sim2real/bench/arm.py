@@ -14,8 +14,6 @@ it (rate, gaps: the pre-flight check's stream), the watchdog trips (holds: no co
 from __future__ import annotations
 
 import argparse
-import threading
-import time
 from typing import Any
 
 from sim2real.bench import load as L
@@ -27,8 +25,6 @@ HELP = "arm (ros2_control) 200 Hz command stream and joint_states beside N CPU-b
 def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
     import numpy as np
 
-    from sim2real.hardware.backend import HardwareError, Phase
-    from sim2real.hardware.realtime import enabled
     from sim2real.hardware.ros2_control.backend import Ros2ControlArm
     from sim2real.ros_nodes.emulation import EmulatorProcess
 
@@ -37,40 +33,12 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
     backend = Ros2ControlArm("ee_delta", emulator.connect_options)
     arrivals: list[float] = []
     backend.on_state(lambda m: arrivals.append(m.stamps["joint_states"]))
-    stop = threading.Event()
-    counts = {"enables": 0, "enable_refused": 0}
-    still = np.r_[np.zeros(6), 0.04]
-
-    def command() -> None:
-        if backend.phase is Phase.CONNECTED:
-            try:
-                backend.enable()
-                counts["enables"] += 1
-            except HardwareError:
-                counts["enable_refused"] += 1
-        backend.command(still)
-
-    executor = threading.Thread(target=L.executor_stand_in, args=(stop, command, 10, enabled()), daemon=True)
-    t0 = t1 = 0.0
+    driven = L.DrivenBackend(backend, np.r_[np.zeros(6), 0.04], every=10)
     try:
-        progress("connecting")
-        backend.connect(30.0)
-        executor.start()
-        end = time.monotonic() + 20.0
-        while backend.phase is not Phase.ENABLED and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        progress(f"{seconds:.0f} s with {load} competitors")
-        with L.competitors(load):
-            time.sleep(L.SETTLE)
-            before, t0 = backend.counters(), time.monotonic()
-            time.sleep(seconds)
-            t1 = time.monotonic()
-            after, stream = backend.counters(), backend.stream_timing.summary(since=t0)
-            detail = backend.detail()
+        before, after, t0, t1, (stream, detail) = driven.loaded_window(
+            load, seconds, progress, 30.0, lambda t0: (backend.stream_timing.summary(since=t0), backend.detail()))
     finally:
-        stop.set()
-        executor.join(2.0)
+        driven.stop()
         backend.close()
         emu = emulator.stop()
     return {"command_stream": stream, "stream_realtime": detail["realtime"].get("policy", "?"),
@@ -78,7 +46,7 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
             "last_hold": detail.get("last_hold", {}), "counters": L.increase(after, before),
             "joint_states_at_host": L.arrivals_summary(arrivals, t0, t1),
             "emulator": {"tick_timing": emu.get("tick_timing"), "realtime": (emu.get("realtime") or {}).get("policy")},
-            **counts}
+            **driven.counts}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

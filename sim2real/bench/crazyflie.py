@@ -15,8 +15,6 @@ link; the executor enables it again once it has landed) and the emulator's tick 
 from __future__ import annotations
 
 import argparse
-import threading
-import time
 from typing import Any
 
 from sim2real.bench import load as L
@@ -28,9 +26,8 @@ HELP = "Crazyflie setpoint stream and log stream beside N CPU-bound competitors,
 def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
     import numpy as np
 
-    from sim2real.hardware.backend import HardwareError, Phase
+    from sim2real.hardware.backend import Phase
     from sim2real.hardware.crazyflie.backend import CrazyflieBackend
-    from sim2real.hardware.realtime import enabled
     from sim2real.ros_nodes.emulation import EmulatorProcess
     from sim2real.sim.drone import constants as C
 
@@ -39,40 +36,15 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
     backend = CrazyflieBackend("ctbr", emulator.connect_options)
     arrivals: list[float] = []
     backend.on_state(lambda m: arrivals.append(max(m.stamps.values())))
-    stop = threading.Event()
-    counts = {"enables": 0, "enable_refused": 0}
     idle = np.array([0.8 * C.HOVER_THRUST, 0.0, 0.0, 0.0])
-
-    def command() -> None:
-        if backend.phase is Phase.CONNECTED and backend.health().detail["landing"] is None:
-            try:
-                backend.enable()
-                counts["enables"] += 1
-            except HardwareError:
-                counts["enable_refused"] += 1
-        backend.command(idle)
-
-    executor = threading.Thread(target=L.executor_stand_in, args=(stop, command, 4, enabled()), daemon=True)
-    t0 = t1 = 0.0
+    # Enabled again after a trip unless the firmware is landing it.
+    driven = L.DrivenBackend(backend, idle, every=4, may_enable=lambda: backend.health().detail["landing"] is None)
     try:
-        progress("connecting")
-        backend.connect(30.0)
-        executor.start()
-        end = time.monotonic() + 20.0
-        while backend.phase is not Phase.ENABLED and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        progress(f"{seconds:.0f} s with {load} competitors")
-        with L.competitors(load):
-            time.sleep(L.SETTLE)
-            before, t0 = backend.counters(), time.monotonic()
-            time.sleep(seconds)
-            t1 = time.monotonic()
-            after, stream = backend.counters(), backend.stream_timing.summary(since=t0)
-            detail = backend.health().detail
+        before, after, t0, t1, (stream, detail) = driven.loaded_window(
+            load, seconds, progress, 30.0,
+            lambda t0: (backend.stream_timing.summary(since=t0), backend.health().detail))
     finally:
-        stop.set()
-        executor.join(2.0)
+        driven.stop()
         if backend.phase is not Phase.ESTOPPED:
             backend.estop("benchmark over")  # the drone sits on its pad: stop the motors at once
         backend.close()
@@ -81,7 +53,7 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
             "watchdog_trips": after.get("landings", 0) - before.get("landings", 0),
             "counters": L.increase(after, before), "log_stream_at_host": L.arrivals_summary(arrivals, t0, t1),
             "emulator": {"tick_timing": emu.get("tick_timing"), "realtime": (emu.get("realtime") or {}).get("policy")},
-            **counts}
+            **driven.counts}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -85,7 +85,6 @@ def reference(seconds: float, realtime: bool) -> dict[str, Any]:
 
 
 def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
-    from sim2real.hardware.backend import HardwareError, Phase
     from sim2real.hardware.go2.backend import Go2Backend
     from sim2real.hardware.realtime import enabled
     from sim2real.sim.quadruped import constants as C
@@ -96,44 +95,21 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
     backend = Go2Backend("joint_pos", {"domain_id": domain})
     arrivals: list[float] = []
     backend.on_state(lambda m: arrivals.append(m.stamps["joint_states"]))
-    stop = threading.Event()
-    counts = {"enables": 0, "enable_refused": 0}
-    pose = C.DEFAULT_POSE + C.static_knee_offset()
+    # The filtered command; the robot enabled again after a trip.
+    driven = L.DrivenBackend(backend, C.DEFAULT_POSE + C.static_knee_offset(), every=4)
 
-    def command() -> None:  # the filtered command; the robot enabled again after a trip
-        if backend.phase is Phase.CONNECTED:
-            try:
-                backend.enable()
-                counts["enables"] += 1
-            except HardwareError:
-                counts["enable_refused"] += 1
-        backend.command(pose)
+    def writer_then_reference(t0: float) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        writer, status = backend.writer_timing(since=t0), backend.detail()["realtime"]
+        driven.stop()
+        backend.close()
+        progress("reference: a 500 Hz thread in this process")  # the competitors still run
+        return writer, status, reference(min(seconds, 10.0), enabled())
 
-    executor = threading.Thread(target=L.executor_stand_in, args=(stop, command, 4, enabled()), daemon=True)
-    t0 = t1 = 0.0
     try:
-        progress("connecting")
-        backend.connect(60.0)
-        executor.start()
-        end = time.monotonic() + 20.0
-        while backend.phase is not Phase.ENABLED and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        progress(f"{seconds:.0f} s with {load} competitors")
-        with L.competitors(load):
-            time.sleep(L.SETTLE)
-            before, t0 = backend.counters(), time.monotonic()
-            time.sleep(seconds)
-            t1 = time.monotonic()
-            after, writer = backend.counters(), backend.writer_timing(since=t0)
-            status = backend.detail()["realtime"]
-            stop.set()
-            executor.join(2.0)
-            backend.close()
-            progress("reference: a 500 Hz thread in this process")
-            ref = reference(min(seconds, 10.0), enabled())
+        before, after, t0, t1, (writer, status, ref) = driven.loaded_window(load, seconds, progress, 60.0,
+                                                                           writer_then_reference)
     finally:
-        stop.set()
+        driven.stop()
         backend.close()
         emu = _stop_emulator(emulator)
     return {
@@ -144,7 +120,7 @@ def measure(load: int, seconds: float, progress: Any) -> dict[str, Any]:
         "lowstate_at_host": L.arrivals_summary(arrivals, t0, t1),
         "emulator": {"tick_jitter_ms": emu.get("tick_jitter_ms"), "deadline_misses": emu.get("deadline_misses"),
                      "realtime": (emu.get("realtime") or {}).get("policy")},
-        "reference_thread_in_process": ref, **counts,
+        "reference_thread_in_process": ref, **driven.counts,
     }
 
 

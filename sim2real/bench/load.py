@@ -155,3 +155,59 @@ def increase(after: dict[str, int], before: dict[str, int], prefix: str = "") ->
     """The counters (starting with ``prefix``) that grew between two readings, by how much."""
     return {k.removeprefix(prefix): v - before.get(k, 0) for k, v in after.items()
             if k.startswith(prefix) and isinstance(v, int) and v > before.get(k, 0)}
+
+
+class DrivenBackend:
+    """A vendor backend driven as the hardware bridge drives it: the executor stand-in
+    sends ``values`` every ``every``-th turn and enables the robot again after a trip
+    (when ``may_enable`` says so), counting ``enables`` and ``enable_refused``.
+
+    :meth:`loaded_window` connects, waits for the robot to be enabled, then measures
+    ``seconds`` beside ``load`` competitors; :meth:`stop` ends the stand-in."""
+
+    def __init__(self, backend: Any, values: np.ndarray, every: int,
+                 may_enable: Callable[[], bool] = lambda: True) -> None:
+        self.backend, self.values, self.may_enable = backend, values, may_enable
+        self.counts = {"enables": 0, "enable_refused": 0}
+        self._stop = threading.Event()
+        from sim2real.hardware.realtime import enabled
+
+        self._executor = threading.Thread(target=executor_stand_in, args=(self._stop, self._command, every, enabled()),
+                                          daemon=True)
+
+    def _command(self) -> None:
+        from sim2real.hardware.backend import HardwareError, Phase
+
+        if self.backend.phase is Phase.CONNECTED and self.may_enable():
+            try:
+                self.backend.enable()
+                self.counts["enables"] += 1
+            except HardwareError:
+                self.counts["enable_refused"] += 1
+        self.backend.command(self.values)
+
+    def loaded_window(self, load: int, seconds: float, progress: Callable[[str], None], connect_timeout: float,
+                      snapshot: Callable[[float], Any]) -> tuple[dict[str, int], dict[str, int], float, float, Any]:
+        """``(counters before, counters after, start, end, snapshot(start))``; the snapshot
+        is taken while the competitors still run."""
+        from sim2real.hardware.backend import Phase
+
+        progress("connecting")
+        self.backend.connect(connect_timeout)
+        self._executor.start()
+        end = time.monotonic() + 20.0
+        while self.backend.phase is not Phase.ENABLED and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        progress(f"{seconds:.0f} s with {load} competitors")
+        with competitors(load):
+            time.sleep(SETTLE)
+            before, t0 = self.backend.counters(), time.monotonic()
+            time.sleep(seconds)
+            t1 = time.monotonic()
+            return before, self.backend.counters(), t0, t1, snapshot(t0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._executor.is_alive():
+            self._executor.join(2.0)
