@@ -9,7 +9,7 @@ normalization statistics it was exported with), and whether the backend's vendor
 loop runs at real-time priority (WARN without the privilege). Prints a PASS/WARN/FAIL
 table (--json: one object) and exits 1 on any FAIL.
 
-    sim2real deploy check --robot quadruped --options '{"network_interface": "enp3s0"}'
+    sim2real deploy check --robot quadruped --options '{"interface": "enp3s0"}'
     sim2real deploy check --robot quadruped --emulate --fault swap_joints=1,2
 """
 
