@@ -38,6 +38,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, emit_json, stdout
@@ -68,7 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim2real.policies.errors import PolicyFileError
     from sim2real.policies.importers import READERS
     from sim2real.policies.importers.sim_check import failure as sim_check_failure
     from sim2real.policies.importers.writer import import_policy
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     failed = sim_check_failure(meta) if check else ""
     if args.json:
         emit_json(report)
-        return 1 if failed else 0
+        return _check_failed(failed) if failed else 0
     stdout.print(f"wrote {report['policy']} ({meta['task']}, {meta['action_mode']}; terms {', '.join(spec.terms)}; "
                  f"max diff vs TorchScript {report['max_abs_diff']:.2g})")
     for term, why in report["unmeasured_terms"].items():
@@ -98,5 +98,12 @@ def run(args: argparse.Namespace) -> int:
         stdout.print("sim check passed: " + "; ".join(
             f"{r['command']}: {', '.join(f'{x:+.2f}' for x in r['achieved'])}" for r in check["rows"]))
     if failed:  # the files stay, to be inspected with sim2sim; a real robot refuses them
-        raise PolicyFileError(failed)
+        return _check_failed(failed)
     return 0
+
+
+def _check_failed(reason: str) -> int:
+    """A failed sim check is a finding, not a usage error: one line on stderr and exit 1,
+    as `deploy check` exits on a FAIL (2 stays argparse's and bad input's)."""
+    print(f"sim2real import: error: {reason}", file=sys.stderr)
+    return 1
