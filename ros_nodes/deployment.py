@@ -25,6 +25,7 @@ from sim2real.ros_nodes.graph import (
     NODE_MODULES,
     InProcessGraph,
     ProcessGraph,
+    check_parameters,
     config_dir,
     load_config,
     merge,
@@ -151,10 +152,37 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     merged = merge(params, extra)
     merged = merge(merged, {node: {k: typed_like(v, merged.get(node, {}).get(k)) for k, v in values.items()}
                             for node, values in opts.overrides.items()})
-    if gains and "hardware_bridge" in nodes:  # the policy's needs under whatever reaches the robot (explicit wins)
+    if "hardware_bridge" in nodes:  # the policy's needs under whatever reaches the robot (explicit wins)
         bridge = merged["hardware_bridge"]
-        bridge["backend_options"] = json.dumps({**gains, **json.loads(bridge.get("backend_options") or "{}")})
+        bridge["backend_options"] = json.dumps({**gains, **json_object(bridge.get("backend_options"), BACKEND_OPTIONS)})
+    check_parameters(merged, nodes, opts.domain_id, path, opts.overrides)
     return merged, nodes
+
+
+BACKEND_OPTIONS = "hardware_bridge.backend_options"
+
+
+def json_object(value: Any, what: str) -> dict[str, Any]:
+    """A JSON-object parameter as a mapping: its JSON text (the parameter file's), or the
+    mapping ``--set`` gives once YAML read ``{key: value}``; anything else is one line
+    naming ``what``."""
+    if value is None or isinstance(value, str):
+        try:
+            value = json.loads(value or "{}")
+        except json.JSONDecodeError as exc:
+            raise ConfigError(what, f"is not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(what, f"must be a JSON object, got {value!r}")
+    return value
+
+
+def emulated_bridge(connect: dict[str, Any], bridge: dict[str, Any]) -> dict[str, Any]:
+    """The hardware bridge's overrides against an emulator: the user's ``bridge`` overrides
+    with their ``backend_options`` on top of the emulator's connection settings (the
+    user's keys win, the rest still reaches the emulator), enabled once the check passes
+    unless the user says otherwise."""
+    user = json_object(bridge.get("backend_options"), BACKEND_OPTIONS)
+    return {"auto_enable": True, **bridge, "backend_options": json.dumps({**connect, **user})}
 
 
 def typed_like(value: Any, like: Any) -> Any:
@@ -249,8 +277,7 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras() else ()
     with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, task=opts.task, faults=opts.emulator_faults,
                          cameras=cameras) as emulator:
-        bridge = {"backend_options": json.dumps(emulator.connect_options), "auto_enable": True,
-                  **opts.overrides.get("hardware_bridge", {})}
+        bridge = emulated_bridge(emulator.connect_options, opts.overrides.get("hardware_bridge", {}))
         overrides = {**opts.overrides, "hardware_bridge": bridge}
         if opts.console and cameras:  # the emulated cell's cameras, drawn while the page shows them
             overrides["console"] = {"cameras": ",".join(cameras), **opts.overrides.get("console", {})}

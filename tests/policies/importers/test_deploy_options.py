@@ -1,0 +1,62 @@
+"""An imported policy's deployment settings: its gains reach the robot's backend and the
+safety filter, beside what the user sets with ``--set`` (a ``backend_options`` mapping as
+YAML reads it, or JSON text), also on the emulated robot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from foreign_policy import small_network
+from test_rl_sar_import import write_folder
+
+from sim2real.commands.deploy import node_overrides
+from sim2real.commands.overrides import parse_overrides
+from sim2real.policies.importers import READERS
+from sim2real.policies.importers.writer import import_policy
+from sim2real.ros_nodes.deployment import DeployOptions, emulated_bridge, graph_parameters
+from sim2real.sim.core.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("deploy_options")
+    import_policy(READERS["rl_sar"].read(write_folder(root, small_network(45, seed=0))), root / "out", check=False)
+    return str(root / "out")
+
+
+def sets(*items: str) -> dict[str, dict]:
+    """``--set`` flags as `sim2real deploy` reads them."""
+    return node_overrides(parse_overrides(list(items)))
+
+
+@pytest.mark.parametrize("policy", ["imported", "classical"])
+def test_a_backend_options_mapping_given_with_set_reaches_the_bridge_as_json(imported: str, policy: str) -> None:
+    """``--set hardware_bridge.backend_options={stand_kp: 50}`` is a mapping once YAML read
+    it; the parameter is JSON text. With an imported policy it raised a TypeError."""
+    opts = DeployOptions(robot="quadruped", backend="real", policy=imported if policy == "imported" else policy,
+                         emulated=True, overrides=sets("hardware_bridge.backend_options={stand_kp: 50.0}"))
+    params, _ = graph_parameters(opts)
+    options = json.loads(params["hardware_bridge"]["backend_options"])
+    gains = {"policy_kp": 40.0, "policy_kd": 1.0} if policy == "imported" else {}
+    assert options == {**gains, "stand_kp": 50.0}
+
+
+def test_bad_backend_options_text_is_one_line_naming_the_parameter(imported: str) -> None:
+    for text in ("hardware_bridge.backend_options={oops", "hardware_bridge.backend_options=[1, 2]"):
+        with pytest.raises(ConfigError, match="backend_options"):
+            graph_parameters(DeployOptions(robot="quadruped", backend="real", policy=imported, emulated=True,
+                                           overrides=sets(text)))
+
+
+def test_under_emulate_the_users_options_go_on_top_of_the_emulators_connection() -> None:
+    """The emulator's connection settings (its domain, loopback) stay; the user's keys win
+    where they name the same key. Before, the user's options replaced the connection."""
+    connect = {"domain_id": 62, "interface": "lo", "release_sport_mode": True}
+    for user in ({"stand_kp": 50.0}, json.dumps({"stand_kp": 50.0})):
+        bridge = emulated_bridge(connect, {"backend_options": user, "connect_timeout": 9.0})
+        assert json.loads(bridge["backend_options"]) == {**connect, "stand_kp": 50.0}
+        assert bridge["auto_enable"] is True and bridge["connect_timeout"] == 9.0
+    bridge = emulated_bridge(connect, {"backend_options": {"release_sport_mode": False}})
+    assert json.loads(bridge["backend_options"])["release_sport_mode"] is False
+    assert json.loads(emulated_bridge(connect, {})["backend_options"]) == connect
