@@ -72,60 +72,31 @@ def config_dir() -> Path:
         return here
 
 
-def load_config(path: str | Path, domain_id: int | None = None) -> dict[str, dict[str, Any]]:
-    """``{node: {parameter: value}}`` from a ROS parameter file, read by rcl itself (the
-    parser ``ros2 launch`` and ``--params-file`` use): ``/**`` sections apply to every
-    node, a node's own section wins, nested mappings are dotted names
-    (``limits: {max_tilt: ..}`` is ``limits.max_tilt``, which the node refuses as
-    unknown), quoted strings stay strings. (rclpy's Python parser re-reads every value
-    as YAML, so ``task_options: "{}"`` became an empty mapping there.)
-
-    Each node of the graph is created for an instant in a private context, without
-    parameter services or rosout, to ask rcl what it would receive. ``domain_id``: that
-    context's DDS domain (default: ``ROS_DOMAIN_ID``); keep discovery on loopback.
+def load_config(path: str | Path, domain_id: int | None = None, namespace: str = "/") -> dict[str, dict[str, Any]]:
+    """``{node: {parameter: value}}`` for the graph's nodes (in ``namespace``) from a ROS
+    parameter file, read by rcl itself (the parser ``ros2 launch`` and ``--params-file``
+    use): ``/**`` and ``/**/NODE`` sections, namespaces (``/robot1/NODE`` or nested
+    ``robot1: {NODE: ..}``) matched against each node's fully qualified name, a node's
+    own section winning over a wildcard, nested mappings as dotted names (``limits:
+    {max_tilt: ..}`` is ``limits.max_tilt``, which the node refuses as unknown), quoted
+    strings kept strings (:mod:`sim2real.ros_nodes.params_file`).
 
     Raises:
-        ConfigError: the file is missing or malformed, or names a node the graph does not have.
+        ConfigError: naming the file: it is missing or malformed, or a section of it
+            reaches no node of the graph.
     """
-    import rclpy
-    from rclpy.context import Context
+    from sim2real.ros_nodes.params_file import load_params_file
 
-    p = Path(path)
-    _read(p)
-    unknown = sorted(sections(p) - set(NODE_MODULES))
-    if unknown:
-        raise ConfigError("config", f"no node named {', '.join(unknown)} in the graph; "
-                          f"its nodes: {', '.join(NODE_MODULES)}", source=str(p))
-    context = Context()
-    domain = domain_id if domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)
-    try:
-        rclpy.init(context=context, domain_id=domain, args=["sim2real", "--ros-args", "--params-file", str(p)])
-    except Exception as exc:  # rcl's parse error (RCLError), one line
-        raise ConfigError("config", " ".join(str(exc).split()), source=str(p)) from None
-    out: dict[str, dict[str, Any]] = {}
-    try:
-        for name in START_ORDER:
-            node = rclpy.create_node(name, context=context, start_parameter_services=False, enable_rosout=False)
-            # The overrides rcl resolved for this node name; rclpy has no public accessor
-            # (tests/ros_nodes/test_parameters.py pins it).
-            values = {k: p.value for k, p in node._parameter_overrides.items()}
-            node.destroy_node()
-            if values:
-                out[name] = values
-    finally:
-        rclpy.shutdown(context=context)
-    return out
+    return load_params_file(path, NODE_MODULES, namespace, domain_id)
 
 
-def sections(path: str | Path) -> set[str]:
-    """The nodes a parameter file has its own section for (``/**`` not counted)."""
-    return {str(k).strip("/") for k in _read(Path(path)) if k != "/**"}
+def sections(path: str | Path, namespace: str = "/") -> set[str]:
+    """The graph's nodes a parameter file has a section of their own for (``/**/NODE``
+    and ``/robot1/NODE`` count where they reach the node; ``/**`` alone does not)."""
+    from sim2real.ros_nodes.params_file import fully_qualified, read_sections
 
-
-def _read(p: Path) -> dict[str, Any]:
-    from sim2real.sim.core.schema import read_yaml
-
-    return read_yaml(p, "a ROS parameter file: node names mapped to ros__parameters")
+    return {name for s in read_sections(path) for name in NODE_MODULES
+            if s.own(name) and s.applies_to(fully_qualified(name, namespace))}
 
 
 def merge(config: dict[str, dict[str, Any]], overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -152,6 +123,26 @@ def _parameter(parameter: Any, node: str, name: str, value: Any) -> Any:
         return parameter(name, value=value)
     except TypeError as exc:
         raise ConfigError(f"{node}.{name}", f"{value!r} is not a ROS parameter value ({exc})") from None
+
+
+def check_parameters(params: dict[str, dict[str, Any]], nodes: list[str], domain_id: int, config: str | Path,
+                     overrides: dict[str, dict[str, Any]]) -> None:
+    """Declare each of ``nodes``' parameters as the node itself does (its class, in a
+    private context, never configured), so a bad value is an error before any node
+    starts, under ``sim2real deploy`` and ``ros2 launch`` alike, naming where the value
+    came from: ``--set``, or the parameter file ``config`` and its section.
+
+    Raises:
+        ConfigError: a value of the wrong type or out of range.
+    """
+    from sim2real.ros_nodes.params_file import origin
+
+    try:
+        InProcessGraph(params, nodes, domain_id).shutdown()
+    except ConfigError as exc:
+        node, _, key = exc.field.partition(".")
+        source = "--set" if key in overrides.get(node, {}) else origin(config, node, key) if key else ""
+        raise exc.with_source(source) from None
 
 
 class InProcessGraph:

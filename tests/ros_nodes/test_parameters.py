@@ -235,7 +235,7 @@ def test_set_overrides_take_the_type_of_the_value_they_replace() -> None:
         InProcessGraph(params, ["safety_filter"], domain)
 
 
-@pytest.mark.parametrize("text,words", [("safety_fliter:\n  ros__parameters:\n    max_tilt: 0.5\n", "no node named"),
+@pytest.mark.parametrize("text,words", [("safety_fliter:\n  ros__parameters:\n    max_tilt: 0.5\n", "reaches no node"),
                                         ("safety_filter: [1, 2\n", "not valid YAML"),
                                         ("- 1\n- 2\n", "node names mapped")])
 def test_malformed_parameter_files_are_one_line_errors_naming_the_file(tmp_path, text: str, words: str) -> None:
