@@ -43,6 +43,12 @@ for folder in ("launch", "config"):
     files = share(f"{folder}/*")
     if files:
         data_files.append((f"share/{PACKAGE}/{folder}", files))
+# The shipped policies (policy.onnx and its metadata) also go to share/sim2real/policies/<name>/,
+# where `policy:=<name>` finds them through the ament index (sim2real.policies.shipped).
+for folder in sorted(glob("policies/baselines/*/")):
+    files = share(f"{folder}policy.onnx*")
+    if files:
+        data_files.append((f"share/{PACKAGE}/policies/{os.path.basename(folder.rstrip('/'))}", files))
 # Robot models also go to share/sim2real/models/<robot>/ for ROS tools (e.g. a URDF/MJCF viewer).
 models: dict[str, list[str]] = {}
 for path in share("sim/**/*.xml"):

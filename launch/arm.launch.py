@@ -1,8 +1,9 @@
 """Deployment graph of the 7-DoF arm (Cartesian velocity commands, workspace box, joint guards).
 
-    ros2 launch sim2real arm.launch.py                      # simulated robot, classical controller
+    ros2 launch sim2real arm.launch.py                      # simulated robot, its shipped policy
     ros2 launch sim2real arm.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real arm.launch.py record:=true         # MCAP rosbag2 of the run
+    ros2 launch sim2real arm.launch.py policy:=classical    # its classical controller
 
 Nodes (parameters from share/sim2real/config/arm.yaml, ros__parameters form, and what the
 policy needs: its task, command layout and planner, as `sim2real deploy` sets them):

@@ -1,9 +1,10 @@
 """Deployment graph of the quadrotor (thrust and body-rate commands, geofence, tilt limit, hover-then-land).
 
-    ros2 launch sim2real drone.launch.py                      # simulated robot, classical controller
+    ros2 launch sim2real drone.launch.py                      # simulated robot, its shipped policy
     ros2 launch sim2real drone.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real drone.launch.py record:=true         # MCAP rosbag2 of the run
-    ros2 launch sim2real drone.launch.py policy:=policies/baselines/DroneWaypoints   # + its planner
+    ros2 launch sim2real drone.launch.py policy:=classical    # its classical controller
+    ros2 launch sim2real drone.launch.py policy:=DroneWaypoints   # + its planner
 
 Nodes (parameters from share/sim2real/config/drone.yaml, ros__parameters form, and what the
 policy needs: its task, command layout and planner, as `sim2real deploy` sets them):

@@ -1,9 +1,10 @@
 """Deployment graph of the quadruped (joint position targets, fall and torque protection, stand-down).
 
-    ros2 launch sim2real quadruped.launch.py                      # simulated robot, classical controller
+    ros2 launch sim2real quadruped.launch.py                      # simulated robot, its shipped policy
     ros2 launch sim2real quadruped.launch.py backend:=real policy:=/path/to/policy.onnx
     ros2 launch sim2real quadruped.launch.py record:=true         # MCAP rosbag2 of the run
-    ros2 launch sim2real quadruped.launch.py policy:=policies/baselines/QuadrupedWaypoints   # + its planner
+    ros2 launch sim2real quadruped.launch.py policy:=classical    # its classical controller
+    ros2 launch sim2real quadruped.launch.py policy:=QuadrupedWaypoints   # + its planner
 
 Nodes (parameters from share/sim2real/config/quadruped.yaml, ros__parameters form, and what the
 policy needs: its task, command layout and planner, as `sim2real deploy` sets them):

@@ -32,8 +32,11 @@ def _sha256(path: Path) -> str:
 
 
 def resolve_policy_paths(path: str | Path) -> tuple[Path, Path]:
-    """``(policy.onnx, policy.onnx.json)`` from the ONNX file, its metadata JSON or the export folder."""
-    p = Path(path)
+    """``(policy.onnx, policy.onnx.json)`` from the ONNX file, its metadata JSON, the export
+    folder or a shipped policy's name (:func:`sim2real.policies.shipped.resolve_policy`)."""
+    from sim2real.policies.shipped import resolve_policy
+
+    p = resolve_policy(path)
     if p.is_dir():
         p = p / "policy.onnx"
     if p.suffix == ".json":

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sim2real.errors import GraphError
-from sim2real.policies import BASELINES_DIR
+from sim2real.policies.shipped import default_policy
 from sim2real.ros_nodes.graph import (
     NODE_MODULES,
     InProcessGraph,
@@ -36,12 +36,6 @@ from sim2real.sim.core.errors import ConfigError
 
 EXTERNAL = "external"
 """``policy: external``: no policy node; another program publishes ``raw_command``."""
-
-
-def default_policy(robot: str) -> str:
-    """The shipped baseline of the robot's deployment task when present, else ``classical``."""
-    path = BASELINES_DIR / robot_deployment(robot).task / "policy.onnx"
-    return str(path) if path.is_file() else "classical"
 
 
 @dataclass
@@ -111,7 +105,12 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
             raise ConfigError("--task", f"{policy} was trained on {task}, not {opts.task}")
         extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
                                    task_options=json.dumps(meta.get("task_options") or {}))
-        extra["safety_filter"] = {"action_mode": meta["action_mode"]}
+        # The servo gains the robot runs under this policy (an imported policy's own): the
+        # filter's joint limits follow them (policies/safety/presets.py: target_lead).
+        from sim2real.policies.safety.presets import policy_safety_values
+
+        extra["safety_filter"] = {"action_mode": meta["action_mode"],
+                                  **policy_safety_values(opts.robot, meta.get("task_options") or {})}
         if has_driver:
             extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
             try:

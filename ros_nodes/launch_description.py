@@ -62,6 +62,8 @@ def has_planner(robot: str) -> bool:
 
 
 def arguments(robot: str) -> list[LaunchArgument]:
+    from sim2real.policies.shipped import default_policy
+
     real = ("start the hardware bridge to the robot" if has_hardware_bridge(robot)
             else "the robot's driver provides the topics")
     planner = ([LaunchArgument("planner", "auto", "auto: plan a path to the goal on `plan` (nav_msgs/Path) from "
@@ -71,9 +73,10 @@ def arguments(robot: str) -> list[LaunchArgument]:
     return [
         *planner,
         LaunchArgument("backend", "sim", f"sim: start the MuJoCo sim bridge; real: {real}", ("sim", "real")),
-        LaunchArgument("policy", "classical", "exported policy (policy.onnx, its .json or folder), 'classical', or "
-                                              "'external': no policy node, another program publishes raw_command "
-                                              "(sim2real hil actor --env ros)"),
+        LaunchArgument("policy", default_policy(robot), "a shipped policy's name (sim2real deploy's default too), an "
+                                                        "exported policy (policy.onnx, its .json or folder), "
+                                                        "'classical', or 'external': no policy node, another program "
+                                                        "publishes raw_command (sim2real hil actor --env ros)"),
         LaunchArgument("record", "false", "record an MCAP rosbag2 (into the recorder's `output` of the config)",
                        ("true", "false")),
         LaunchArgument("console", "false", "serve the correction console (its URL and token are printed)",
