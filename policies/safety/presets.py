@@ -22,6 +22,7 @@ from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.tightening import CEILING, FLOOR
 from sim2real.sim.arm import constants as ARM
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Bounds, NonNegative, Positive, PositiveInt, from_dict
 from sim2real.sim.drone import constants as DRONE
 from sim2real.sim.quadruped import constants as QUAD
@@ -123,15 +124,18 @@ class QuadrupedSafetyParams(CommonParams):
     joint_velocity_ratio: Annotated[float, Bounds(ge=1.0), CEILING] = 1.5
     """A measured joint faster than this multiple of its speed limit trips the joint guard."""
     target_horizon_periods: Annotated[Periods, CEILING] = 2.0
-    """Targets may lead the measured joints by ``max_velocity`` times this many periods."""
+    """Targets may lead the measured joints by ``max_velocity`` times this many periods at
+    the stiffness it was tuned for (kp 35 Nm/rad); a servo of stiffness ``servo_kp`` gets
+    35 / ``servo_kp`` times that lead (the same pull ``kp x lead``), never one the torque limit forbids."""
     max_target_rate: Annotated[Positive, CEILING] = 40.0
     """rad/s, change of the joint targets."""
     max_effort: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(QUAD.torque_limits()))
     """Nm, joint torque limits (the PD servo's torque is kept under them)."""
     servo_kp: Positive = QUAD.KP
-    """Nm/rad, the servos' position gain (predicts the torque of a target)."""
+    """Nm/rad, the position gain the robot's servos run (predicts the torque of a target and
+    scales the target lead); ``deploy`` and the launch files set those a policy was trained with."""
     servo_kd: NonNegative = QUAD.KV
-    """Nm s/rad, the servos' velocity gain."""
+    """Nm s/rad, the velocity gain the robot's servos run."""
     max_tilt: Annotated[Tilt, CEILING] = 1.0
     """rad (57 deg): beyond it the robot has fallen (latched)."""
     max_body_rate: Annotated[Positive, CEILING] = 10.0
@@ -186,6 +190,48 @@ def params_from_dict(robot: str, values: dict[str, Any]) -> CommonParams:
     params = from_dict(PARAMS[robot], values)
     assert isinstance(params, CommonParams)
     return params
+
+
+TUNED_KP = QUAD.KP
+"""Nm/rad: the servo stiffness ``target_horizon_periods`` was tuned for (our policies')."""
+
+
+def target_lead(p: QuadrupedSafetyParams, dt: float) -> np.ndarray:
+    """rad, per joint: how far a position target may lead the measured joint.
+
+    The servo pulls with ``kp * lead``. The lead tuned at :data:`TUNED_KP`
+    (``joint_max_velocity * target_horizon_periods`` periods) is scaled by
+    ``TUNED_KP / servo_kp`` so the pull it allows stays the same whatever the stiffness: a
+    policy trained on softer servos (legged_gym's kp 20) commands proportionally larger
+    leads (about 1 rad) for the same motion, a stiffer one smaller. It never exceeds the
+    lead at which the servo would reach the robot's torque limit (``max_effort / servo_kp``).
+    """
+    tuned = np.asarray(p.joint_max_velocity, float) * p.target_horizon_periods * dt
+    return np.minimum(tuned * TUNED_KP / p.servo_kp, np.asarray(p.max_effort, float) / p.servo_kp)
+
+
+def policy_safety_values(robot: str, task_options: dict[str, Any]) -> dict[str, Any]:
+    """The safety parameters a policy's own settings decide: the servo gains it was trained
+    with and the robot runs under it (an imported quadruped policy's ``servo_kp`` /
+    ``servo_kd`` task options; the Go2 backend sends the same gains). Empty for policies
+    trained on our robot's servos. The filter models one gain for all joints: for gains
+    that differ per joint it takes the stiffest (the smallest leads; ``deploy check`` warns).
+
+    Raises:
+        ConfigError: gains that are not one number or one per joint, or not positive.
+    """
+    if robot != "quadruped":
+        return {}
+    out: dict[str, Any] = {}
+    for option in ("servo_kp", "servo_kd"):
+        if task_options.get(option) is None:
+            continue
+        gains = np.asarray(task_options[option], dtype=float).reshape(-1)
+        if gains.size not in (1, QUAD.NUM_JOINTS) or not np.all(np.isfinite(gains)) or np.any(gains < 0):
+            raise ConfigError(f"task_options.{option}", f"needs 1 or {QUAD.NUM_JOINTS} finite gains >= 0, "
+                                                         f"got {task_options[option]!r}")
+        out[option] = float(gains.max())
+    return out
 
 
 def make_chain(space: CommandSpace, params: CommonParams | None = None, sources: list[CommandSource] | None = None,
@@ -266,8 +312,9 @@ def _quadruped(space: CommandSpace, p: QuadrupedSafetyParams, dt: float):
     lim = [
         limits.RateLimit(limits.RateLimitParams(p.max_target_rate, None, p.rate_max_dt_periods * dt, "joint_pos"),
                          n, "rate_limit"),
-        limits.TargetVelocityLimit(limits.TargetVelocityLimitParams(p.joint_max_velocity,
-                                                                    p.target_horizon_periods * dt), n),
+        # The lead as a speed over the horizon: the limit bounds |target - q| by speed x horizon.
+        limits.TargetVelocityLimit(limits.TargetVelocityLimitParams(
+            _list(target_lead(p, dt) / (p.target_horizon_periods * dt)), p.target_horizon_periods * dt), n),
         limits.ServoEffortLimit(limits.ServoEffortLimitParams(p.max_effort, p.servo_kp, p.servo_kd), n),
         limits.BoxLimit(limits.BoxLimitParams(p.joint_lower, p.joint_upper, hold=p.stand_down_pose),
                         "joint_position_limit"),

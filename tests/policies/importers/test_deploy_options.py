@@ -21,7 +21,8 @@ from sim2real.sim.core.errors import ConfigError
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("deploy_options")
-    import_policy(READERS["rl_sar"].read(write_folder(root, small_network(45, seed=0))), root / "out", check=False)
+    folder = write_folder(root, small_network(45, seed=0), rl_kp=[20.0] * 12, rl_kd=[0.5] * 12)  # legged_gym's Go2
+    import_policy(READERS["rl_sar"].read(folder), root / "out", check=False)
     return str(root / "out")
 
 
@@ -38,7 +39,7 @@ def test_a_backend_options_mapping_given_with_set_reaches_the_bridge_as_json(imp
                          emulated=True, overrides=sets("hardware_bridge.backend_options={stand_kp: 50.0}"))
     params, _ = graph_parameters(opts)
     options = json.loads(params["hardware_bridge"]["backend_options"])
-    gains = {"policy_kp": 40.0, "policy_kd": 1.0} if policy == "imported" else {}
+    gains = {"policy_kp": 20.0, "policy_kd": 0.5} if policy == "imported" else {}
     assert options == {**gains, "stand_kp": 50.0}
 
 
@@ -60,3 +61,26 @@ def test_under_emulate_the_users_options_go_on_top_of_the_emulators_connection()
     bridge = emulated_bridge(connect, {"backend_options": {"release_sport_mode": False}})
     assert json.loads(bridge["backend_options"])["release_sport_mode"] is False
     assert json.loads(emulated_bridge(connect, {})["backend_options"]) == connect
+
+
+@pytest.mark.parametrize("backend", ["sim", "real", "launch"])
+def test_the_safety_filter_models_the_servo_gains_the_policy_runs_with(imported: str, backend: str) -> None:
+    """The filter's servo gains (its torque limit and target lead) are the policy's, in
+    every way the graph starts: one process or one per node (both graph_parameters) and
+    the launch files (launch_graph). Before, it assumed our kp 35 / kd 1 for every policy."""
+    if backend == "launch":
+        from sim2real.ros_nodes.launch_description import launch_graph
+
+        filter_params = launch_graph("quadruped", {"policy": imported}, 61).parameters["safety_filter"]
+    else:
+        params, _ = graph_parameters(DeployOptions(robot="quadruped", backend=backend, policy=imported, emulated=True))
+        filter_params = params["safety_filter"]
+    assert (filter_params["servo_kp"], filter_params["servo_kd"]) == (20.0, 0.5)
+
+
+def test_explicit_filter_gains_win_and_our_own_policies_keep_the_configured_ones(imported: str) -> None:
+    params, _ = graph_parameters(DeployOptions(robot="quadruped", policy=imported,
+                                               overrides=sets("safety_filter.servo_kp=25")))
+    assert (params["safety_filter"]["servo_kp"], params["safety_filter"]["servo_kd"]) == (25.0, 0.5)
+    params, _ = graph_parameters(DeployOptions(robot="quadruped", policy="classical"))
+    assert (params["safety_filter"]["servo_kp"], params["safety_filter"]["servo_kd"]) == (35.0, 1.0)
