@@ -6,7 +6,10 @@ robot and the policy: joint names, order and units, gravity in the IMU, quaterni
 order, stream rate and jitter, link latency, and whether the observation the policy
 would get lies inside its training distribution (per-block z-scores against the
 normalization statistics it was exported with), and whether the backend's vendor-rate
-loop runs at real-time priority (WARN without the privilege). Prints a PASS/WARN/FAIL
+loop runs at real-time priority (WARN without the privilege), and whether the safety
+filter's servo model (--config, --set as for `deploy`) and the backend's gains are the
+policy's own (WARN: its targets cut short; FAIL: the servos' torque passes the filter's
+effort limit). Prints a PASS/WARN/FAIL
 table (--json: one object) and exits 1 on any FAIL.
 
     sim2real deploy check --robot quadruped --options '{"interface": "enp3s0"}'
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.overrides import add_set_flag, parse_overrides
 from sim2real.errors import ConfigError
 
 Z_FAIL = 6.0
@@ -39,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--options", default="{}", help="backend options as JSON (default: loopback)")
     parser.add_argument("--policy", default="", help="exported policy whose training distribution to check "
                                                       "(default: the shipped baseline; 'none': skip)")
+    parser.add_argument("--config", default="", help="the deployment's parameter file (default: config/<robot>.yaml): "
+                                                     "the safety filter's servo model is checked against the policy")
+    add_set_flag(parser, "safety_filter.servo_kp=20 (as given to `sim2real deploy`)")
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds of live state to read")
     parser.add_argument("--connect-timeout", type=float, default=10.0, help="seconds for the first state")
     parser.add_argument("--emulate", action="store_true", help="start the robot's emulator and check it")
@@ -103,7 +110,54 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
     policy = _policy_path(args.robot, args.policy)
     if policy and latest:
         items.append(observation_item(args.robot, policy, latest))
-    return items
+    gains = servo_gains_item(args.robot, policy, filter_parameters(args, policy), options) if policy else None
+    return items + ([gains] if gains else [])
+
+
+def filter_parameters(args: argparse.Namespace, policy: str) -> dict[str, Any]:
+    """The safety filter's parameters as `sim2real deploy` would set them for ``policy``
+    (the parameter file, the policy's own settings, then ``--set``)."""
+    from sim2real.commands.deploy import node_overrides
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+
+    params, _ = graph_parameters(DeployOptions(robot=args.robot, policy=policy, config=args.config,
+                                               overrides=node_overrides(parse_overrides(args.overrides))))
+    return params.get("safety_filter", {})
+
+
+def servo_gains_item(robot: str, policy_path: str, filter_params: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Whether the safety filter's servo model, and the gains the backend will send, are
+    the ones the policy was trained with (None for a robot without joint servos). A filter
+    softer than the servos lets their torque pass its effort limit (FAIL); a stiffer one
+    cuts the policy's targets short (WARN: a kp 20 policy under the kp 35 model fell)."""
+    from sim2real.hardware.preflight import Item
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.policies.safety.presets import PARAMS, policy_safety_values
+    from sim2real.sim import robot_deployment
+
+    defaults = PARAMS[robot]()
+    if not hasattr(defaults, "servo_kp"):
+        return None
+    task_options = dict(OnnxPolicy(policy_path).metadata.get("task_options") or {})
+    wanted = {"servo_kp": defaults.servo_kp, "servo_kd": defaults.servo_kd, **policy_safety_values(robot, task_options)}
+    model = {k: float(filter_params.get(k, wanted[k])) for k in wanted}
+    name, expected = "servo gains (policy)", f"kp {wanted['servo_kp']:g}, kd {wanted['servo_kd']:g}: the policy's"
+    measured = f"safety filter kp {model['servo_kp']:g}, kd {model['servo_kd']:g}"
+    fix = "set safety_filter.servo_kp/servo_kd to the policy's gains (deploy does, unless --set says otherwise)"
+    if model["servo_kp"] < wanted["servo_kp"]:
+        return Item(name, "FAIL", measured, expected, "a softer model than the servos: their torque passes the "
+                    "filter's effort limit; " + fix)
+    if model != wanted:
+        return Item(name, "WARN", measured, expected, "the filter cuts the policy's targets short; " + fix)
+    sent = robot_deployment(robot).backend_options(task_options) if task_options.get("servo_kp") is not None else {}
+    overridden = {k: options[k] for k, v in sent.items() if k in options and options[k] != v}
+    if overridden:
+        return Item(name, "WARN", f"{measured}; backend options {overridden}", f"{expected} (backend {sent})",
+                    "the robot's servos will not run the policy's gains")
+    if any(len(set(np.atleast_1d(task_options.get(k, [])).tolist())) > 1 for k in wanted):
+        return Item(name, "WARN", measured + " (the stiffest joint's)", expected + " per joint",
+                    "the filter models one gain for all joints")
+    return Item(name, "PASS", measured, expected)
 
 
 def realtime_item(status: dict[str, Any] | None) -> Any:

@@ -84,3 +84,18 @@ def test_explicit_filter_gains_win_and_our_own_policies_keep_the_configured_ones
     assert (params["safety_filter"]["servo_kp"], params["safety_filter"]["servo_kd"]) == (25.0, 0.5)
     params, _ = graph_parameters(DeployOptions(robot="quadruped", policy="classical"))
     assert (params["safety_filter"]["servo_kp"], params["safety_filter"]["servo_kd"]) == (35.0, 1.0)
+
+
+def test_deploy_check_reports_a_filter_whose_servo_model_is_not_the_policys(imported: str) -> None:
+    from sim2real.commands.deploy_check import build_parser, filter_parameters, servo_gains_item
+
+    def item(*flags: str, options: dict | None = None):
+        args = build_parser().parse_args(["--robot", "quadruped", "--policy", imported, *flags])
+        return servo_gains_item("quadruped", imported, filter_parameters(args, imported), options or {})
+
+    assert item().status == "PASS"  # deploy's own rule: the policy's gains
+    tuned_for_ours = item("--set", "safety_filter.servo_kp=35", "--set", "safety_filter.servo_kd=1")
+    assert tuned_for_ours.status == "WARN" and "kp 35" in tuned_for_ours.measured  # the kp 20 policy fell under it
+    assert item("--set", "safety_filter.servo_kp=10").status == "FAIL"  # the servos' torque would pass its limit
+    overridden = item(options={"policy_kp": 35.0})
+    assert overridden.status == "WARN" and "policy_kp" in overridden.measured
