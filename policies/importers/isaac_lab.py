@@ -1,6 +1,7 @@
-"""Isaac Lab runs (manager-based velocity tasks, robot_lab): the exported policy
-(``<run>/exported/policy.onnx`` or ``policy.pt``), the run's ``params/env.yaml`` (or
-``--env-yaml``) and, if present, ``params/agent.yaml`` (rsl_rl's ``clip_actions``).
+"""Isaac Lab runs (manager-based velocity tasks, robot_lab, unitree_rl_lab): the exported
+policy (``<run>/exported/policy.onnx`` or ``policy.pt``), the run's ``params/env.yaml`` (or
+``--env-yaml``) and, if present, ``params/agent.yaml`` (rsl_rl's ``clip_actions``); or,
+where the run has no ``params/``, its Hydra dump ``.hydra/config.yaml`` (both under one file).
 
 env.yaml is Isaac Lab's yaml dump of its configclasses (``!!python/tuple``, slices and
 other python tags, ``module:name`` functions, per-joint dicts keyed by regular
@@ -8,7 +9,8 @@ expressions that Isaac Lab resolves with ``re.fullmatch``). It is read with a Sa
 that builds every python tag as plain data: nothing is imported or run. Read: the
 ``observations.policy`` terms in order, each clipped then scaled, with Isaac Lab's
 history (each term's frames oldest first, term by term); the one JointPositionAction;
-``scene.robot.init_state.joint_pos``; the actuators' stiffness and damping; ``sim.dt`` x
+``scene.robot.init_state.joint_pos``; the actuators' stiffness and damping (unitree_rl_lab's
+UnitreeActuator too, its torque-speed curve noted); ``sim.dt`` x
 ``decimation``. env.yaml does not record the articulation's joint order (PhysX's, from
 the USD): ``--joint-order`` gives it, by default the Unitree Go2's.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.policies.importers.isaac_lab_yaml import find_joints, load_yaml, per_joint
+from sim2real.policies.importers.isaac_lab_yaml import find_joints, load_run_config, per_joint
 from sim2real.policies.importers.spec import NO_CLIP, TERM_SIZES, ForeignSpec, finite_number, parse_joint_order
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as c
@@ -35,8 +37,12 @@ FUNCS = {"base_lin_vel": "lin_vel", "base_ang_vel": "ang_vel", "projected_gravit
          "last_action": "actions"}
 MDP = ("isaaclab.envs.mdp.observations", "omni.isaac.lab.envs.mdp.observations")
 """Modules whose observation functions have the meaning we rebuild (Isaac Lab's, old and new names)."""
-ACTUATORS = ("ImplicitActuator", "IdealPDActuator", "DCMotor")
-"""PD actuators (their stiffness and damping are the servo gains)."""
+ACTUATORS = ("ImplicitActuator", "IdealPDActuator", "DCMotor", "DelayedPDActuator", "UnitreeActuator")
+"""PD actuators (their stiffness and damping are the servo gains); UnitreeActuator is
+unitree_rl_lab's (``UnitreeActuatorCfg_*``: a delayed explicit PD with a torque-speed curve)."""
+UNITREE_CURVE = {"Y1": "Nm peak torque with the motion", "Y2": "Nm against it", "X1": "rad/s full torque up to",
+                 "X2": "rad/s no-load speed", "Fs": "Nm static friction", "Fd": "Nm s/rad viscous friction"}
+"""UnitreeActuator's torque-speed curve and friction, recorded in the notes (not reproduced)."""
 GROUP_KEYS = ("concatenate_terms", "concatenate_dim", "enable_corruption", "history_length", "flatten_history_dim")
 TERM_KEYS = ("func", "params", "modifiers", "noise", "clip", "scale", "history_length", "flatten_history_dim")
 def _mapping(value: Any, what: str) -> dict[str, Any]:
@@ -120,12 +126,14 @@ def _observations(env: dict[str, Any], names: list[str], action_name: str) -> di
     return out
 
 
-def _actuators(robot: dict[str, Any], names: list[str]) -> tuple[dict[str, float], dict[str, float], set[str]]:
+def _actuators(robot: dict[str, Any], names: list[str]
+               ) -> tuple[dict[str, float], dict[str, float], set[str], list[str]]:
     """Stiffness and damping by joint from ``scene.robot.actuators`` (every joint exactly once),
-    and the actuator models used."""
+    the actuator models used, and notes on the limits they impose that our servos do not."""
     kp: dict[str, float] = {}
     kd: dict[str, float] = {}
     kinds: set[str] = set()
+    notes: list[str] = []
     for group_name, group in _mapping(robot.get("actuators"), "scene.robot.actuators").items():
         what = f"scene.robot.actuators.{group_name}"
         if group is None:
@@ -135,6 +143,8 @@ def _actuators(robot: dict[str, Any], names: list[str]) -> tuple[dict[str, float
             raise ConfigError(what, f"{kind} ({group.get('control_mode', 'position')}) is not a PD position actuator "
                                     f"({', '.join(ACTUATORS)})")
         kinds.add(kind)
+        if kind == "UnitreeActuator":
+            notes.append(_unitree_curve(group, what))
         joints = find_joints(group.get("joint_names_expr"), names, False, f"{what}.joint_names_expr")
         for key, table in (("stiffness", kp), ("damping", kd)):
             if group.get(key) is None:
@@ -146,7 +156,19 @@ def _actuators(robot: dict[str, Any], names: list[str]) -> tuple[dict[str, float
     missing = [n for n in names if n not in kp]
     if missing:
         raise ConfigError("scene.robot.actuators", f"no actuator drives {missing}")
-    return kp, kd, kinds
+    return kp, kd, kinds, notes
+
+
+def _unitree_curve(group: dict[str, Any], what: str) -> str:
+    """UnitreeActuator's limits as a note: its effort and velocity limits, torque-speed curve
+    and friction (each a number, or null where the class has a default)."""
+    figures = []
+    for key, meaning in {"effort_limit": "Nm effort limit", "velocity_limit": "rad/s velocity limit",
+                         **UNITREE_CURVE}.items():
+        if group.get(key) is not None:
+            figures.append(f"{key} {finite_number(group[key], f'{what}.{key}'):g} ({meaning})")
+    return (f"{what}: UnitreeActuator (unitree_rl_lab's explicit PD), {', '.join(figures)}: its torque-speed curve "
+            "and friction are not reproduced; our servos are PD with our model's limits")
 
 
 def _action(env: dict[str, Any], names: list[str], default: dict[str, Any], clip_actions: Any) -> dict[str, Any]:
@@ -201,17 +223,13 @@ def read(path: Path, env_yaml: Path | None = None, joint_order: str | None = Non
                       path / "exported" / "policy.onnx")
     if not policy.is_file():
         raise ConfigError(str(policy), "does not exist (the run's exported/policy.onnx or policy.pt)")
-    env_path = env_yaml or policy.resolve().parent.parent / "params" / "env.yaml"
-    if not env_path.is_file():
-        raise ConfigError("--env-yaml", f"{env_path} does not exist (the run's params/env.yaml)")
-    env = load_yaml(env_path)
-    agent = load_yaml(env_path.parent / "agent.yaml") if (env_path.parent / "agent.yaml").is_file() else {}
+    env, agent, source = load_run_config(policy, env_yaml)
     names = parse_joint_order(joint_order, GO2_ORDER)
     robot = _mapping(_mapping(env.get("scene"), "scene").get("robot"), "scene.robot")
     if not isinstance((robot.get("init_state") or {}).get("joint_pos"), dict):
-        raise ConfigError("scene.robot.init_state.joint_pos", f"missing from {env_path}")
+        raise ConfigError("scene.robot.init_state.joint_pos", f"missing from {source}")
     default = per_joint(robot["init_state"]["joint_pos"], names, 0.0, "scene.robot.init_state.joint_pos")
-    kp, kd, kinds = _actuators(robot, names)
+    kp, kd, kinds, actuator_notes = _actuators(robot, names)
     action = _action(env, names, default, agent.get("clip_actions"))
     order = action["order"]
     obs = _observations(env, names, action["name"])
@@ -219,11 +237,13 @@ def read(path: Path, env_yaml: Path | None = None, joint_order: str | None = Non
         if joints != order:
             raise ConfigError(f"{where}.params.asset_cfg", f"joint order {joints} differs from the actions' {order}")
     length = obs["history"].pop()
-    notes = [f"articulation joint order ({'--joint-order' if joint_order else 'assumed: the Go2 in Isaac Lab'}): "
+    notes = [f"config: {source}",
+             f"articulation joint order ({'--joint-order' if joint_order else 'assumed: the Go2 in Isaac Lab'}): "
              f"{names}; the policy's ({'preserve_order' if action['preserve_order'] else 'articulation'}): {order}",
              "observation noise (training corruption) is not applied",
              f"rsl_rl clip_actions: {agent.get('clip_actions')} "
-             f"({'params/agent.yaml' if agent else 'no params/agent.yaml: none assumed'})", *action["notes"]]
+             f"({'the agent config' if agent else 'no agent config: none assumed'})", *action["notes"],
+             *actuator_notes]
     if "DCMotor" in kinds:
         notes.append("DCMotor's torque-speed saturation is not reproduced: our servos are PD with the model's limits")
     return ForeignSpec(

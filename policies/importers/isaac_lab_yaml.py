@@ -1,5 +1,6 @@
-"""Isaac Lab's dumped configs (``params/env.yaml``, ``agent.yaml``) read safely, and its
-regex joint tables resolved as Isaac Lab resolves them (``isaaclab.utils.string``)."""
+"""Isaac Lab's dumped configs (``params/env.yaml``, ``agent.yaml``, or the Hydra dump
+``.hydra/config.yaml``) read safely, and its regex joint tables resolved as Isaac Lab
+resolves them (``isaaclab.utils.string``)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,27 @@ def per_joint(value: Any, names: list[str], unset: Any, what: str) -> dict[str, 
                 raise ConfigError(what, f"{name} is matched by {keys[name]!r} and {key!r}")
             keys[name], out[name] = key, v
     return out
+
+
+HYDRA = Path(".hydra") / "config.yaml"
+"""Where Isaac Lab's Hydra entry points (``@hydra_task_config``) dump the composed config:
+the env config under ``env`` and the agent's under ``agent``, in one file."""
+
+
+def load_run_config(policy: Path, env_yaml: Path | None) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The run's env config, its agent config (empty: none found) and where they came from.
+
+    Without ``env_yaml``, the run folder (the policy folder's parent) is searched for
+    ``params/env.yaml`` (with ``params/agent.yaml``), then for the Hydra dump. Either
+    file may be given as ``env_yaml``."""
+    run = policy.resolve().parent.parent
+    path = env_yaml or next((p for p in (run / "params" / "env.yaml", run / HYDRA) if p.is_file()),
+                            run / "params" / "env.yaml")
+    if not path.is_file():
+        raise ConfigError("--env-yaml", f"{path} does not exist (the run's params/env.yaml or {HYDRA})")
+    data = load_yaml(path)
+    if "scene" not in data and isinstance(data.get("env"), dict):  # Hydra's: {env: ..., agent: ...}
+        agent = data.get("agent")
+        return data["env"], agent if isinstance(agent, dict) else {}, f"{path} (Hydra: env and agent)"
+    agent_path = path.parent / "agent.yaml"
+    return data, load_yaml(agent_path) if agent_path.is_file() else {}, str(path)

@@ -17,7 +17,8 @@ Formats:
               --config (the robot's config .py), --base-config (legged_robot_config.py)
               and --urdf (the joint order); the configs are parsed, never executed
   isaac_lab   an Isaac Lab run's exported policy.onnx or policy.pt (or the run folder) with
-              the run's params/env.yaml (found from the policy, or --env-yaml); the
+              the run's params/env.yaml or Hydra dump .hydra/config.yaml (found from the
+              policy, or --env-yaml); the
               articulation's joint order is --joint-order (default: the Go2's in Isaac Lab)
   unitree_deploy  unitree_rl_gym's deploy/deploy_mujoco/configs/<robot>.yaml and the
               policy it names (or --policy); --joint-order is the MJCF's (default: the Go2's)
@@ -55,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="legged_gym: the robot's config (.py)")
     parser.add_argument("--base-config", type=Path, help="legged_gym: the base config it derives from (.py)")
     parser.add_argument("--urdf", type=Path, help="legged_gym: the robot's URDF (Isaac Gym's joint order)")
-    parser.add_argument("--env-yaml", type=Path, help="isaac_lab: the run's params/env.yaml (default: found from "
-                                                      "the policy, <run>/params/env.yaml)")
+    parser.add_argument("--env-yaml", type=Path, help="isaac_lab: the run's params/env.yaml or .hydra/config.yaml "
+                                                      "(default: found from the policy, <run>/params/env.yaml, "
+                                                      "else <run>/.hydra/config.yaml)")
     parser.add_argument("--joint-order", help="isaac_lab, unitree_deploy: the simulator's joint order, "
                                               "comma-separated names or a file with one per line (default: the Go2's)")
     parser.add_argument("--policy", type=Path, help="unitree_deploy: the TorchScript policy (default: the YAML's "

@@ -242,3 +242,47 @@ def test_unreadable_files_and_a_wrong_joint_order_are_refused(tmp_path: Path) ->
     (tmp_path / "params" / "env.yaml").write_text("a: !!python/object/apply:os.system ['echo unsafe']\n")
     with pytest.raises(ConfigError, match="scene"):  # the tag read as data: nothing runs
         READERS["isaac_lab"].read(policy_file)
+
+
+def test_a_run_with_only_its_hydra_dump_imports_as_with_params_env_yaml(tmp_path: Path) -> None:
+    """Isaac Lab's Hydra entry points leave ``.hydra/config.yaml`` with the env config under
+    ``env`` and the agent's under ``agent``; a run that ships only that failed with "scene:
+    missing or not a mapping"."""
+    network = small_network(48, seed=0)
+    reference = READERS["isaac_lab"].read(write_run(tmp_path / "params_run", BASE, network, onnx=False))
+    policy_file = write_run(tmp_path / "hydra_run", BASE, network, onnx=False)
+    params = tmp_path / "hydra_run" / "params"
+    for f in params.iterdir():
+        f.unlink()
+    params.rmdir()
+    hydra = tmp_path / "hydra_run" / ".hydra"
+    hydra.mkdir()
+    (hydra / "config.yaml").write_text(yaml.dump({"env": BASE, "agent": {"seed": 42, "clip_actions": 0.1}},
+                                                 sort_keys=False))
+    for spec in (READERS["isaac_lab"].read(policy_file),  # found from the policy, as params/env.yaml is
+                 READERS["isaac_lab"].read(policy_file, env_yaml=hydra / "config.yaml")):
+        assert spec.joint_names == reference.joint_names and spec.terms == reference.terms
+        np.testing.assert_array_equal(spec.kp, reference.kp)
+        np.testing.assert_array_equal(spec.default_pos, reference.default_pos)
+        assert spec.action_clip[1].max() == pytest.approx(0.1)  # the agent's clip_actions, from the same dump
+        assert any(".hydra/config.yaml" in n for n in spec.notes)
+
+
+UNITREE_GO2HV = {  # unitree_rl_lab's UnitreeActuatorCfg_Go2HV as its Go2 config sets it, dumped
+    "class_type": "unitree_rl_lab.assets.robots.unitree_actuators:UnitreeActuator",
+    "joint_names_expr": [".*"], "effort_limit": 23.5, "velocity_limit": 30.0, "effort_limit_sim": None,
+    "velocity_limit_sim": None, "stiffness": 25.0, "damping": 0.5, "armature": None, "friction": None,
+    "min_delay": 0, "max_delay": 0, "X1": 13.5, "X2": 30, "Y1": 20.2, "Y2": 23.4, "Fs": 0.2, "Fd": 0.1, "Va": 0.01}
+
+
+def test_unitrees_own_actuator_is_read_with_its_torque_speed_limits(tmp_path: Path) -> None:
+    cfg = _with(BASE, "scene.robot.actuators.base_legs", UNITREE_GO2HV)
+    spec = READERS["isaac_lab"].read(write_run(tmp_path, cfg, small_network(48, seed=0), onnx=False))
+    np.testing.assert_array_equal(spec.kp, np.full(12, 25.0))
+    np.testing.assert_array_equal(spec.kd, np.full(12, 0.5))
+    note = next(n for n in spec.notes if "UnitreeActuator" in n)
+    for figure in ("20.2", "23.4", "13.5", "30", "23.5"):
+        assert figure in note
+    with pytest.raises(ConfigError, match="Y1"):
+        READERS["isaac_lab"].read(write_run(tmp_path / "bad", _with(cfg, "scene.robot.actuators.base_legs.Y1", "x"),
+                                            small_network(48, seed=0), onnx=False))
