@@ -136,10 +136,11 @@ def servo_gains_item(robot: str, policy_path: str, filter_params: dict[str, Any]
     from sim2real.sim import robot_deployment
 
     defaults = PARAMS[robot]()
-    if not hasattr(defaults, "servo_kp"):
+    modelled = {k: getattr(defaults, k, None) for k in ("servo_kp", "servo_kd")}
+    if None in modelled.values():  # no joint servos in this robot's filter
         return None
     task_options = dict(OnnxPolicy(policy_path).metadata.get("task_options") or {})
-    wanted = {"servo_kp": defaults.servo_kp, "servo_kd": defaults.servo_kd, **policy_safety_values(robot, task_options)}
+    wanted = {**modelled, **policy_safety_values(robot, task_options)}
     model = {k: float(filter_params.get(k, wanted[k])) for k in wanted}
     name, expected = "servo gains (policy)", f"kp {wanted['servo_kp']:g}, kd {wanted['servo_kd']:g}: the policy's"
     measured = f"safety filter kp {model['servo_kp']:g}, kd {model['servo_kd']:g}"
