@@ -226,3 +226,20 @@ def _attitude(quats: np.ndarray) -> list[Item]:
     return [Item("gravity (IMU)", "FAIL", measured, "(0, 0, -1) at rest",
                  "gravity reads up or sideways: the IMU is mounted or configured in another orientation"),
             Item("quaternion order", "INFO", "not judged (gravity is wrong either way)", "(w, x, y, z)")]
+
+
+def robot_writers_item(writers: list[dict[str, Any]] | None) -> Item | None:
+    """The robot's state writers discovery found (a DDS robot's backend reports them):
+    their type names and XTypes type hashes against ours, and their reliability. None
+    where the backend speaks no discovering protocol."""
+    if writers is None:
+        return None
+    expected = "the robot's state writer, our type"
+    if not writers:
+        return Item("robot's writers", "FAIL", "none discovered", expected,
+                    "check the interface, the domain (the robot's is 0) and multicast (docs/hardware.md)")
+    shown = "; ".join(f"{w['topic']}: {w['type']} #{str(w['type_hash'])[:8]} ({w['reliability']})" for w in writers)
+    if not all(w["same_type"] for w in writers):
+        return Item("robot's writers", "FAIL", shown, expected, "a writer of another type identity (firmware "
+                    "version?): its frames would not decode as ours")
+    return Item("robot's writers", "PASS", shown, expected)

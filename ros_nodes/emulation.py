@@ -16,24 +16,20 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from sim2real.ros_nodes.process_life import end_with_parent
 from sim2real.sim.core.errors import ConfigError
 
 START_TIMEOUT = 60.0
 """s for the emulator to load MuJoCo and bind its sockets."""
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before it runs: SIGTERM when the process that started it dies, however
     it dies (kill -9 included), so no emulated robot outlives its run (Linux; elsewhere
     the parent's clean exit stops it). Linux sends it when the starting *thread* ends:
     start an emulator from a thread that outlives it (the main thread, as every caller
     here does)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    end_with_parent(signal.SIGTERM)
 
 
 class EmulatorProcess:
@@ -41,8 +37,11 @@ class EmulatorProcess:
 
     def __init__(self, robot: str, domain_id: int, backend: str = "", seed: int = 0, task: str = "",
                  faults: Sequence[str] = (), mission: bool = True, cameras: Sequence[str] = ()) -> None:
+        # A run's own robot: any free port, and a DDS robot's domain beside the graph's
+        # (unique as the graph's is), never the real robot's defaults a second run shares.
         cmd = [sys.executable, "-m", "sim2real.cli", "hardware", "emulate", "--robot", robot, "--json",
-               "--domain-id", str(domain_id), "--seed", str(seed)]
+               "--domain-id", str(domain_id), "--robot-domain-id", str((domain_id + 1) % 233), "--port", "0",
+               "--seed", str(seed)]
         cmd += ["--backend", backend] if backend else []
         cmd += ["--task", task] if task else []
         cmd += [] if mission else ["--no-mission"]
@@ -57,7 +56,7 @@ class EmulatorProcess:
 
     def start(self) -> EmulatorProcess:
         self.proc = proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            preexec_fn=_die_with_parent)
+                                            preexec_fn=die_with_parent)
         assert proc.stderr is not None
         first: list[str] = []
         reader = threading.Thread(target=lambda: first.append(proc.stderr.readline() if proc.stderr else ""),

@@ -52,14 +52,19 @@ class EmulatorSettings:
     """Seed of the simulated task (targets, commands)."""
     host: str = "127.0.0.1"
     """Address a UDP emulator listens on (loopback)."""
-    port: int = 0
-    """UDP port (0: any free one; :meth:`Emulator.connect_options` says which)."""
+    port: int | None = None
+    """UDP port (None: the real robot's, e.g. the Crazyflie's 19850; 0: any free one;
+    :meth:`Emulator.connect_options` says which)."""
     domain_id: int = 0
     """DDS domain of the ROS 2 graph (emulators whose protocol is ROS 2 topics)."""
     robot_domain_id: int | None = None
-    """DDS domain of a robot whose own protocol is plain DDS (the Go2). A real Go2 has its
-    own network; on loopback its own domain keeps the ROS graph's participants (another
-    DDS implementation, other types) out of its discovery. None: ``domain_id``."""
+    """DDS domain of a robot whose own protocol is plain DDS (the Go2: 0, as the real one).
+    A run of its own (``deploy --emulate``, tests) gives it a domain apart from the ROS
+    graph's, which keeps the graph's participants (another DDS implementation, other
+    types) out of its discovery. None: ``domain_id``."""
+    interface: str = "lo"
+    """Network interface of a robot speaking plain DDS (``lo``: this machine only; ``auto``:
+    the interface on the robot's own network, as a real Go2 has)."""
     faults: StreamFaults = field(default_factory=StreamFaults)
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
 

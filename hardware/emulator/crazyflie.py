@@ -133,7 +133,8 @@ class CrazyflieEmulator(Emulator):
 
     @classmethod
     def launch(cls, settings: EmulatorSettings) -> CrazyflieEmulator:
-        config = CrazyflieEmulatorConfig(host=settings.host, port=settings.port,
+        port = CrazyflieEmulatorConfig.port if settings.port is None else settings.port
+        config = CrazyflieEmulatorConfig(host=settings.host, port=port,
                                          task=settings.task or robot_deployment("drone").task, seed=settings.seed)
         return cls(config, settings.faults)
 

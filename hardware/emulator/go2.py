@@ -44,6 +44,8 @@ from sim2real.hardware.emulator.go2_sport import SportController
 from sim2real.hardware.go2 import sport
 from sim2real.hardware.go2.codec import Codec, FrameError
 from sim2real.hardware.go2.dds import (
+    LOOPBACK,
+    SDK_QOS,
     DdsConfig,
     RawReader,
     RawWriter,
@@ -82,8 +84,8 @@ class Go2EmulatorConfig:
     """Seed of the task's set-up."""
     sport_mode: bool = True
     """Boot in sport mode (standing, low-level commands ignored until released)."""
-    dds: DdsConfig = field(default_factory=lambda: DdsConfig(domain_id=default_domain()))
-    """Network (loopback by default)."""
+    dds: DdsConfig = field(default_factory=lambda: DdsConfig.loopback(default_domain()))
+    """Network (loopback by default; :meth:`DdsConfig` itself: the robot's own, Unitree's)."""
     corrupt_state_after: float = math.inf
     """Simulated seconds after which every lowstate frame leaves with a wrong CRC (a link
     that corrupts frames, for the fault tests)."""
@@ -119,8 +121,8 @@ class Go2Emulator(Emulator):
         self._touch = np.array([self._sensor[f"{leg}_touch"].start for leg in C.LEGS])
         self.cmd_codec, self.state_codec = Codec.of(LowCmd_), Codec.of(LowState_)
         self.dp = participant(cfg.dds)
-        self.lowcmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, depth=16)
-        self.lowstate = RawWriter.create(self.dp, "rt/lowstate", LowState_)
+        self.lowcmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, SDK_QOS, depth=16)
+        self.lowstate = RawWriter.create(self.dp, "rt/lowstate", LowState_, SDK_QOS)
         self.sport = SportController(cfg.sport_mode)
         self.switcher = MotionSwitcherService(self.dp, "normal" if cfg.sport_mode else "", self._mode_changed)
         self.sport_service = RpcServer(self.dp, sport.SERVICE, self._sport_answer)
@@ -151,15 +153,19 @@ class Go2Emulator(Emulator):
 
     @classmethod
     def launch(cls, settings: EmulatorSettings) -> Go2Emulator:
+        domain = settings.domain_id if settings.robot_domain_id is None else settings.robot_domain_id
         config = Go2EmulatorConfig(task=settings.task or robot_deployment("quadruped").task, seed=settings.seed,
-                                   dds=DdsConfig(domain_id=settings.domain_id if settings.robot_domain_id is None
-                                                 else settings.robot_domain_id))
+                                   dds=DdsConfig(domain_id=domain, interface=settings.interface))
         return cls(config, settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
-        dds = self.config.dds
-        return {"domain_id": dds.domain_id, "interface": dds.interface, "peers": list(dds.peers),
-                "multicast": dds.multicast}
+        """On loopback, loopback (the backend's default is the robot's network); on a
+        network, only the domain: the backend finds its own interface there, as it does
+        for the robot."""
+        dds = self.config.dds.resolved()
+        if dds.interface != LOOPBACK:
+            return {"domain_id": dds.domain_id}
+        return {"domain_id": dds.domain_id, "interface": dds.interface}
 
     # -- commands ------------------------------------------------------------------
     def handle(self, frame: bytes) -> bool:

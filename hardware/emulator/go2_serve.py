@@ -21,6 +21,7 @@ from sim2real.hardware.go2.dds import DdsConfig
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--domain-id", type=int, required=True)
+    parser.add_argument("--interface", default="lo", help="lo (this machine), auto (the robot's network), a NIC")
     parser.add_argument("--duration", type=float, default=0.0, help="seconds (0: until SIGTERM)")
     parser.add_argument("--cmd-vel", type=float, nargs=3, default=(0.5, 0.0, 0.0))
     parser.add_argument("--no-sport-mode", action="store_true", help="boot already in low-level mode")
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = Go2EmulatorConfig(cmd_vel=tuple(args.cmd_vel), sport_mode=not args.no_sport_mode,
                                corrupt_state_after=args.corrupt_state_after,
-                               dds=DdsConfig(domain_id=args.domain_id))
+                               dds=DdsConfig(domain_id=args.domain_id, interface=args.interface))
     emulator = Go2Emulator(config, StreamFaults(rate_hz=args.rate_hz))
     stop = {"now": False}
 

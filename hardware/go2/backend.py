@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from cyclonedds.core import DDSException
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.go2.codec import Codec, FrameError
-from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, close_participant, participant
+from sim2real.hardware.go2.dds import SDK_QOS, DdsConfig, RawReader, RawWriter, close_participant, participant
 from sim2real.hardware.go2.estimator import EstimatorConfig, LegOdometry
 from sim2real.hardware.go2.handover import HandoverError, SportHandover, newest_lying
 from sim2real.hardware.go2.link import WRITE_PERIOD, robot_restarted
@@ -75,7 +76,9 @@ class Go2Backend(RobotBackend):
     """A Unitree Go2 (or its emulator) in low-level mode.
 
     Options: ``interface``, ``peers``, ``multicast``, ``domain_id`` (:class:`.dds.DdsConfig`;
-    default loopback, domain 0), the gains and timeouts of :class:`.state_machine.GaitConfig`,
+    default Unitree's set-up: domain 0, multicast on the interface on 192.168.123.0/24;
+    ``{"interface": "lo"}`` for the emulator on this machine), the gains and timeouts of
+    :class:`.state_machine.GaitConfig`,
     ``contact_threshold`` and the time constants of :class:`.estimator.EstimatorConfig`,
     ``release_sport_mode`` (default true; false for a robot already in low-level mode).
     """
@@ -119,11 +122,12 @@ class Go2Backend(RobotBackend):
         self.close()
         end = time.monotonic() + timeout
         try:
+            self.dds = self.dds.resolved()  # the interface `auto` finds, named in every message
             # The link process loads while the hand-over runs; until it writes, this
             # process writes damping (a released robot is limp until its first command).
             self._link = link = LinkProcess(self.dds, self.gait, self._on_link_event)
             self._dp = participant(self.dds)
-            self._fallback = RawWriter.create(self._dp, "rt/lowcmd", LowCmd_)
+            self._fallback = RawWriter.create(self._dp, "rt/lowcmd", LowCmd_, SDK_QOS)
             self._reader = RawReader.create(self._dp, "rt/lowstate", LowState_, depth=16)
             self._handover = None
             if self.release_sport_mode:
@@ -363,6 +367,14 @@ class Go2Backend(RobotBackend):
         link = self._link
         return link.timing.summary(since) if link is not None else {}
 
+    def _robot_writers(self) -> list[dict[str, object]]:
+        """The robot's ``rt/lowstate`` writers discovery found (type identity, QoS)."""
+        reader, dp = getattr(self, "_reader", None), self._dp
+        try:
+            return reader.writers() if reader is not None and dp is not None else []
+        except DDSException:
+            return []  # closed under us
+
     def detail(self) -> dict[str, Any]:
         link = self._link
         timing = self.writer_timing(since=time.monotonic() - DETAIL_WINDOW)
@@ -377,6 +389,7 @@ class Go2Backend(RobotBackend):
             "writer_pid": link.pid if link is not None else None,
             "interface": self.dds.interface,
             "domain_id": self.dds.domain_id,
+            "robot_writers": self._robot_writers(),
             "stance": self._odometry.stance.astype(int).tolist(),
             "foot_force": [] if last is None else last.foot_force.tolist(),
         }

@@ -244,14 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(fileno=args.socket)
     shared = mmap.mmap(args.shm, SHM_SIZE)
     os.close(args.shm)
-    from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, close_participant, participant
+    from sim2real.hardware.go2.dds import SDK_QOS, DdsConfig, RawReader, RawWriter, close_participant, participant
     from sim2real.hardware.go2.state_machine import GaitConfig
     from sim2real.hardware.realtime import DDS_THREADS, WRITER_PRIORITY, QuietCollector, realtime_thread
 
     config = json.loads(args.config)
-    dds = DdsConfig(**{**config["dds"], "peers": tuple(config["dds"]["peers"])})
+    peers = config["dds"]["peers"]
+    dds = DdsConfig(**{**config["dds"], "peers": None if peers is None else tuple(peers)})
     dp = participant(dds)
-    link = Link(GaitConfig(**config["gait"]), RawWriter.create(dp, "rt/lowcmd", LowCmd_),
+    link = Link(GaitConfig(**config["gait"]), RawWriter.create(dp, "rt/lowcmd", LowCmd_, SDK_QOS),
                 RawReader.create(dp, "rt/lowstate", LowState_, depth=16), sock, shared)
     link.send({"ev": "loaded"})
     with realtime_thread("go2 rt/lowcmd writer", WRITER_PRIORITY, helpers=DDS_THREADS) as status:

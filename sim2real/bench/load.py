@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.commands.output import add_json_flag
+from sim2real.ros_nodes.process_life import end_with_parent
 
 COMPETITOR = "while True: pass"
 SETTLE = 1.0
@@ -35,10 +36,7 @@ every real-time thread of this process then waits for (the bridge's process star
 
 def _die_with_parent() -> None:
     """In a competitor: SIGKILL when the benchmark dies, however it dies (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    end_with_parent(signal.SIGKILL)
 
 
 @contextlib.contextmanager

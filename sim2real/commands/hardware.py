@@ -41,11 +41,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                        "unitree_go2, crazyflie)")
     emulate.add_argument("--task", default="", help="simulated task (default: the robot's deployment task)")
     emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated task")
-    emulate.add_argument("--port", type=int, default=0, help="UDP port where the protocol has one (0: any free)")
+    emulate.add_argument("--port", type=int, default=None,
+                         help="UDP port where the protocol has one (default: the robot's own, the Crazyflie "
+                              "simulators' 19850; 0: any free one)")
     emulate.add_argument("--domain-id", type=int, default=None,
                          help="DDS domain (default: $ROS_DOMAIN_ID, else 0)")
-    emulate.add_argument("--robot-domain-id", type=int, default=None,
-                         help="DDS domain of a robot speaking plain DDS (the Go2; default: --domain-id + 1)")
+    emulate.add_argument("--robot-domain-id", type=int, default=0,
+                         help="DDS domain of a robot speaking plain DDS (the Go2; default: 0, the robot's own)")
+    emulate.add_argument("--interface", default="lo",
+                         help="network interface of a robot speaking plain DDS (default: lo, this machine only; "
+                              "auto: the one on the Go2's network 192.168.123.0/24, as the robot)")
     emulate.add_argument("--fault", action="append", default=[], metavar="KEY=VALUE",
                          help="inject a data mismatch (repeatable): swap_joints=I,J joint_units=deg "
                               "imu_flipped=true quat_order=xyzw rate_hz=HZ latency=S")
@@ -98,11 +103,9 @@ def start_emulator(args: argparse.Namespace) -> Any:
     if cls.robot != args.robot:
         raise ConfigError("--backend", f"{backend} emulates the {cls.robot}, not the {args.robot}")
     domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
-    # A robot speaking plain DDS gets a domain apart from the ROS graph's, as a real Go2 has
-    # a network of its own.
-    robot_domain = args.robot_domain_id if args.robot_domain_id is not None else (domain + 1) % 233
     settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
-                                robot_domain_id=robot_domain, faults=parse_faults(args.fault))
+                                robot_domain_id=args.robot_domain_id, interface=args.interface,
+                                faults=parse_faults(args.fault))
     return cls.launch(settings), domain
 
 

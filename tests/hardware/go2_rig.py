@@ -13,6 +13,7 @@ import time
 from sim2real.hardware.backend import HardwareError
 from sim2real.hardware.go2.backend import Go2Backend
 from sim2real.hardware.go2.dds import default_domain
+from sim2real.ros_nodes.emulation import die_with_parent
 
 
 class EmulatorProcess:
@@ -21,7 +22,8 @@ class EmulatorProcess:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sim2real.hardware.emulator.go2_serve", "--domain-id", str(default_domain()),
-             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+            preexec_fn=die_with_parent)  # a test that fails before its `finally` leaves no robot running
         end, seen = time.monotonic() + 30, ""
         assert self.proc.stderr is not None
         while time.monotonic() < end:

@@ -138,8 +138,9 @@ def _height(backend: Go2Backend) -> float:
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError):
         Go2Backend("joint_pos", {"stand_second": 1.0})  # a typo is refused, not ignored
-    with pytest.raises(ConfigError):
-        Go2Backend("joint_pos", {"interface": "enp3s0"})  # tests never leave loopback
+    for network in ({"interface": "enp3s0"}, {}):  # tests never leave loopback: not a NIC, not `auto`
+        with pytest.raises(HardwareError, match="tests run on loopback"):
+            Go2Backend("joint_pos", network).connect(1.0)
     with pytest.raises(ConfigError):
         Go2Backend("joint_torque")
 
@@ -149,8 +150,7 @@ def test_registered_names() -> None:
     assert emulator_class("unitree_go2") is Go2Emulator
     emu = Go2Emulator.launch(EmulatorSettings(domain_id=default_domain()))
     try:
-        assert emu.connect_options() == {"domain_id": default_domain(), "interface": "lo", "peers": ["127.0.0.1"],
-                                         "multicast": False}
+        assert emu.connect_options() == {"domain_id": default_domain(), "interface": "lo"}
         mission = emu.mission()
         assert mission is not None and mission.cmd_vel is not None
     finally:
@@ -159,7 +159,7 @@ def test_registered_names() -> None:
 
 def test_connect_stand_command_stale_estop() -> None:
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain()})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo"})
     received: list = []
     backend.on_state(received.append)
     try:
@@ -240,7 +240,7 @@ def test_connect_stand_command_stale_estop() -> None:
 @pytest.mark.slow  # a real-time fault run; the default suite keeps the backend's main fault test
 def test_link_lost_and_robot_restarted() -> None:
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo", "stand_seconds": 1.0})
     try:
         backend.connect(10.0)
         enable(backend)
@@ -282,7 +282,7 @@ def test_corrupted_state_frames_end_in_damping() -> None:
     """A link that corrupts every state frame (bad CRC): each is dropped and counted, and a
     stream of nothing valid is a stale stream."""
     emulator = EmulatorProcess("--corrupt-state-after", "4.0")  # simulated s: connect + stand take ~2.5
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo", "stand_seconds": 1.0})
     try:
         backend.connect(10.0)
         enable(backend)

@@ -77,7 +77,7 @@ def test_the_sport_service_answers_over_dds_as_the_robot_does() -> None:
     thread = threading.Thread(target=lambda: emu.serve(should_stop=stop.is_set), daemon=True)
     thread.start()
     try:
-        dp = participant(DdsConfig(domain_id=default_domain()))
+        dp = participant(DdsConfig.loopback(default_domain()))
         client, switcher = SportClient(dp), MotionSwitcherClient(dp)
         assert emu.sport.posture == "standing"
         assert client.call(9999, 3.0) == (SERVER_API_NOT_IMPLEMENTED, "")
@@ -101,7 +101,7 @@ def test_the_backend_lays_the_robot_down_before_releasing_sport_mode() -> None:
     """The regression: connect() released sport mode with the robot standing (the
     emulated Go2 dropped, its base falling at ~1.6 m/s)."""
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain()})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo"})
     try:
         backend.connect(15.0)
         assert backend.phase is Phase.CONNECTED and backend.detail()["mode"] == "damping"
@@ -122,7 +122,7 @@ def test_stand_up_from_lying_lie_down_and_back_to_sport_mode() -> None:
     """enable() stands the robot up from lying; safe() (the bridge deactivated) lies it
     down with its own targets; close() lies it down and hands it back to sport mode."""
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo", "stand_seconds": 1.0})
     try:
         backend.connect(15.0)
         m = backend.state()
@@ -151,7 +151,7 @@ def test_a_robot_not_seen_lying_is_not_released() -> None:
     """Fails closed: with too little time for StandDown to finish, connect() refuses and
     sport mode keeps the robot (no release, no drop)."""
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain()})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo"})
     try:
         with pytest.raises(HardwareError, match="not lying"):
             backend.connect(1.0)

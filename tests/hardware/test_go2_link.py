@@ -23,7 +23,15 @@ from go2_rig import EmulatorProcess, enable, wait_for
 from sim2real.hardware.backend import Phase
 from sim2real.hardware.go2.backend import Go2Backend
 from sim2real.hardware.go2.codec import Codec
-from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, close_participant, default_domain, participant
+from sim2real.hardware.go2.dds import (
+    SDK_QOS,
+    DdsConfig,
+    RawReader,
+    RawWriter,
+    close_participant,
+    default_domain,
+    participant,
+)
 from sim2real.hardware.go2.link import COMMAND, SHM_SIZE, WRITE_PERIOD, Link, encode_json
 from sim2real.hardware.go2.protocol import lowstate_frame
 from sim2real.hardware.go2.state_machine import GaitConfig
@@ -51,14 +59,14 @@ class LinkOnLoopback:
     robot (lowstate frames in, lowcmd frames read back) and the backend (the socket)."""
 
     def __init__(self) -> None:
-        self.dp = participant(DdsConfig(domain_id=default_domain()))
+        self.dp = participant(DdsConfig.loopback(default_domain()))
         self.backend, link_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.clock = FakeClock()
-        self.link = Link(GaitConfig(stand_seconds=0.1), RawWriter.create(self.dp, "rt/lowcmd", LowCmd_),
+        self.link = Link(GaitConfig(stand_seconds=0.1), RawWriter.create(self.dp, "rt/lowcmd", LowCmd_, SDK_QOS),
                          RawReader.create(self.dp, "rt/lowstate", LowState_, depth=16), link_end,
                          bytearray(SHM_SIZE), self.clock, self.clock.sleep_until)
         self.robot_state = RawWriter.create(self.dp, "rt/lowstate", LowState_)
-        self.robot_cmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, depth=64)
+        self.robot_cmd = RawReader.create(self.dp, "rt/lowcmd", LowCmd_, SDK_QOS, depth=64)
         self.cmd_codec, self.state_codec = Codec.of(LowCmd_), Codec.of(LowState_)
         self.link.schedule.start(self.clock.t)
         self.tick = 0
@@ -151,7 +159,7 @@ def test_the_writer_keeps_writing_while_the_backends_lock_is_held() -> None:
     a process of its own: with the lock held for 0.3 s it keeps writing, and its watchdog
     damps the robot because no command could be handed over meanwhile."""
     emulator = EmulatorProcess()
-    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "stand_seconds": 1.0})
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo", "stand_seconds": 1.0})
     stop = threading.Event()
 
     def policy() -> None:
@@ -190,7 +198,7 @@ from sim2real.hardware.go2.backend import Go2Backend
 from sim2real.sim.quadruped import constants as C
 sys.path.insert(0, {rig!r})
 from go2_rig import enable
-backend = Go2Backend("joint_pos", {{"domain_id": {domain}, "stand_seconds": 1.0}})
+backend = Go2Backend("joint_pos", {{"domain_id": {domain}, "interface": "lo", "stand_seconds": 1.0}})
 backend.connect(30.0)
 enable(backend)
 print("walking", backend.detail()["writer_pid"], flush=True)

@@ -22,7 +22,15 @@ from sim2real.hardware.emulator.go2 import Go2Emulator, Go2EmulatorConfig
 from sim2real.hardware.go2 import types as T
 from sim2real.hardware.go2.codec import Codec, FrameError
 from sim2real.hardware.go2.crc import crc32_mpeg2, crc32_words
-from sim2real.hardware.go2.dds import DdsConfig, RawReader, RawWriter, default_domain, participant
+from sim2real.hardware.go2.dds import (
+    SDK_QOS,
+    STREAM_QOS,
+    DdsConfig,
+    RawReader,
+    RawWriter,
+    default_domain,
+    participant,
+)
 from sim2real.hardware.go2.motion_switcher import CHECK_MODE, MotionSwitcherClient
 from sim2real.hardware.go2.protocol import check_command, fill_command, parse_state
 from sim2real.hardware.go2.state_machine import MotorTargets
@@ -121,7 +129,7 @@ def _members(seq: Any) -> list[Any]:
 
 def test_every_vendor_type_is_defined_with_its_name() -> None:
     assert sorted(t.__idl_typename__ for t in OUR_TYPES) == sorted(VENDOR_IDL)
-    dp = participant(DdsConfig(domain_id=default_domain()))
+    dp = participant(DdsConfig.loopback(default_domain()))
     assert Topic(dp, "rt/lowcmd", T.LowCmd_).get_type_name() == "unitree_go::msg::dds_::LowCmd_"
     assert Topic(dp, "rt/lowstate", T.LowState_).get_type_name() == "unitree_go::msg::dds_::LowState_"
 
@@ -264,13 +272,19 @@ def test_lowstate_checks() -> None:
 
 
 def test_network_stays_on_loopback() -> None:
+    """The defaults are Unitree's network (refused while tests run on the machine's own
+    network namespace); loopback is explicit, multicast off, its one peer 127.0.0.1."""
+    assert (DdsConfig().domain_id, DdsConfig().interface) == (0, "auto")
+    for config in (DdsConfig(), DdsConfig(interface="eth0"), DdsConfig(domain_id=default_domain())):
+        with pytest.raises(ConfigError, match="tests run on loopback"):
+            config.resolved()
     with pytest.raises(ConfigError):
-        DdsConfig(interface="eth0").validate()  # refused while pytest runs
+        DdsConfig(interface="lo", peers=("192.168.123.161",)).validate()
     with pytest.raises(ConfigError):
-        DdsConfig(peers=("192.168.123.161",)).validate()
-    with pytest.raises(ConfigError):
-        DdsConfig(multicast=True).validate()
-    xml = DdsConfig(domain_id=default_domain()).xml()
+        DdsConfig(interface="lo", multicast=True).validate()
+    loop = DdsConfig.loopback(default_domain()).resolved()
+    assert (loop.peers, loop.multicast) == (("127.0.0.1",), False)
+    xml = loop.xml()
     assert 'name="lo"' in xml and "<AllowMulticast>false</AllowMulticast>" in xml and "127.0.0.1" in xml
 
 
@@ -282,16 +296,30 @@ def emulator():
     emu.close()
 
 
-def _tick_until(emu: Go2Emulator, done, timeout: float = 2.0) -> None:
+def _tick_until(emu: Go2Emulator, done, timeout: float = 2.0) -> bool:
     end = time.monotonic() + timeout
     while not done() and time.monotonic() < end:
         emu.tick(time.monotonic())
         time.sleep(0.002)
+    return bool(done())
+
+
+def test_the_robot_reads_lowcmd_as_unitrees_sdk_does_reliably() -> None:
+    """Unitree's SDK reads and writes with Cyclone's defaults (reliable, keep last 1): a
+    best-effort ``rt/lowcmd`` writer never matches the robot's reader, the SDK's does."""
+    robot = RawReader.create(participant(DdsConfig.loopback(default_domain())), "rt/lowcmd", T.LowCmd_, SDK_QOS)
+    dp = participant(DdsConfig.loopback(default_domain()))
+    best_effort = RawWriter.create(dp, "rt/lowcmd", T.LowCmd_, STREAM_QOS)
+    ours = RawWriter.create(dp, "rt/lowcmd", T.LowCmd_, SDK_QOS)
+    end = time.monotonic() + 3.0
+    while ours.matched() == 0 and time.monotonic() < end:
+        time.sleep(0.01)
+    assert ours.matched() == 1 and best_effort.matched() == 0 and robot.matched() == 1
 
 
 def test_emulator_drops_bad_frames_and_keeps_the_last_valid_command(emulator: Go2Emulator) -> None:
     codec = Codec.of(T.LowCmd_)
-    writer = RawWriter.create(emulator.dp, "rt/lowcmd", T.LowCmd_)
+    writer = RawWriter.create(emulator.dp, "rt/lowcmd", T.LowCmd_, SDK_QOS)
     _tick_until(emulator, lambda: writer.matched() > 0)
     good = _command(codec, C.DEFAULT_POSE + 0.1)
     writer.write(codec.encode(good))
@@ -321,7 +349,7 @@ def test_emulator_drops_bad_frames_and_keeps_the_last_valid_command(emulator: Go
 
 def test_emulator_state_frames_carry_the_faults(emulator: Go2Emulator) -> None:
     codec = Codec.of(T.LowState_)
-    reader = RawReader.create(participant(DdsConfig(domain_id=default_domain())), "rt/lowstate", T.LowState_)
+    reader = RawReader.create(participant(DdsConfig.loopback(default_domain())), "rt/lowstate", T.LowState_)
     _tick_until(emulator, lambda: reader.matched() > 0)
     frames: list[bytes] = []
     _tick_until(emulator, lambda: bool(frames.extend(reader.take()) or len(frames) >= 3))
@@ -338,7 +366,7 @@ def test_motion_switcher_releases_sport_mode() -> None:
         codec = Codec.of(T.LowCmd_)
         assert emu.handle(codec.encode(_command(codec))) is False
         assert emu.rejected["sport_mode"] == 1
-        client = MotionSwitcherClient(participant(DdsConfig(domain_id=default_domain())))
+        client = MotionSwitcherClient(participant(DdsConfig.loopback(default_domain())))
         import threading
 
         stop = threading.Event()
