@@ -66,6 +66,10 @@ def arguments(robot: str) -> list[LaunchArgument]:
 
     real = ("start the hardware bridge to the robot" if has_hardware_bridge(robot)
             else "the robot's driver provides the topics")
+    bridge = ([LaunchArgument("backend_options", "", "backend:=real: how to reach the robot, JSON on top of the "
+                                                     "config's (e.g. '{\"interface\": \"lo\"}' for its emulator "
+                                                     "on this machine); empty: the config's, the robot's own defaults")]
+              if has_hardware_bridge(robot) else [])
     planner = ([LaunchArgument("planner", "auto", "auto: plan a path to the goal on `plan` (nav_msgs/Path) from "
                                                   "`map` or the simulated `course` when the policy follows one; "
                                                   "true/false: always/never", ("auto", "true", "false"))]
@@ -73,6 +77,7 @@ def arguments(robot: str) -> list[LaunchArgument]:
     return [
         *planner,
         LaunchArgument("backend", "sim", f"sim: start the MuJoCo sim bridge; real: {real}", ("sim", "real")),
+        *bridge,
         LaunchArgument("policy", default_policy(robot), "a shipped policy's name (sim2real deploy's default too), an "
                                                         "exported policy (policy.onnx, its .json or folder), "
                                                         "'classical', or 'external': no policy node, another program "
@@ -119,9 +124,10 @@ def launch_graph(robot: str, args: dict[str, str], domain: int) -> LaunchGraph:
     args = {**defaults(robot), **args}
     base = load_config(_config(robot), domain)
     record = str(base.get("recorder", {}).get("output") or "bags/deploy") if args["record"] == "true" else ""
+    reach = {"hardware_bridge": {"backend_options": args["backend_options"]}} if args.get("backend_options") else {}
     merged, started = graph_parameters(DeployOptions(robot=robot, backend=args["backend"], policy=args["policy"],
                                                      record=record, console=args["console"] == "true",
-                                                     domain_id=domain))
+                                                     domain_id=domain, overrides=reach))
     if args.get("planner") == "true" and "planner" not in started:
         started.append("planner")
     elif args.get("planner") == "false" and "planner" in started:

@@ -29,7 +29,7 @@ class RobotNetwork:
 
     def run_in(self, namespace: str, cmd: list[str]) -> list[str]:
         """``cmd`` run inside ``namespace``."""
-        return ["ip", "netns", "exec", namespace, *cmd]
+        return run_in(namespace, cmd)
 
 
 def _ip(*args: str) -> None:
@@ -39,10 +39,42 @@ def _ip(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def robot_network() -> Iterator[RobotNetwork]:
-    """Two fresh namespaces joined as Unitree wires a Go2, removed afterwards."""
+def private_loopback() -> Iterator[str]:
+    """A fresh namespace with only its own loopback: a robot's fixed defaults (domain 0,
+    port 19850) there meet no other run's."""
+    _need_root()
+    ns = f"s2r-lo-{os.getpid() % 100000}"
+    try:
+        _ip("netns", "add", ns)
+        _ip("-n", ns, "link", "set", "lo", "up")
+        yield ns
+    finally:
+        _remove(ns)
+
+
+def run_in(namespace: str, cmd: list[str]) -> list[str]:
+    """``cmd`` run inside ``namespace``."""
+    return ["ip", "netns", "exec", namespace, *cmd]
+
+
+def _need_root() -> None:
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("network namespaces need root and iproute2")
+
+
+def _remove(ns: str) -> None:
+    """End every process in ``ns``, then the namespace."""
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), 9)
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@contextlib.contextmanager
+def robot_network() -> Iterator[RobotNetwork]:
+    """Two fresh namespaces joined as Unitree wires a Go2, removed afterwards."""
+    _need_root()
     tag = f"{os.getpid() % 100000}"
     net = RobotNetwork(robot=f"s2r-robot-{tag}", host=f"s2r-host-{tag}")
     robot_end, host_end = f"s2r-r{tag}", f"s2r-h{tag}"
@@ -58,9 +90,5 @@ def robot_network() -> Iterator[RobotNetwork]:
         yield net
     finally:
         for ns in (net.robot, net.host):
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(pid), 9)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            _remove(ns)
         subprocess.run(["ip", "link", "del", robot_end], capture_output=True)  # if it never moved
