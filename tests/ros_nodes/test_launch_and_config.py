@@ -35,7 +35,7 @@ def calls(tree: ast.AST, name: str) -> list[ast.Call]:
 
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
-    from sim2real.ros_nodes.launch_description import arguments, discovery_range
+    from sim2real.ros_nodes.launch_description import arguments, discovery_range, has_hardware_bridge
 
     tree = ast.parse((ROOT / "launch" / f"{robot}.launch.py").read_text())
     (func,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"]
@@ -44,8 +44,9 @@ def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
                       and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "ROBOT"]
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
-    assert set(args) - {"planner"} == {"backend", "policy", "record", "discovery", "console"}
+    assert set(args) - {"planner", "backend_options"} == {"backend", "policy", "record", "discovery", "console"}
     assert ("planner" in args) == (robot in ("quadruped", "drone"))  # the robots with path-following policies
+    assert ("backend_options" in args) == has_hardware_bridge(robot)  # how to reach a robot we drive
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
     assert args["discovery"].default == "auto"
     # DDS stays on this machine for a simulated robot unless asked otherwise.
