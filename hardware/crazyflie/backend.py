@@ -10,7 +10,8 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
   locked or crashed Crazyflie needs a reboot), then the zero-thrust setpoint that
   releases the firmware's thrust lock;
 * ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` -> the newest setpoint (deg/s,
-  yaw rate negated, thrust through :class:`~.thrust.ThrustMap`), which the backend's
+  yaw rate negated, thrust through :class:`~.thrust.ThrustMap` at the latest ``pm.vbat``:
+  the identified ``thrust_scale``, the battery compensated by the firmware or here), which the backend's
   setpoint stream sends at once: a real-time thread of its own
   (:mod:`sim2real.hardware.realtime`), so the bridge's executor never waits on cflib or
   the radio, and the stream never waits on the policy (the firmware keeps the last
@@ -25,6 +26,15 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
 * ``estop``: the firmware's emergency stop (supervisor command, and the legacy
   localization packet for older firmware): motors off now, Locked until rebooted.
 
+Low battery: the firmware only warns (``pm.state`` lowPower after 5 s under
+``pm.lowVoltage``, 3.2 V; it flies on until the motors can no longer lift it), so the
+backend lands (``safe``) when it reports lowPower and refuses to enable on one.
+
+Thrust identification: while enabled the backend keeps its flight as a hover log
+(:meth:`CrazyflieBackend.hover_log`: the commands it sent, the state estimate, ``pm.vbat``);
+:func:`~.identify.identify_hover` fits the real drone's thrust scale and hover command
+from it, for the ``thrust_scale`` option of the next flight.
+
 What the real robot does when this backend cannot act (process killed, link gone both
 ways before the hand-over): the firmware levels out after 0.5 s keeping its last thrust
 and cuts the motors after 2 s, then locks: a fall from the flight height. Once handed
@@ -36,6 +46,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,12 +54,14 @@ import numpy as np
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.crazyflie import crtp
+from sim2real.hardware.crazyflie.identify import HoverLog
 from sim2real.hardware.crazyflie.landing import CURRENT_YAW, DescentConfig, FirmwareLanding
-from sim2real.hardware.crazyflie.logs import StateAssembler, log_configs
-from sim2real.hardware.crazyflie.thrust import ThrustMap, ctbr_to_setpoint
+from sim2real.hardware.crazyflie.logs import PM_LOW_POWER, StateAssembler, log_configs
+from sim2real.hardware.crazyflie.thrust import CURVES, ThrustMap, ctbr_to_setpoint
 from sim2real.hardware.options import load_options
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
+from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Positive, PositiveInt
 from sim2real.sim.drone import constants as C
@@ -56,6 +69,8 @@ from sim2real.sim.drone import constants as C
 RATE = 0
 STREAM_PERIOD = 0.004
 """s between the setpoint stream's watchdog checks (a new command is sent at once, between them)."""
+HOVER_LOG_SAMPLES = 6000
+"""State frames the hover log keeps (60 s at 100 Hz)."""
 DETAIL_WINDOW = 10.0
 """s of the stream's timing :meth:`CrazyflieBackend.detail` summarises."""
 LOCKED_BIT, CRASHED_BIT, CAN_FLY_BIT = 1 << 6, 1 << 7, 1 << 3
@@ -86,14 +101,23 @@ class CrazyflieOptions:
     """s without any log packet after which the link counts as lost (phase DISCONNECTED).
     Longer than ``state_timeout``: a landed drone is not disconnected by one late packet
     (a shared host's scheduler or garbage collector can delay cflib's threads ~70 ms)."""
-    thrust_full_scale: Positive = C.MAX_COLLECTIVE_THRUST
-    """N of collective thrust at thrust command 65535 (identify it for a real CF2.1)."""
+    thrust_scale: Positive = 1.0
+    """The real drone's hover thrust over the description's (27 g): identify it from a
+    hover log (:func:`~sim2real.hardware.crazyflie.identify.identify_hover`)."""
+    propellers: str = "cf21"
+    """Bitcraze's motor curve for the propellers (cf21: the Crazyflie 2.0/2.1's; cf21_plus)."""
+    firmware_compensation: bool = True
+    """The firmware compensates the battery (stock builds); False for a firmware built
+    without ``CONFIG_ENABLE_THRUST_BAT_COMPENSATED``: the backend then scales each
+    command by the logged ``pm.vbat``."""
     enable_timeout: Positive = 1.0
     """s to wait for the firmware to confirm rate mode and report it can fly."""
 
     def validate(self) -> None:
         if not str(self.uri).startswith(("udp://", "radio://", "usb://", "tcp://")):
             raise ConfigError("uri", f"not a cflib URI: {self.uri!r}")
+        if self.propellers not in CURVES:
+            raise ConfigError("propellers", f"one of {', '.join(CURVES)}, got {self.propellers!r}")
 
 
 def _close_in_background(cf: Any) -> None:
@@ -114,11 +138,14 @@ class CrazyflieBackend(RobotBackend):
             raise ConfigError("action_mode", f"the Crazyflie backend takes ctbr commands, got {action_mode!r}")
         self.cfg, self.descent_config = load_options(self.options, [(CrazyflieOptions, ""),
                                                                     (DescentConfig, "descent_")], "Crazyflie")
-        self.thrust_map = ThrustMap(self.cfg.thrust_full_scale)
+        self.thrust_map = ThrustMap(self.cfg.propellers, self.cfg.thrust_scale, self.cfg.firmware_compensation)
+        self._flight: deque[tuple[float, ...]] = deque(maxlen=HOVER_LOG_SAMPLES)
+        """(time, thrust N, z, vz, R22, vbat) per state frame while enabled: the hover log."""
+        self._thrust_sent = 0.0
         self._io = threading.RLock()
         """Orders phase changes and sends: no command goes out after safe() or estop()."""
         self._cf: Any = None
-        self._state = StateAssembler(self._publish)
+        self._state = StateAssembler(self._on_state)
         self._landing: FirmwareLanding | None = None
         self._last_command = -math.inf
         self._setpoint: tuple[float, float, float, int] | None = None
@@ -162,7 +189,7 @@ class CrazyflieBackend(RobotBackend):
         cf.connection_failed.add_callback(lambda uri, msg: (failed.append(str(msg)), ready.set()))
         cf.connection_lost.add_callback(lambda uri, msg: self._link_lost(f"cflib: connection lost ({msg})"))
         cf.add_port_callback(crtp.PORT_LOG, self._check_log_size)
-        self._state = StateAssembler(self._publish)
+        self._state = StateAssembler(self._on_state)
         self.link_lost_reason = ""
         with self._lock:
             self._latest = None  # the state this connection reads, not the last one's
@@ -219,6 +246,10 @@ class CrazyflieBackend(RobotBackend):
             raise HardwareError("cannot enable: the Crazyflie is locked or crashed (watchdog or e-stop): reboot it")
         if not bits & CAN_FLY_BIT:
             raise HardwareError("cannot enable: the supervisor does not report it can fly")
+        if self._state.pm_state == PM_LOW_POWER:
+            raise HardwareError(f"cannot enable: the battery is low ({self._state.battery_v:.2f} V): charge it")
+        if not self.cfg.firmware_compensation and not math.isfinite(self._state.battery_v):
+            raise HardwareError("cannot enable: no battery voltage yet (the thrust map compensates it)")
         with self._io:
             if self._phase is not Phase.CONNECTED:
                 raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason})")
@@ -234,13 +265,14 @@ class CrazyflieBackend(RobotBackend):
         if v.shape != (4,) or not np.all(np.isfinite(v)):
             self._counts["commands_rejected"] += 1
             raise ValueError(f"a Crazyflie command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
-        setpoint = ctbr_to_setpoint(v, self.thrust_map)
+        setpoint = ctbr_to_setpoint(v, self.thrust_map, self._state.battery_v)
         if self._phase is not Phase.ENABLED or self._cf is None:  # the stream checks again before it sends
             self._counts["commands_ignored"] += 1
             return
         with self._slot:
             self._setpoint, self._setpoint_new = setpoint, True
             self._last_command = time.monotonic()
+            self._thrust_sent = float(v[0])
         self._wake.set()  # the stream sends it now; this thread never waits on cflib or the radio
 
     def safe(self, reason: str) -> None:
@@ -323,6 +355,8 @@ class CrazyflieBackend(RobotBackend):
             self.safe(f"stale command: none for {now - self._last_command:.3f} s "
                       f"(this check last ran {paused:.3f} s before)")
         silent = now - self._state.last_frame
+        if self._phase is Phase.ENABLED and self._state.pm_state == PM_LOW_POWER:
+            self.safe(f"battery low: the firmware reports lowPower ({self._state.battery_v:.2f} V)")
         if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
             self.safe(f"state stale: no log data for {silent:.3f} s")
         if not self.link_lost_reason and self._cf is not None and silent > self.cfg.link_timeout:
@@ -390,4 +424,28 @@ class CrazyflieBackend(RobotBackend):
         return {"realtime": dict(self.realtime), "setpoint_stream": stream,
                 "uri": self.cfg.uri, "battery_v": self._state.battery_v, "supervisor_info": self._state.supervisor_info,
                 "landing": None if d is None else {"stage": d.stage, "reason": d.reason, "duration_s": d.duration},
-                "link": self.link_lost_reason or "up", "thrust_full_scale_n": self.cfg.thrust_full_scale}
+                "link": self.link_lost_reason or "up", "thrust_scale": self.cfg.thrust_scale,
+                "firmware_compensation": self.cfg.firmware_compensation, "pm_state": self._state.pm_state,
+                "hover_command": self._hover_command()}
+
+    def _on_state(self, m: Measurements) -> None:
+        """Each full state (cflib's thread): into the hover log while flying, then published."""
+        stamp = m.stamps.get("odom", math.nan)
+        if self._phase is Phase.ENABLED and m.base_quat is not None and m.base_pos is not None \
+                and m.base_lin_vel is not None and (not self._flight or stamp > self._flight[-1][0]):
+            _, x, y, _ = (float(q) for q in m.base_quat)  # one sample per odometry frame, at its arrival
+            self._flight.append((stamp, self._thrust_sent, float(m.base_pos[2]), float(m.base_lin_vel[2]),
+                                 1.0 - 2.0 * (x * x + y * y), self._state.battery_v))
+        self._publish(m)
+
+    def _hover_command(self) -> int | None:
+        try:
+            return self.thrust_map.hover_command(self._state.battery_v)
+        except ValueError:  # no battery voltage yet, and the map compensates it
+            return None
+
+    def hover_log(self) -> HoverLog:
+        """The samples of the flights while enabled (the newest ``HOVER_LOG_SAMPLES``)."""
+        rows = np.array(list(self._flight), dtype=np.float64).reshape(-1, 6)
+        return HoverLog(times=rows[:, 0], thrust=rows[:, 1], height=rows[:, 2], vz=rows[:, 3], tilt=rows[:, 4],
+                        vbat=rows[:, 5])

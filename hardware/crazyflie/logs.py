@@ -6,7 +6,8 @@ Blocks (each at most 26 bytes of values, cflib's ``LogConfig.MAX_LEN``):
 * ``imu``: ``stateEstimate.qx/qy/qz/qw`` (floats, body to world) and ``gyro.x/y/z``
   fetched as FP16 (the firmware converts; deg/s, body frame: resolution ~0.06 deg/s
   at 100 deg/s), so attitude and rates arrive in one packet;
-* ``battery``: ``pm.vbat`` (V) and ``supervisor.info`` (the supervisor's state bits).
+* ``battery``: ``pm.vbat`` (V), ``pm.state`` (the power management: 3 is low battery) and
+  ``supervisor.info`` (the supervisor's state bits).
 
 Values are checked before use: non-finite numbers and quaternions far from unit norm
 are counted and dropped (the state then goes stale, which the backend treats as a
@@ -30,7 +31,9 @@ ODOM = ("stateEstimate.x", "stateEstimate.y", "stateEstimate.z",
         "stateEstimate.vx", "stateEstimate.vy", "stateEstimate.vz")
 QUAT = ("stateEstimate.qw", "stateEstimate.qx", "stateEstimate.qy", "stateEstimate.qz")
 GYRO = ("gyro.x", "gyro.y", "gyro.z")
-BATTERY = ("pm.vbat", "supervisor.info")
+BATTERY = ("pm.vbat", "pm.state", "supervisor.info")
+PM_LOW_POWER = 3
+"""``pm.state`` lowPower: the battery under ``pm.lowVoltage`` for 5 s (``pm_stm32f4.c``)."""
 QUAT_NORM_TOLERANCE = 0.05
 
 
@@ -45,6 +48,7 @@ def log_configs(state_period_ms: int, battery_period_ms: int) -> list[LogConfig]
     for name in GYRO:
         imu.add_variable(name, "FP16")
     battery.add_variable("pm.vbat", "float")
+    battery.add_variable("pm.state", "int8_t")
     battery.add_variable("supervisor.info", "uint16_t")
     return [odom, imu, battery]
 
@@ -58,6 +62,8 @@ class StateAssembler:
         self.odom: tuple[np.ndarray, np.ndarray, float] | None = None
         self.imu: tuple[np.ndarray, np.ndarray, float] | None = None
         self.battery_v = math.nan
+        self.pm_state: int | None = None
+        """The firmware's power-management state (0 battery, 3 lowPower, ...)."""
         self.supervisor_info: int | None = None
         self.supervisor_info_time = -math.inf
         """Host time the supervisor's bits arrived."""
@@ -95,6 +101,7 @@ class StateAssembler:
             self._count("imu_frames")
         elif config.name == "battery":
             self.battery_v = values["pm.vbat"]
+            self.pm_state = int(values["pm.state"])
             self.supervisor_info, self.supervisor_info_time = int(values["supervisor.info"]), now
             self._count("battery_frames")
             return None

@@ -27,15 +27,16 @@ import select
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from sim2real.hardware.crazyflie import crtp
-from sim2real.hardware.crazyflie.thrust import PWM_FULL, ThrustMap
+from sim2real.hardware.crazyflie.thrust import CURVES, PWM_FULL
 from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, episode_summary
+from sim2real.hardware.emulator.crazyflie_battery import Battery, BatteryConfig
 from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
 from sim2real.hardware.emulator.crazyflie_ports import CrtpPorts
 from sim2real.hardware.emulator.crazyflie_toc import LogSubsystem, ParamSubsystem
@@ -68,10 +69,14 @@ class CrazyflieEmulatorConfig:
     """Where episodes start (``ground``: on the pad, motors off, as a real takeoff)."""
     tick: float = C.INNER_DT
     """Seconds per firmware tick (one body-rate loop step and its physics)."""
-    thrust_full_scale: float = C.MAX_COLLECTIVE_THRUST
-    """N of collective thrust at thrust command 65535 (the simulated motors are linear)."""
-    battery_full: float = 4.15
-    """V of the battery at rest; it sags with throttle and drains with flight time."""
+    propellers: str = "cf21"
+    """The motor curve (:data:`~sim2real.hardware.crazyflie.thrust.CURVES`): each motor
+    makes Bitcraze's published thrust for its voltage, battery x PWM duty."""
+    battery_compensation: bool = True
+    """The firmware compensates the battery (``CONFIG_ENABLE_THRUST_BAT_COMPENSATED``, on
+    in the stock build); False: a build without it, the command is the PWM duty."""
+    battery: BatteryConfig = field(default_factory=BatteryConfig)
+    """The cell: its charge at boot, sag under load, the firmware's low-battery thresholds."""
 
     def validate(self) -> None:
         if not 0 <= int(self.port) <= 65535:
@@ -79,6 +84,10 @@ class CrazyflieEmulatorConfig:
         steps = self.tick / C.PHYSICS_DT
         if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
             raise ConfigError("tick", f"must be a multiple of the physics step {C.PHYSICS_DT}, got {self.tick}")
+        if self.propellers not in CURVES:
+            raise ConfigError("propellers", f"one of {', '.join(CURVES)}, got {self.propellers!r}")
+        if not 0.0 <= self.battery.charge <= 1.0:
+            raise ConfigError("battery.charge", f"must be in 0..1, got {self.battery.charge}")
 
 
 class CrazyflieEmulator(Emulator):
@@ -105,7 +114,12 @@ class CrazyflieEmulator(Emulator):
         self._ticks_per_control = max(1, round(C.CONTROL_DT / cfg.tick))
         self.params = ParamSubsystem()
         self.logs = LogSubsystem()
-        self.firmware = Firmware(self.params, ThrustMap(cfg.thrust_full_scale), cfg.tick)
+        self.motor = CURVES[cfg.propellers]
+        self.firmware = Firmware(self.params, self.motor, cfg.tick, cfg.battery_compensation)
+        self.battery_model = Battery(cfg.battery)
+        self.duties = np.zeros(4)
+        """The motors' PWM duties the firmware set this tick."""
+        self._thrust_sum, self._thrust_n = 0.0, 0
         self.ports = CrtpPorts(self.firmware, self.params, self.logs, self._reply)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((cfg.host, cfg.port))
@@ -190,12 +204,26 @@ class CrazyflieEmulator(Emulator):
         """Supervisor, controller and physics for one tick, then the log blocks due."""
         if self.boot is None:
             self.boot = now
+            self.battery_model.start(now)
         d = self.data
+        if self.battery_model.shut_down:  # the firmware powered itself off: motors, radio and logs
+            d.ctrl[:] = 0.0
+            self.link_up = False
+            mujoco.mj_step(self.model, d, self._substeps)
+            return
         acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        vbat = self.battery_model.voltage()
         self.firmware.high_level_tick(now, d.qpos[:3])
         self.firmware.supervise(now, float(acc[2]), float(np.linalg.norm(acc)))
-        d.ctrl[:] = self.firmware.rotor_commands(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3],
+        self.duties = self.firmware.motor_duties(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3], vbat,
                                                  position=d.qpos[:3], velocity=d.qvel[:3])
+        # The motors: Bitcraze's thrust for the voltage each gets, within what the simulated rotor makes.
+        thrusts = np.array([self.motor.thrust(vbat * duty) for duty in self.duties])
+        d.ctrl[:] = np.minimum(thrusts / C.MAX_THRUST, 1.0)
+        if self.firmware.applied_thrust > 0:
+            self._thrust_sum += self.firmware.applied_thrust
+            self._thrust_n += 1
+        self.battery_model.step(now, self.config.tick, np.minimum(thrusts, C.MAX_THRUST))
         mujoco.mj_step(self.model, d, self._substeps)
         self.ticks += 1
         if d.ctrl.any():
@@ -254,15 +282,15 @@ class CrazyflieEmulator(Emulator):
         values.update({"stateEstimate.roll": roll, "stateEstimate.pitch": -pitch, "stateEstimate.yaw": yaw,
                        "stabilizer.roll": roll, "stabilizer.pitch": -pitch, "stabilizer.yaw": yaw,
                        "stabilizer.thrust": float(self.firmware.applied_thrust),
-                       "pm.vbat": self.battery(), "pm.state": 0.0 if self.battery() > 3.2 else 3.0,
+                       "pm.vbat": self.battery(), "pm.state": float(self.battery_model.state),
                        "supervisor.info": float(self.firmware.info_bits())})
         for i in range(4):
-            values[f"motor.m{i + 1}"] = float(d.ctrl[i]) * PWM_FULL
+            values[f"motor.m{i + 1}"] = round(float(self.duties[i]) * PWM_FULL)
         return values
 
     def battery(self) -> float:
-        """V: sags under throttle, drains ~0.1 V per minute of motor time (a modelled figure)."""
-        return self.config.battery_full - 0.35 * float(np.mean(self.data.ctrl)) - self.motor_seconds / 600.0
+        """V at the battery's terminals (:mod:`.crazyflie_battery`: sags under load, drains)."""
+        return self.battery_model.voltage()
 
     # -- faults -------------------------------------------------------------------------------
     def set_link(self, up: bool, downlink_only: bool = False) -> None:
@@ -315,7 +343,9 @@ class CrazyflieEmulator(Emulator):
                 "state": fw.state, "lock_reason": fw.lock_reason, "thrust_locked": fw.thrust_locked,
                 "accepted": dict(self.accepted), "rejected": dict(self.rejected), "sent": self.sent,
                 "firmware": dict(fw.counters), **episode_summary(self.episodes, self.episode_ends),
-                "crashes": self.crashes, "battery_v": round(self.battery(), 3)}
+                "crashes": self.crashes, "battery_v": round(self.battery(), 3),
+                "battery_charge": round(self.battery_model.charge, 4), "pm_state": self.battery_model.state,
+                "mean_thrust_command": round(self._thrust_sum / self._thrust_n) if self._thrust_n else None}
 
     def close(self) -> None:
         if self._closed:

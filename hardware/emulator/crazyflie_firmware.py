@@ -40,7 +40,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.hardware.crazyflie.thrust import PWM_CLAMP, PWM_MIN_POWER, ThrustMap, wire_to_attitude
+from sim2real.hardware.crazyflie.thrust import (
+    PWM_CLAMP,
+    PWM_FULL,
+    PWM_MIN_POWER,
+    VBAT_FULL,
+    MotorCurve,
+    firmware_duty,
+    wire_to_attitude,
+)
 from sim2real.hardware.emulator.crazyflie_hl import (
     PRIORITY_CRTP,
     PRIORITY_DISABLE,
@@ -61,6 +69,9 @@ FLYING_HYSTERESIS = 2.0
 """s after the motors last ran during which the supervisor still counts it as flying."""
 ATTITUDE_KP = 6.0
 """1/s, angle error -> rate command of the firmware's attitude loop (roll, pitch, yaw)."""
+SUPPLY_FILTER = 0.1
+"""s, time constant of the battery voltage the compensation divides by (``stabilizer.c``:
+``b = 0.01`` per 1 kHz stabilizer tick)."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +96,15 @@ class Setpoint:
 class Firmware:
     """Commander, supervisor and controller of one Crazyflie over one simulated drone."""
 
-    def __init__(self, params: ParamSubsystem, thrust_map: ThrustMap, inner_dt: float) -> None:
+    def __init__(self, params: ParamSubsystem, motor: MotorCurve, inner_dt: float,
+                 battery_compensation: bool = True) -> None:
         self.params = params
-        self.thrust_map = thrust_map
+        self.motor = motor
+        self.battery_compensation = battery_compensation
+        """``CONFIG_ENABLE_THRUST_BAT_COMPENSATED`` (on in the stock build)."""
+        self.supply = VBAT_FULL
+        """V, the low-passed battery voltage the compensation divides by."""
+        self._inner_dt = inner_dt
         self.rate_controller = BodyRateController(1, inner_dt)
         self.position_controller = CascadedPID(1, dt=inner_dt, gains=CascadedPIDGains(integral_zone=(1.0, 1.5)))
         self.hl = HighLevelCommander()
@@ -200,10 +217,21 @@ class Firmware:
         held = now - self.tumble_since
         return (acc_z < -0.2 and held > 0.1) or held > 1.0
 
-    def rotor_commands(self, now: float, quat: np.ndarray, gyro: np.ndarray,
-                       position: np.ndarray | None = None, velocity: np.ndarray | None = None) -> np.ndarray:
-        """The four rotor commands in [0, 1] for this inner period (``position`` and
-        ``velocity``: the state estimate, for the high-level commander's setpoints)."""
+    def motor_duties(self, now: float, quat: np.ndarray, gyro: np.ndarray, vbat: float,
+                     position: np.ndarray | None = None, velocity: np.ndarray | None = None) -> np.ndarray:
+        """The four motors' PWM duties in [0, 1] for this inner period (``vbat``: the
+        battery voltage pm reads; ``position`` and ``velocity``: the state estimate, for
+        the high-level commander's setpoints). The controller works in the firmware's
+        thrust units (command 65535 asks a motor for ``THRUST_MAX``); each motor's command
+        then goes through the battery compensation, when built with it."""
+        self.supply += (vbat - self.supply) * (1.0 - math.exp(-self._inner_dt / SUPPLY_FILTER))
+        return np.array([firmware_duty(n / self.motor.thrust_max * PWM_FULL, self.motor, self.supply,
+                                       self.battery_compensation)
+                         for n in self._rotor_thrusts(now, quat, gyro, position, velocity)])
+
+    def _rotor_thrusts(self, now: float, quat: np.ndarray, gyro: np.ndarray,
+                       position: np.ndarray | None, velocity: np.ndarray | None) -> np.ndarray:
+        """The four rotor thrusts (N, firmware units) the controller asks for."""
         sp = self.setpoint
         if sp is not None and sp.kind == "position" and position is not None and velocity is not None:
             return self._track(now, sp, quat, gyro, position, velocity)
@@ -226,9 +254,8 @@ class Firmware:
                 -math.radians(sp.pitch) if sp.rate[1] else ATTITUDE_KP * (want_pitch - pitch),
                 -math.radians(sp.yaw) if sp.rate[2] else ATTITUDE_KP * _wrap(math.radians(sp.yaw) - yaw),
             ])
-        thrust = np.array([self.thrust_map.to_newtons(sp.thrust)])
-        rotors = self.rate_controller(thrust, rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
-        return rotors / C.MAX_THRUST
+        thrust = np.array([4.0 * sp.thrust / PWM_FULL * self.motor.thrust_max])
+        return self.rate_controller(thrust, rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
 
     def _track(self, now: float, sp: Setpoint, quat: np.ndarray, gyro: np.ndarray, position: np.ndarray,
                velocity: np.ndarray) -> np.ndarray:
@@ -242,12 +269,11 @@ class Firmware:
         error = np.asarray(sp.position) - position + np.asarray(sp.velocity) / gains.kp_pos
         obs = np.concatenate([error, velocity, R.reshape(9), gyro, np.zeros(4)])
         action = self.position_controller.act(obs)
-        thrust = (action[0] + 1.0) / 2.0 * C.MAX_COLLECTIVE_THRUST
-        self.applied_thrust = self.thrust_map.to_pwm(float(thrust))
+        thrust = min((action[0] + 1.0) / 2.0 * C.MAX_COLLECTIVE_THRUST, 4.0 * self.motor.thrust_max)
+        self.applied_thrust = int(min(round(thrust / (4.0 * self.motor.thrust_max) * PWM_FULL), PWM_CLAMP))
         self.motors_last_on = now
         rates = action[1:] * C.MAX_BODY_RATE
-        rotors = self.rate_controller(np.array([thrust]), rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
-        return rotors / C.MAX_THRUST
+        return self.rate_controller(np.array([thrust]), rates[None], np.asarray(gyro, dtype=np.float64)[None])[0]
 
     def info_bits(self) -> int:
         """``supervisor.info``: can be armed, armed, auto-armed, can fly, flying, tumbled,

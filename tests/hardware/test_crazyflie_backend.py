@@ -17,7 +17,10 @@ import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported
 from sim2real.hardware.backend import BACKENDS, HardwareError, Phase, backend_class
 from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.backend import CrazyflieBackend
+from sim2real.hardware.crazyflie.identify import identify_hover
+from sim2real.hardware.crazyflie.thrust import CURVES
 from sim2real.hardware.emulator.crazyflie import CrazyflieEmulator, CrazyflieEmulatorConfig
+from sim2real.hardware.emulator.crazyflie_battery import PM_LOW_POWER, BatteryConfig
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.drone import constants as C
 
@@ -27,8 +30,9 @@ CONTROL_DT = C.CONTROL_DT
 class Served:
     """An emulator serving in real time on its own thread."""
 
-    def __init__(self, port: int = 0, dr: str | dict = "none") -> None:
-        self.emulator = CrazyflieEmulator(CrazyflieEmulatorConfig(port=port, dr=dr))
+    def __init__(self, port: int = 0, dr: str | dict = "none", battery: BatteryConfig | None = None) -> None:
+        self.emulator = CrazyflieEmulator(CrazyflieEmulatorConfig(port=port, dr=dr,
+                                                                  battery=battery or BatteryConfig()))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.emulator.serve, kwargs={"should_stop": self._stop.is_set},
                                         daemon=True)
@@ -212,6 +216,50 @@ def test_state_lost_with_the_link_alive_the_firmware_lands_whatever_the_drone_we
         assert highest < lost_at + 0.5
         assert e.firmware.hl.counters["hl_landings"] >= 1
         assert e.firmware.counters["level_outs"] == 0 and e.firmware.counters["watchdog_cutoffs"] == 0
+    finally:
+        if backend.phase is not Phase.ESTOPPED:
+            backend.estop("test done")
+        backend.close()
+        served.stop()
+
+
+def test_the_backends_hover_log_identifies_a_heavier_drone() -> None:
+    """Issue 44, item 3: 3 s of flight of a 25 % heavier drone on the nominal map; the fit
+    over the backend's own hover log gives the thrust scale and its hover command."""
+    served = Served(dr={"mass_scale": [1.25, 1.25]})
+    backend = CrazyflieBackend("ctbr", {"uri": served.uri})
+    try:
+        backend.connect(3.0)
+        backend.enable()
+        fly(backend, 3.0)
+        fit = identify_hover(backend.hover_log(), backend.thrust_map)
+        print(f"\nidentified: {fit}")
+        assert abs(fit.thrust_scale - 1.25) < 0.06, fit
+        truth = 1.25 * C.HOVER_THRUST / 4 / CURVES["cf21"].thrust_max * 65535  # the stock firmware's command
+        assert abs(fit.hover_command / truth - 1) < 0.05, (fit, truth)
+    finally:
+        backend.estop("test done")
+        backend.close()
+        served.stop()
+
+
+@pytest.mark.slow  # waits out the firmware's 5 s low-battery delay in real time
+def test_low_battery_the_backend_lands_and_refuses_to_enable() -> None:
+    """The firmware only warns on a low battery (pm lowPower after 5 s under 3.2 V) and
+    flies on; the backend hands the landing over and will not take off on it."""
+    served = Served(battery=BatteryConfig(charge=0.03))  # 3.23 V at rest, under 3.2 V in flight
+    e = served.emulator
+    backend = CrazyflieBackend("ctbr", {"uri": served.uri})
+    try:
+        backend.connect(3.0)
+        backend.enable()
+        fly_until_safe(backend, 8.0)
+        assert e.battery_model.state == PM_LOW_POWER and "battery low" in backend.health().reason
+        watch_landing(e, 15.0)
+        wait_for(lambda: backend.detail()["landing"] is None, 5.0)
+        assert e.crashes == 0
+        with pytest.raises(HardwareError, match="battery is low"):
+            backend.enable()
     finally:
         if backend.phase is not Phase.ESTOPPED:
             backend.estop("test done")

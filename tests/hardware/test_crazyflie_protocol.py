@@ -48,14 +48,25 @@ def test_decode_refuses_what_is_no_crtp_packet(datagram: bytes, reason: str) -> 
         crtp.encode(crtp.PORT_LOG, 0, bytes(31))
 
 
-def test_thrust_map_is_the_simulated_motors_and_the_firmware_limits() -> None:
-    m = ThrustMap()
-    hover = m.to_pwm(C.HOVER_THRUST)
-    assert 28000 < hover < 30000  # 0.265 N of 0.6 N full scale
-    assert m.to_newtons(hover) == pytest.approx(C.HOVER_THRUST, rel=1e-4)
-    assert m.to_pwm(10.0) == PWM_CLAMP and m.to_newtons(65535) == m.to_newtons(PWM_CLAMP)
-    assert m.to_pwm(-1.0) == 0 and m.to_pwm(math.nan) == 0 and m.to_pwm(math.inf) == 0
-    assert m.to_newtons(999) == 0.0 and m.to_newtons(1000) > 0.0
+@pytest.mark.parametrize("m", [ThrustMap(), ThrustMap(firmware_compensation=False), ThrustMap(thrust_scale=1.3)],
+                         ids=["stock-firmware", "host-compensated", "heavier"])
+def test_thrust_map_inverts_itself_within_the_firmware_limits(m: ThrustMap) -> None:
+    hover = m.to_pwm(C.HOVER_THRUST, 3.9)
+    assert 34000 * m.thrust_scale < hover < 39000 * m.thrust_scale  # a CF2.1 hovers near 36000
+    assert m.to_newtons(hover, 3.9) == pytest.approx(C.HOVER_THRUST, rel=1e-3)
+    assert m.to_pwm(10.0, 3.9) == PWM_CLAMP and m.to_newtons(65535, 3.9) == m.to_newtons(PWM_CLAMP, 3.9)
+    assert m.to_pwm(-1.0, 3.9) == 0 and m.to_pwm(math.nan, 3.9) == 0 and m.to_pwm(math.inf, 3.9) == 0
+    assert m.to_newtons(999, 3.9) == 0.0 and m.to_newtons(20000, 3.9) > 0.0  # no power below 1000
+
+
+def test_a_host_compensated_map_refuses_to_guess_the_battery() -> None:
+    m = ThrustMap(firmware_compensation=False)
+    assert m.to_pwm(C.HOVER_THRUST, 3.5) > m.to_pwm(C.HOVER_THRUST, 4.1)  # a lower battery needs a longer duty
+    for vbat in (None, math.nan, 0.0):
+        with pytest.raises(ValueError, match="voltage"):
+            m.to_pwm(C.HOVER_THRUST, vbat)
+    with pytest.raises(ValueError, match="motor curve"):
+        ThrustMap(curve="cf3")
 
 
 def test_body_rates_survive_cflib_and_the_firmware_sign_flips() -> None:
