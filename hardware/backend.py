@@ -89,6 +89,12 @@ class RobotBackend(abc.ABC):
     lie-down, a landing): what a launcher must wait after SIGTERM before it kills the
     bridge's process."""
 
+    def stream_rates(self) -> dict[str, float]:
+        """Nominal Hz of each state stream the robot sends on its own (keyed as its arrivals
+        are in ``Measurements.stamps``), for the pre-flight check; empty: one stream at
+        :attr:`state_rate`."""
+        return {}
+
     def __init__(self, action_mode: str, options: dict[str, Any] | None = None) -> None:
         self.action_mode = action_mode
         """The command space of :meth:`command` (a driver mode of the robot)."""

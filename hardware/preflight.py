@@ -95,7 +95,8 @@ class Preflight:
         if self._items is None:
             with self._lock:
                 samples = list(self._samples)
-            self._items = judge(self.info, samples, self.backend.state_rate, self.backend.latency())
+            rates = self.backend.stream_rates() or self.backend.state_rate
+            self._items = judge(self.info, samples, rates, self.backend.latency())
         return self._items
 
     def verdict(self) -> str:
@@ -106,13 +107,20 @@ class Preflight:
 
 
 
-def judge(info: RobotDeployment[Any], samples: list[tuple[float, Measurements]], nominal_rate: float,
-          latency: float | None) -> list[Item]:
-    """Every robot-level item for ``samples`` (arrival time, measurement)."""
+def judge(info: RobotDeployment[Any], samples: list[tuple[float, Measurements]],
+          nominal_rate: float | Mapping[str, float], latency: float | None) -> list[Item]:
+    """Every robot-level item for ``samples`` (arrival time, measurement). A mapping of
+    nominal rates judges each stream the robot sends separately at its own rate, from its
+    arrivals in the measurements' ``stamps`` (an arm's joints at 1 kHz, its gripper at 15 Hz)."""
     if not samples:
         return [Item("state", "FAIL", "no state", "a state stream", "nothing arrived from the robot")]
     ms = [m for _, m in samples]
-    items = [_streams(info, ms[-1]), _rate(np.array([t for t, _ in samples]), nominal_rate), _latency(latency)]
+    if isinstance(nominal_rate, Mapping):
+        rates = [_rate(np.unique([m.stamps[key] for m in ms if key in m.stamps]), rate, f"state rate ({key})")
+                 for key, rate in nominal_rate.items()]
+    else:
+        rates = [_rate(np.array([t for t, _ in samples]), nominal_rate)]
+    items = [_streams(info, ms[-1]), *rates, _latency(latency)]
     if ms[-1].joint_pos is not None and info.joints:
         items += _joints(info, np.array([m.joint_pos for m in ms if m.joint_pos is not None]))
     if info.floating_base and ms[-1].base_quat is not None:
@@ -128,20 +136,20 @@ def _streams(info: RobotDeployment[Any], m: Measurements) -> Item:
     return Item("streams", "PASS", "all present and finite", ", ".join(info.measured))
 
 
-def _rate(arrivals: np.ndarray, nominal: float) -> Item:
+def _rate(arrivals: np.ndarray, nominal: float, name: str = "state rate") -> Item:
     if arrivals.size < 3:
-        return Item("state rate", "FAIL", f"{arrivals.size} states", f"{nominal:.0f} Hz",
+        return Item(name, "FAIL", f"{arrivals.size} states", f"{nominal:.0f} Hz",
                     "the stream is (nearly) silent")
     gaps = np.diff(arrivals)
     rate = (arrivals.size - 1) / max(arrivals[-1] - arrivals[0], 1e-9)
     jitter = float(np.percentile(np.abs(gaps - 1.0 / rate), 99)) * 1e3
     measured = f"{rate:.0f} Hz, p99 jitter {jitter:.1f} ms"
     if rate < 0.5 * nominal:
-        return Item("state rate", "FAIL", measured, f"{nominal:.0f} Hz",
+        return Item(name, "FAIL", measured, f"{nominal:.0f} Hz",
                     "the driver streams far slower than this robot's interface does: check its configuration")
     if rate < 0.8 * nominal:
-        return Item("state rate", "WARN", measured, f"{nominal:.0f} Hz", "slower than nominal")
-    return Item("state rate", "PASS", measured, f"{nominal:.0f} Hz")
+        return Item(name, "WARN", measured, f"{nominal:.0f} Hz", "slower than nominal")
+    return Item(name, "PASS", measured, f"{nominal:.0f} Hz")
 
 
 def _latency(latency: float | None) -> Item:

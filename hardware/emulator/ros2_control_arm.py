@@ -1,7 +1,13 @@
-"""The robot side of a Franka under ros2_control, backed by the simulated arm: what
-``ros2_control_node`` with franka's hardware interface, ``joint_state_broadcaster``,
-a ``forward_position_controller``, a ``joint_trajectory_controller`` and a gripper
-present on ROS 2 (names and QoS: :mod:`sim2real.hardware.ros2_control.topics`).
+"""The robot side of a Franka under ros2_control, backed by the simulated arm. By default
+franka_ros2 as franka_bringup's franka.launch.py starts it (``topology: franka_ros2``):
+``ros2_control_node`` with ``joint_state_broadcaster`` (the 7 arm joints on
+``franka/joint_states`` at the controller manager's rate), ros2_controllers'
+``joint_trajectory_controller`` loaded from our controller file, ``franka_gripper_node``
+(the fingers on ``franka_gripper/joint_states`` at its own rate; a width moved to at its
+default speed, as its Move action does, fed by the gripper relay's topic), and
+``joint_state_publisher`` merging both at 30 Hz; or no gripper at all. The first
+emulator's single 9-joint stream with forward position controllers is ``topology:
+merged`` (names and QoS: :mod:`sim2real.hardware.ros2_control.topics`).
 
 The simulated arm runs in real time in its joint-position actuator mode (joint servos
 with franka_ros's joint impedance gains, gravity compensated), which is what a real
@@ -37,7 +43,7 @@ import mujoco
 import numpy as np
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -65,9 +71,21 @@ class Ros2ControlArmEmulatorConfig:
     """Seed of the simulated targets and start pose."""
     arm_id: str = "panda"
     """franka_ros2's ``arm_id``: the joint name prefix (``panda``, ``fr3``)."""
-    state_rate_hz: float = 250.0
-    """``joint_states`` rate (the controller manager's update rate; franka runs 1 kHz,
-    250 Hz is what two shared cores keep up here)."""
+    topology: T.Topology = "franka_ros2"
+    """``franka_ros2``: franka.launch.py's streams and our controller file's trajectory
+    controller; ``merged``: one 9-joint ``joint_states``, forward position controllers."""
+    gripper: bool = True
+    """A Franka Hand with franka_gripper (``load_gripper:=true``); without it, no finger
+    stream and no gripper command (the simulated fingers stay as they are)."""
+    state_rate_hz: float = T.BROADCASTER_RATE
+    """The arm's joint-state rate: the broadcaster's rate under our controller file (250 Hz);
+    1000 plays franka_bringup's own controllers.yaml (the controller manager's 1 kHz)."""
+    gripper_state_rate_hz: float = T.GRIPPER_STATE_RATE
+    """``franka_gripper/joint_states`` rate (franka_gripper_node.yaml's ``state_publish_rate``)."""
+    gripper_speed: float = 0.1
+    """m/s the fingers' width moves at (franka_gripper's ``default_speed``)."""
+    merged_rate_hz: float = 30.0
+    """``franka_ros2``: joint_state_publisher's merged ``joint_states`` (``rate: 30``; 0: none)."""
     feedforward: bool = True
     """Add the commanded joint velocity (from consecutive commands) to the servo's
     damping term, as Franka's own controller tracks a streamed trajectory; without it
@@ -82,6 +100,10 @@ class Ros2ControlArmEmulatorConfig:
             raise ConfigError("state_rate_hz", f"must be within 10..1000 Hz, got {self.state_rate_hz!r}")
         if not self.arm_id.isidentifier():
             raise ConfigError("arm_id", f"must be a ROS name prefix, got {self.arm_id!r}")
+        if not (math.isfinite(self.gripper_state_rate_hz) and 1.0 <= self.gripper_state_rate_hz <= 1000.0):
+            raise ConfigError("gripper_state_rate_hz", f"must be within 1..1000 Hz, got {self.gripper_state_rate_hz!r}")
+        if self.topology == "merged" and not self.gripper:
+            raise ConfigError("gripper", "the merged topology carries the fingers in joint_states")
 
 
 class Ros2ControlArmEmulator(Emulator):
@@ -107,12 +129,18 @@ class Ros2ControlArmEmulator(Emulator):
         # Before any command the gripper keeps what it holds: a task's tool stays squeezed
         # (as a real gripper's grasp holds), an empty hand keeps its opening.
         self.gripper = float(self.data.qpos[7:9].sum()) if self.task.uses_gripper else self.task.fixed_gripper_width
+        self.gripper_goal = self.gripper
+        """The width asked for (franka_gripper: the goal it moves to at ``gripper_speed``)."""
+        self._q_measured = self.data.qpos[:7].copy()
+        self._next_gripper_state = 0.0
+        self._next_merged = 0.0
         self.last_command: tuple[float, np.ndarray] | None = None
-        """Arrival (monotonic s) and value of the latest accepted position command."""
+        """Arrival (monotonic s) and value (its last point) of the latest accepted arm command."""
         self._kd_over_kp = ARM.JOINT_KD / ARM.JOINT_KP
         self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0,
                                          "commands_accepted": 0, "trajectories_accepted": 0,
-                                         "gripper_accepted": 0}
+                                         "gripper_accepted": 0, "gripper_goals": 0, "gripper_states_published": 0,
+                                         "merged_published": 0}
         self.rejected: dict[str, int] = {}
         self.episodes: list[bool] = []
         self.episode_ends: list[float] = []
@@ -138,10 +166,18 @@ class Ros2ControlArmEmulator(Emulator):
         self.realtime: dict[str, Any] = {}
         """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         node = self.ros.node
-        self.pub_state = node.create_publisher(JointState, T.JOINT_STATES, T.controller_qos())
-        node.create_subscription(Float64MultiArray, T.POSITION_COMMANDS, self._on_forward, T.controller_qos())
+        self.stock = cfg.topology == "franka_ros2"
+        self.pub_state = node.create_publisher(JointState, T.ARM_STATES if self.stock else T.JOINT_STATES,
+                                               T.controller_qos())
         node.create_subscription(JointTrajectory, T.TRAJECTORY, self._on_trajectory, T.controller_qos())
-        node.create_subscription(Float64MultiArray, T.GRIPPER_COMMANDS, self._on_gripper, T.controller_qos())
+        if self.stock:
+            self.pub_merged = node.create_publisher(JointState, T.JOINT_STATES, T.controller_qos())
+            if cfg.gripper:
+                self.pub_fingers = node.create_publisher(JointState, T.GRIPPER_STATES, 1)
+                node.create_subscription(Float64, T.GRIPPER_WIDTH, self._on_gripper_width, T.controller_qos())
+        else:
+            node.create_subscription(Float64MultiArray, T.POSITION_COMMANDS, self._on_forward, T.controller_qos())
+            node.create_subscription(Float64MultiArray, T.GRIPPER_COMMANDS, self._on_gripper, T.controller_qos())
         node.create_service(Trigger, "reset_scene", self._on_reset_scene)
 
     @classmethod
@@ -151,7 +187,10 @@ class Ros2ControlArmEmulator(Emulator):
         return cls(config, settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
-        return {"domain_id": self.domain, "arm_id": self.config.arm_id, "namespace": self.config.namespace}
+        cfg = self.config
+        return {"domain_id": self.domain, "arm_id": cfg.arm_id, "namespace": cfg.namespace,
+                "topology": cfg.topology, "gripper": cfg.gripper, "arm_state_rate_hz": cfg.state_rate_hz,
+                "gripper_state_rate_hz": cfg.gripper_state_rate_hz}
 
     # -- controllers (the executor thread) -------------------------------------------
     def _reject(self, reason: str) -> None:
@@ -185,8 +224,11 @@ class Ros2ControlArmEmulator(Emulator):
                 return self._reject("trajectory_time")
             times.append(t)
             points.append(q[order])
+        now = time.monotonic()
         with self._lock:
-            self.target.trajectory(time.monotonic(), np.array(times), np.array(points).reshape(-1, 7))
+            self.target.trajectory(now, np.array(times), np.array(points).reshape(-1, 7),
+                                   start=self._q_measured if self.stock else None)
+            self.last_command = (now, points[-1].copy())
         self.counters["trajectories_accepted"] += 1
         return None
 
@@ -199,6 +241,15 @@ class Ros2ControlArmEmulator(Emulator):
         with self._lock:
             self.gripper = float(np.clip(w[0], 0.0, ARM.GRIP_WIDTH_MAX))
         self.counters["gripper_accepted"] += 1
+        return None
+
+    def _on_gripper_width(self, msg: Float64) -> None:
+        """The relay's width (franka_gripper's Move goal): the fingers go there at its speed."""
+        if not math.isfinite(msg.data):
+            return self._reject("gripper_non_finite")
+        with self._lock:
+            self.gripper_goal = float(np.clip(msg.data, 0.0, ARM.GRIP_WIDTH_MAX))
+        self.counters["gripper_goals"] += 1
         return None
 
     def _on_reset_scene(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -222,6 +273,9 @@ class Ros2ControlArmEmulator(Emulator):
     def _physics(self, now: float, steps: int) -> None:
         with self._lock:
             q_d, qd_d = self.target.sample(now)
+            if self.stock:  # franka_gripper moves to its goal at its speed; forward: at once
+                step = self.config.gripper_speed * steps * ARM.PHYSICS_DT
+                self.gripper += float(np.clip(self.gripper_goal - self.gripper, -step, step))
             width = self.gripper
         ctrl = q_d + (self._kd_over_kp * qd_d if self.config.feedforward else 0.0)
         self.data.ctrl[:7] = np.clip(ctrl, ARM.JOINT_LOWER, ARM.JOINT_UPPER)
@@ -233,6 +287,8 @@ class Ros2ControlArmEmulator(Emulator):
             if self._substeps % decimation == 0:
                 self._episode_step()
         self.counters["physics_steps"] += steps
+        with self._lock:
+            self._q_measured = self.data.qpos[:7].copy()
         if np.any(qd_d):
             self._tracking.append(float(np.max(np.abs(q_d - self.data.qpos[:7]))))
             del self._tracking[:-20_000]
@@ -242,7 +298,8 @@ class Ros2ControlArmEmulator(Emulator):
         the episode and the scene is reset around the arm. The first episode starts with
         the first command: the stopwatch does not run while the host is still connecting
         and checking. Once the host runs the episodes, they end at its requests only."""
-        if not self.episodes and self.counters["commands_accepted"] == 0 and not self._host_episodes:
+        commanded = self.counters["commands_accepted"] + self.counters["trajectories_accepted"]
+        if not self.episodes and commanded == 0 and not self._host_episodes:
             return
         self._control_steps += 1
         phys = self.env.engine.phys
@@ -285,12 +342,36 @@ class Ros2ControlArmEmulator(Emulator):
             # frame arrives with an old stamp (what the pre-flight check's latency reads).
             age = Duration(seconds=max(now - frame.stamps.get(SAMPLED, now), 0.0))
             msg.header.stamp = (self.ros.node.get_clock().now() - age).to_msg()
-            msg.name = [*self.arm_names, *self.finger_names]
-            msg.position = [float(x) for x in frame.joint_pos]
-            msg.velocity = [float(x) for x in frame.joint_vel]
-            msg.effort = [] if frame.joint_effort is None else [float(x) for x in frame.joint_effort]
+            n = 7 if self.stock else 9  # franka_ros2: the broadcaster has the arm's joints only
+            msg.name = [*self.arm_names, *self.finger_names][:n]
+            msg.position = [float(x) for x in frame.joint_pos[:n]]
+            msg.velocity = [float(x) for x in frame.joint_vel[:n]]
+            msg.effort = [] if frame.joint_effort is None else [float(x) for x in frame.joint_effort[:n]]
             self.pub_state.publish(msg)
             self.counters["states_published"] += 1
+            if self.stock:
+                self._publish_stock_extras(now, msg, frame.joint_pos)
+
+    def _publish_stock_extras(self, now: float, arm: JointState, q: np.ndarray) -> None:
+        """franka_gripper's finger state (each finger half the width, velocities and
+        efforts 0, as its node publishes them) and joint_state_publisher's 30 Hz merge,
+        each at its own rate."""
+        cfg = self.config
+        fingers = JointState(name=list(self.finger_names), position=[float(q[7:9].sum()) / 2] * 2,
+                             velocity=[0.0, 0.0], effort=[0.0, 0.0])
+        fingers.header.stamp = arm.header.stamp
+        if cfg.gripper and now >= self._next_gripper_state:
+            self._next_gripper_state = max(self._next_gripper_state + 1.0 / cfg.gripper_state_rate_hz, now)
+            self.pub_fingers.publish(fingers)
+            self.counters["gripper_states_published"] += 1
+        if cfg.merged_rate_hz > 0 and now >= self._next_merged:
+            self._next_merged = max(self._next_merged + 1.0 / cfg.merged_rate_hz, now)
+            merged = JointState(name=[*arm.name, *(fingers.name if cfg.gripper else [])],
+                                position=[*arm.position, *(fingers.position if cfg.gripper else [])],
+                                velocity=[*arm.velocity, *(fingers.velocity if cfg.gripper else [])])
+            merged.header.stamp = arm.header.stamp
+            self.pub_merged.publish(merged)
+            self.counters["merged_published"] += 1
 
     def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
         """Step the arm in real time and publish ``joint_states`` at ``state_rate_hz``.
@@ -349,6 +430,7 @@ class Ros2ControlArmEmulator(Emulator):
     def summary(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self._started, 1e-9)
         return {"robot": "arm", "backend": "ros2_control", "task": self.config.task, "arm_id": self.config.arm_id,
+                "topology": self.config.topology, "gripper": self.config.gripper,
                 **self.counters, "rejected": dict(self.rejected),
                 **episode_summary(self.episodes, self.episode_ends),
                 "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),

@@ -1,7 +1,10 @@
-"""A Franka arm through ros2_control's topics (franka_ros2, or its emulator): joint states
-from ``joint_state_broadcaster``, joint position targets to a
-``forward_position_controller``, the gripper width to a gripper controller (topic names
-and QoS: :mod:`.topics`).
+"""A Franka arm through ros2_control's topics (franka_ros2, or its emulator). As
+franka_ros2 ships (``topology: franka_ros2``): the arm's joint states from
+``joint_state_broadcaster`` and the fingers from ``franka_gripper``, each stream at its own
+rate; joint targets to ros2_controllers' ``joint_trajectory_controller``, which
+interpolates them at the controller manager's 1 kHz; the gripper's width through its own
+actions (the relay of :mod:`.gripper_relay`). ``topology: merged``: one 9-joint stream,
+forward position controllers (topic names and QoS: :mod:`.topics`).
 
 The policy commands the fingertip's velocity (``ee_delta``: vx vy vz in m/s, wx wy wz in
 rad/s, gripper width in m). Each command moves a Cartesian target exactly as the
@@ -9,13 +12,14 @@ simulator's controller moves its setpoint (:func:`sim2real.sim.arm.control.carte
 integrated over the control period, kept within 5 cm / 0.15 rad of the measured pose,
 inside the workspace box and the tilt limits); a damped-least-squares IK step on the
 arm's own MuJoCo model turns it into joint targets within the joint position and
-velocity limits, and a streaming thread interpolates them at ``command_rate_hz`` (see
-:class:`~.options.Ros2ControlArmOptions` for why).
+velocity limits: one trajectory point a control period ahead (the trajectory controller
+interpolates), or, to forward controllers, a stream this backend interpolates at
+``command_rate_hz`` (see :class:`~.options.Ros2ControlArmOptions` for why).
 
-Safety: ros2_control's forward controllers hold their last command forever, so this
-backend is the deadman. The safe state is *hold*: the measured joint positions are sent
-once as the target (the arm stops where it is; gravity is the robot's business) and
-nothing more is sent. It is entered when commands stop for ``command_timeout``
+Safety: ros2_control's forward controllers hold their last command forever, and the
+trajectory controller its last point, so this backend is the deadman. The safe state is
+*hold*: the measured joint positions are sent once as the target (the arm stops where it
+is; gravity is the robot's business) and nothing more is sent. It is entered when commands stop for ``command_timeout``
 (2.5 periods), when joint states go stale, on :meth:`safe`, and latched on :meth:`estop`.
 
 What a real Franka does in the same faults: the policy or the bridge dies -> this
@@ -35,8 +39,10 @@ import time
 from typing import Any
 
 import numpy as np
+from builtin_interfaces.msg import Duration as DurationMsg
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64, Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
@@ -67,15 +73,22 @@ class Ros2ControlArm(RobotBackend):
     """The arm through ros2_control (``backend: ros2_control``)."""
 
     robot = "arm"
-    protocol = "ROS 2 ros2_control: joint_states, forward_position_controller, gripper_controller"
-    state_rate = 250.0  # the emulator's; franka_ros2's controller manager runs at 1 kHz (a WARN/FAIL item shows it)
+    protocol = "ROS 2 ros2_control (franka_ros2): joint_state_broadcaster, joint_trajectory_controller, franka_gripper"
+    state_rate = T.ARM_STATE_RATE  # the arm's stream; each stream's own: stream_rates()
 
     def __init__(self, action_mode: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(action_mode, options)
         if action_mode != "ee_delta":
             raise ConfigError("action_mode", f"the ros2_control arm backend drives ee_delta, not {action_mode!r}")
         (self.opt,) = load_options(self.options, [(Ros2ControlArmOptions, "")], "ros2_control arm")
-        self.names = (*T.arm_joint_names(self.opt.arm_id), *T.finger_joint_names(self.opt.arm_id))
+        self.arm_names = T.arm_joint_names(self.opt.arm_id)
+        self.finger_names = T.finger_joint_names(self.opt.arm_id)
+        self.names = (*self.arm_names, *self.finger_names)
+        self.stock = self.opt.topology == "franka_ros2"
+        self._fingers: tuple[float, np.ndarray] | None = None
+        """Arrival (monotonic s) and positions of the latest finger state (franka_gripper's stream)."""
+        self._width_sent: float | None = None
+        self._next_read = -np.inf
         self._fk = ArmKinematics()  # the executor thread's
         self._ik = ArmKinematics()  # command()'s
         self._control = threading.RLock()
@@ -83,8 +96,9 @@ class Ros2ControlArm(RobotBackend):
         self._ros: T.RosThread | None = None
         self._stream: threading.Thread | None = None
         self._stop = threading.Event()
-        self._counts: dict[str, int] = {"states": 0, "commands": 0, "commands_ignored": 0, "commands_invalid": 0,
-                                        "targets_sent": 0, "gripper_sent": 0, "holds": 0, "internal_errors": 0}
+        self._counts: dict[str, int] = {"states": 0, "gripper_states": 0, "commands": 0, "commands_ignored": 0,
+                                        "commands_invalid": 0, "targets_sent": 0, "gripper_sent": 0, "holds": 0,
+                                        "internal_errors": 0, "states_skipped": 0}
         self._q_cmd = C.HOME_QPOS.copy()
         self._posture = C.HOME_QPOS.copy()
         self._target_pos = np.zeros(3)
@@ -117,12 +131,21 @@ class Ros2ControlArm(RobotBackend):
             ros = T.RosThread("sim2real_ros2_control_arm", T.domain_id(
                 {} if self.opt.domain_id is None else {"domain_id": self.opt.domain_id}), self.opt.namespace,
                 realtime=("ros2_control joint_states", EXECUTOR_PRIORITY))
-            self._pub_q = ros.node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
-            self._pub_grip = ros.node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
-            ros.node.create_subscription(JointState, T.JOINT_STATES, self._on_joint_states, T.state_qos())
+            node = ros.node
+            if self.stock:
+                self._pub_q = node.create_publisher(JointTrajectory, T.TRAJECTORY, T.controller_qos())
+                node.create_subscription(JointState, T.ARM_STATES, self._on_arm_states, T.state_qos())
+                if self.opt.gripper:
+                    self._pub_grip = node.create_publisher(Float64, T.GRIPPER_WIDTH, T.controller_qos())
+                    node.create_subscription(JointState, T.GRIPPER_STATES, self._on_gripper_states, T.state_qos())
+            else:
+                self._pub_q = node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
+                self._pub_grip = node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
+                node.create_subscription(JointState, T.JOINT_STATES, self._on_joint_states, T.state_qos())
             self._ros = ros
         with self._lock:
             self._latest = None
+        self._width_sent = None
         end = time.monotonic() + timeout
         while self.state() is None and time.monotonic() < end:
             time.sleep(0.01)
@@ -130,8 +153,8 @@ class Ros2ControlArm(RobotBackend):
             refused = {k: n - before.get(k, 0) for k, n in self._counts.items()
                        if k.startswith("refused_") and n > before.get(k, 0)}
             self._set_phase(Phase.DISCONNECTED)
-            raise HardwareError(f"no valid {T.JOINT_STATES} with joints {list(self.names)} in {timeout:.1f} s "
-                                f"(refused: {refused or 'none'})")
+            raise HardwareError(f"no valid {' + '.join(self.stream_rates())} with joints {list(self.names)} in "
+                                f"{timeout:.1f} s (refused: {refused or 'none'})")
         self._stop.clear()
         self._stream = threading.Thread(target=self._stream_loop, name="ros2_control_arm_stream", daemon=True)
         self._stream.start()
@@ -149,12 +172,14 @@ class Ros2ControlArm(RobotBackend):
         while self._fresh_state() is None and time.monotonic() < end:
             time.sleep(0.005)
         if self._fresh_state() is None:
-            raise HardwareError(f"no fresh {T.JOINT_STATES} (none newer than {self.opt.state_timeout} s "
+            raise HardwareError(f"no fresh joint states (none newer than {self.opt.state_timeout} s "
                                 f"within {self.opt.controller_wait:g} s)")
         while self._pub_q.get_subscription_count() == 0 and time.monotonic() < end:
             time.sleep(0.02)
         if self._pub_q.get_subscription_count() == 0:
-            raise HardwareError(f"nothing subscribes {T.POSITION_COMMANDS}: is forward_position_controller active?")
+            topic = T.TRAJECTORY if self.stock else T.POSITION_COMMANDS
+            raise HardwareError(f"nothing subscribes {topic}: is {topic.split('/')[0]} loaded and active "
+                                "(docs/hardware.md)?")
         with self._control:
             m = self._fresh_state()
             if m is None or m.joint_pos is None or m.ee_pos is None or m.ee_quat is None:
@@ -197,10 +222,12 @@ class Ros2ControlArm(RobotBackend):
             self._target_pos, self._target_quat = pos[0], quat[0]
             start = self._segment_point(now)
             self._q_cmd = q_new
-            self._segment = (now, start, q_new)
+            self._segment = (now, start, q_new)  # streamed to forward controllers; a hold's reference
+            if self.stock:
+                self._send_trajectory(q_new, self.opt.control_dt)
             self._last_command = now
             self._counts["commands"] += 1
-            self._send(self._pub_grip, [float(np.clip(v[6], 0.0, C.GRIP_WIDTH_MAX))], "gripper_sent")
+            self._send_width(float(np.clip(v[6], 0.0, C.GRIP_WIDTH_MAX)))
 
     def safe(self, reason: str) -> None:
         with self._control:
@@ -240,7 +267,7 @@ class Ros2ControlArm(RobotBackend):
         q = m.joint_pos[:7] if m is not None and m.joint_pos is not None else self._segment_point(now)
         self._segment = None
         self._generation += 1
-        self._send_q(q)
+        self._send_q(q)  # to the trajectory controller: a point one stream period ahead
         self._counts["holds"] += 1
         self.last_hold = {"reason": reason, "time": now, "after_last_command_s": now - self._last_command}
         self._set_phase(Phase.CONNECTED, reason)
@@ -277,17 +304,39 @@ class Ros2ControlArm(RobotBackend):
             elif self._fresh_state() is None:
                 self._hold("joint states stale")
             elif self._segment is not None:
-                self._send_q(self._segment_point(now))
+                if not self.stock:  # the trajectory controller interpolates on its own
+                    self._send_q(self._segment_point(now))
                 if now - self._segment[0] >= self.opt.control_dt:
                     self._segment = None
 
     def _send_q(self, q: np.ndarray) -> None:
-        self._send(self._pub_q, [float(x) for x in q], "targets_sent")
+        """``q`` as the arm's target now: a forward command, or a trajectory point one
+        stream period ahead (the trajectory controller interpolates from where it is)."""
+        if self.stock:
+            self._send_trajectory(q, 1.0 / self.opt.command_rate_hz)
+        else:
+            self._send(self._pub_q, Float64MultiArray(data=[float(x) for x in q]), "targets_sent")
 
-    def _send(self, pub: Any, data: list[float], counter: str) -> None:
+    def _send_trajectory(self, q: np.ndarray, seconds: float) -> None:
+        """One point ``seconds`` ahead, positions only: the controller starts it on arrival
+        (a zero header stamp) from its current state and interpolates at its own rate."""
+        point = JointTrajectoryPoint(positions=[float(x) for x in q])
+        point.time_from_start = DurationMsg(sec=int(seconds), nanosec=int(round((seconds % 1.0) * 1e9)))
+        self._send(self._pub_q, JointTrajectory(joint_names=list(self.arm_names), points=[point]), "targets_sent")
+
+    def _send_width(self, width: float) -> None:
+        """The gripper's width, sent when it changes (the gripper runs its own moves at
+        its own pace: franka_gripper's actions in the relay); never without a gripper."""
+        if not self.opt.gripper or (self._width_sent is not None and abs(width - self._width_sent) < 1e-3):
+            return
+        self._width_sent = width
+        msg = Float64(data=width) if self.stock else Float64MultiArray(data=[width])
+        self._send(self._pub_grip, msg, "gripper_sent")
+
+    def _send(self, pub: Any, msg: Any, counter: str) -> None:
         if self._ros is None or not self._ros.context.ok():
             return
-        pub.publish(Float64MultiArray(data=data))
+        pub.publish(msg)
         self._counts[counter] += 1
 
     # -- state --------------------------------------------------------------------------
@@ -295,18 +344,77 @@ class Ros2ControlArm(RobotBackend):
         m = self.state()
         return m if m is not None and self._state_age(m) <= self.opt.state_timeout else None
 
-    def _on_joint_states(self, msg: JointState) -> None:
-        now = time.monotonic()
+    def _skip(self, now: float) -> bool:
+        """Whether a joint state arriving at ``now`` is skipped: read at most one per
+        ``1 / read_rate_hz`` on a schedule (a 1 kHz stream: every 4th message; a stream
+        at the read rate: every message, its jitter forgiven up to a period)."""
+        if now < self._next_read:
+            self._counts["states_skipped"] += 1
+            return True
+        period = 1.0 / self.opt.read_rate_hz
+        self._next_read = max(self._next_read, now - period) + period
+        return False
+
+    def _arrived(self, msg: JointState) -> None:
         # The controller manager stamps each update on the robot's clock (chrony/PTP-synced
         # with this host on a real robot): arrival minus stamp is the link's delay.
         self._delays.append(time.time() - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9))
         del self._delays[:-200]
+
+    def _refused(self, exc: Refused) -> None:
+        key = f"refused_{exc.reason}"
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        """``merged``: all 9 joints in one message."""
+        now = time.monotonic()
+        if self._skip(now):
+            return None
+        self._arrived(msg)
         try:
             pos, vel, eff = reorder([str(n) for n in msg.name], msg.position, msg.velocity, msg.effort, self.names)
         except Refused as exc:
-            key = f"refused_{exc.reason}"
-            self._counts[key] = self._counts.get(key, 0) + 1
-            return
+            return self._refused(exc)
+        return self._publish_state(now, pos, vel, eff, {})
+
+    def _on_gripper_states(self, msg: JointState) -> None:
+        """franka_gripper's fingers (each half the width), kept for the next arm state."""
+        try:
+            pos, _, _ = reorder([str(n) for n in msg.name], msg.position, msg.velocity, msg.effort,
+                                self.finger_names)
+        except Refused as exc:
+            return self._refused(exc)
+        self._counts["gripper_states"] += 1
+        self._fingers = (time.monotonic(), pos)
+        return None
+
+    def _on_arm_states(self, msg: JointState) -> None:
+        """``franka_ros2``: the 7 arm joints, joined with the latest fingers. A missing or
+        stale finger stream (older than ``gripper_state_timeout``) refuses the state: it
+        ages, and the staleness check holds the arm."""
+        now = time.monotonic()
+        if self._skip(now):
+            return None
+        self._arrived(msg)
+        try:
+            pos, vel, eff = reorder([str(n) for n in msg.name], msg.position, msg.velocity, msg.effort,
+                                    self.arm_names)
+        except Refused as exc:
+            return self._refused(exc)
+        stamps = {T.ARM_STATES: now}
+        if not self.opt.gripper:
+            fingers = np.full(2, self.opt.width_without_gripper / 2)
+        elif self._fingers is None or now - self._fingers[0] > self.opt.gripper_state_timeout:
+            return self._refused(Refused("gripper_stale", f"no {T.GRIPPER_STATES} for "
+                                                          f"{self.opt.gripper_state_timeout} s"))
+        else:
+            stamps[T.GRIPPER_STATES] = self._fingers[0]
+            fingers = self._fingers[1]
+        return self._publish_state(now, np.r_[pos, fingers], np.r_[vel, 0.0, 0.0],
+                                   None if eff is None else np.r_[eff, 0.0, 0.0], stamps)
+
+    def _publish_state(self, now: float, pos: np.ndarray, vel: np.ndarray, eff: np.ndarray | None,
+                       stamps: dict[str, float]) -> None:
         try:
             ee_pos, ee_quat = self._fk.forward(pos[:7])
             with self._control:
@@ -319,9 +427,21 @@ class Ros2ControlArm(RobotBackend):
             self._counts["states"] += 1
             self._publish(Measurements(joint_pos=pos, joint_vel=vel, joint_effort=eff, ee_pos=ee_pos,
                                        ee_quat=ee_quat, ee_pos_desired=desired[0], ee_quat_desired=desired[1],
-                                       stamps={"joint_states": now, "ee_pose": now, "ee_pose_desired": now}))
+                                       stamps={"joint_states": now, "ee_pose": now, "ee_pose_desired": now,
+                                               **stamps}))
         except Exception:
             self._counts["internal_errors"] += 1
+
+    def stream_rates(self) -> dict[str, float]:
+        """Each state stream's nominal rate, keyed as its arrivals are in
+        :attr:`Measurements.stamps` (``joint_states``: the arm's stream)."""
+        arm = min(self.opt.arm_state_rate_hz, self.opt.read_rate_hz)  # what is read of it
+        if not self.stock:
+            return {T.JOINT_STATES: arm}
+        rates = {T.ARM_STATES: arm}
+        if self.opt.gripper:
+            rates[T.GRIPPER_STATES] = self.opt.gripper_state_rate_hz
+        return rates
 
     def counters(self) -> dict[str, int]:
         return dict(self._counts)

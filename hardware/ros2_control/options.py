@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
+from sim2real.hardware.ros2_control import topics as T
 from sim2real.sim.arm import constants as C
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.schema import Positive
+from sim2real.sim.core.schema import Bounds, Positive
 
 
 @dataclass
 class Ros2ControlArmOptions:
+    topology: T.Topology = "franka_ros2"
+    """What the robot publishes and subscribes (:mod:`.topics`): ``franka_ros2``, franka_bringup's
+    franka.launch.py (the arm on ``franka/joint_states``, the gripper on
+    ``franka_gripper/joint_states``, each at its own rate; commands to a
+    joint_trajectory_controller); ``merged``, one 9-joint ``joint_states`` and forward
+    position controllers (this project's first emulator)."""
     arm_id: str = "panda"
-    """franka_ros2's ``arm_id``: the joint name prefix (``panda``, ``fr3``)."""
+    """franka_ros2's ``arm_id`` / ``robot_type``: the joint name prefix (``panda``, ``fr3``)."""
     namespace: str = "franka"
-    """The robot's ros2_control namespace (franka_ros2 launched with ``namespace:=franka``;
-    never the root, where the deployment graph's own ``joint_states`` lives)."""
+    """The robot's ros2_control namespace (franka.launch.py's ``namespace:=franka``). The
+    root (``""``) is allowed for ``franka_ros2`` on a DDS domain of the robot's own
+    (``domain_id``): there joint_state_publisher's ``/joint_states`` would meet the
+    deployment graph's."""
+    gripper: bool = True
+    """A Franka Hand with ``franka_gripper`` running (franka.launch.py's ``load_gripper``).
+    False: no finger stream is read and no width is sent; the fingers read
+    ``width_without_gripper``."""
+    width_without_gripper: Annotated[float, Bounds(0.0, C.GRIP_WIDTH_MAX)] = 0.0
+    """m: the width the state reports without a gripper (what the policy observes)."""
+    arm_state_rate_hz: Positive = T.BROADCASTER_RATE
+    """Nominal rate of the arm's joint states: the broadcaster's ``update_rate`` in our
+    controller file (250 Hz); 1000 with franka_bringup's own controllers.yaml."""
+    read_rate_hz: Positive = T.BROADCASTER_RATE
+    """The most arm states per second the backend reads; the rest are skipped on arrival,
+    before any work. franka_ros2 publishes 1 kHz; reading every message (Python: decode,
+    kinematics, the bridge's callbacks) took a process's GIL from its command path (the
+    deadman held an arm commanded at 20 Hz from a normal-priority thread). The policy runs
+    at 20 Hz; the pre-flight check judges the stream at ``min(arm_state_rate_hz, this)``."""
+    gripper_state_rate_hz: Positive = T.GRIPPER_STATE_RATE
+    """Nominal rate of ``franka_gripper/joint_states`` (its ``state_publish_rate``)."""
+    gripper_state_timeout: Positive = 0.5
+    """s: finger states older than this make the whole state stale (the arm is held):
+    7 periods at 15 Hz."""
     domain_id: int | None = None
     """DDS domain of the robot's ROS 2 graph (None: ``$ROS_DOMAIN_ID``)."""
     command_rate_hz: Positive = 200.0
@@ -40,7 +70,16 @@ class Ros2ControlArmOptions:
 
     def validate(self) -> None:
         parts = self.namespace.strip("/").split("/")
-        if not self.namespace.strip("/") or not all(p.isidentifier() for p in parts):
+        root = not self.namespace.strip("/")
+        if (root and self.topology == "merged") or (not root and not all(p.isidentifier() for p in parts)):
             raise ConfigError("namespace", f"must be a non-root ROS namespace, got {self.namespace!r}")
+        if root and self.domain_id is None:
+            raise ConfigError("namespace", "must be a non-root ROS namespace unless domain_id names the robot's "
+                              "own DDS domain: franka's /joint_states (30 Hz) would meet the deployment graph's")
+        if self.topology == "merged" and not self.gripper:
+            raise ConfigError("gripper", "the merged topology carries the fingers in joint_states: "
+                              "a gripperless arm runs with topology franka_ros2")
+        if self.gripper_state_timeout * self.gripper_state_rate_hz < 2.0:
+            raise ConfigError("gripper_state_timeout", "must span at least 2 periods of the gripper's stream")
         if not self.arm_id.isidentifier():
             raise ConfigError("arm_id", f"must be a ROS name prefix, got {self.arm_id!r}")

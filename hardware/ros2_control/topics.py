@@ -2,20 +2,34 @@
 emulator: joint names, topic names, QoS, and a private rclpy context spun on a thread.
 
 Names follow franka_ros2 with ``arm_id`` (``panda`` by default: the simulated arm has the
-Panda's kinematics and limits; an FR3 runs with ``arm_id: fr3``):
+Panda's kinematics and limits; an FR3 runs with ``arm_id: fr3``, franka_ros2's
+``robot_type``). All topics are relative to the robot's namespace (franka.launch.py's
+``namespace:=``; ``franka`` by default, :data:`NAMESPACE`).
 
-All topics are in the robot's namespace (``/franka/...`` by default, :data:`NAMESPACE`):
+franka_ros2's own topology (``topology: franka_ros2``, franka_bringup's franka.launch.py):
 
-* ``joint_states`` (sensor_msgs/JointState): ``<arm_id>_joint1..7`` from
-  ``joint_state_broadcaster`` and ``<arm_id>_finger_joint1/2`` (each finger's opening,
-  m) from the gripper's state publisher, merged as franka's launch files merge them.
-* ``forward_position_controller/commands`` (std_msgs/Float64MultiArray, 7 joint
-  positions in joint order): ros2_control's ``forward_command_controller``.
-* ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory).
-* ``gripper_controller/commands`` (std_msgs/Float64MultiArray, one element: the width
-  between the fingers, m). Franka's gripper is really an action server
-  (``franka_gripper/move``: width, speed); a forward position controller on the width
-  is the simplest topic-only stand-in with the same meaning of the number.
+* ``franka/joint_states`` (sensor_msgs/JointState): the 7 arm joints from
+  ``joint_state_broadcaster`` (``ros2_control_node`` remaps its ``joint_states`` there),
+  once per controller-manager update: 1 kHz (franka's controllers.yaml ``update_rate``),
+  250 Hz with our controller file (the broadcaster's own ``update_rate``).
+* ``franka_gripper/joint_states``: ``<arm_id>_finger_joint1/2`` from ``franka_gripper_node``
+  (each finger half the width, velocities 0) at its ``state_publish_rate`` (15 Hz in
+  franka_ros2's franka_gripper_node.yaml; 50 Hz in the 0.1 releases); absent without a
+  gripper (``load_gripper:=false``).
+* ``joint_states``: ``joint_state_publisher`` merging both at ``rate: 30``, for RViz. Not
+  read: 30 Hz is slower than the policy's loop.
+* ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory):
+  ros2_controllers' joint trajectory controller, loaded from the file we ship
+  (config/franka_ros2_controllers.yaml).
+* ``franka_gripper/move``, ``grasp``, ``homing`` (franka_msgs actions): the gripper's
+  own interface. franka_msgs has no Python wheel, so the host sends the width on
+  :data:`GRIPPER_WIDTH` and ``sim2real-franka-gripper-relay`` (run on the robot's PC,
+  where franka_msgs is installed: :mod:`.gripper_relay`) turns it into Move/Grasp goals.
+
+The single-stream topology (``topology: merged``, this project's first emulator): all 9
+joints in one ``joint_states``, ``forward_position_controller/commands``
+(std_msgs/Float64MultiArray, 7 positions) and ``gripper_controller/commands`` (one
+element, the width).
 
 ros2_control's controllers subscribe with the system default QoS (reliable, keep last
 10); the broadcaster publishes the same way. The backend subscribes best effort, keep
@@ -26,24 +40,42 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+ARM_STATES = "franka/joint_states"
+GRIPPER_STATES = "franka_gripper/joint_states"
 JOINT_STATES = "joint_states"
-POSITION_COMMANDS = "forward_position_controller/commands"
+"""franka_ros2: joint_state_publisher's 30 Hz merge; ``merged``: all 9 joints at full rate."""
 TRAJECTORY = "joint_trajectory_controller/joint_trajectory"
+GRIPPER_WIDTH = "sim2real/gripper_width"
+"""std_msgs/Float64: the wanted width between the fingers, m (to the gripper relay)."""
+POSITION_COMMANDS = "forward_position_controller/commands"
 GRIPPER_COMMANDS = "gripper_controller/commands"
 """Relative to the robot's namespace (:data:`NAMESPACE`)."""
+
+ARM_STATE_RATE = 1000.0
+"""Hz of ``franka/joint_states`` with franka_bringup's own controllers.yaml (the broadcaster
+runs at the controller manager's ``update_rate``)."""
+BROADCASTER_RATE = 250.0
+"""Hz of ``franka/joint_states`` with the controller file we ship
+(config/franka_ros2_controllers.yaml: the broadcaster's own ``update_rate``): what the
+host reads at most anyway (``read_rate_hz``), at a quarter of the DDS traffic."""
+GRIPPER_STATE_RATE = 15.0
+"""Hz of ``franka_gripper/joint_states``: franka_gripper_node.yaml's ``state_publish_rate``."""
 
 NAMESPACE = "franka"
 """Where the robot's ros2_control graph lives (franka_ros2's ``namespace:=franka``). Not
 the root: the deployment graph's own ``/joint_states`` (the simulator's joint names, the
 policy's and the safety filter's input, published by the hardware bridge) would collide
 with the robot's."""
+
+
+Topology = Literal["franka_ros2", "merged"]
 
 
 def arm_joint_names(arm_id: str = "panda") -> tuple[str, ...]:

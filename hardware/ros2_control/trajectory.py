@@ -60,11 +60,12 @@ class JointTarget:
         self._points = q[None].copy()
         self._last_forward = now
 
-    def trajectory(self, now: float, times: np.ndarray, points: np.ndarray) -> None:
+    def trajectory(self, now: float, times: np.ndarray, points: np.ndarray, start: np.ndarray | None = None) -> None:
         """A joint trajectory controller goal: waypoints ``points[k]`` at ``now + times[k]``
-        (``times`` increasing, > 0), starting from where the target is now. An empty
-        trajectory stops the joints where the target is (JTC's cancel)."""
-        q_now, _ = self.sample(now)
+        (``times`` increasing, > 0), starting from ``start`` (the measured joints, as JTC
+        starts a new trajectory from its current state) or where the target is now. An
+        empty trajectory stops the joints there."""
+        q_now = self.sample(now)[0] if start is None else np.asarray(start, dtype=np.float64).copy()
         if len(times) == 0:
             self._times, self._points = np.array([now]), q_now[None]
             self._last_forward = -np.inf

@@ -16,6 +16,7 @@ import numpy as np
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
+from sim2real.hardware.ros2_control.topics import Topology
 
 _domains = itertools.count()
 
@@ -40,6 +41,11 @@ class Rig:
     backend: Ros2ControlArm
     thread: threading.Thread
 
+    def commands_accepted(self) -> int:
+        """Arm commands the emulated controller took (forward commands or trajectories)."""
+        c = self.emulator.counters
+        return c["commands_accepted"] + c["trajectories_accepted"]
+
     def drive(self, values: np.ndarray, seconds: float) -> None:
         """Send ``values`` every control period for ``seconds``, as the bridge would."""
         end = time.monotonic() + seconds
@@ -50,17 +56,19 @@ class Rig:
             time.sleep(max(next_at - time.monotonic(), 0.0))
 
 
-def start_emulator(domain: int, faults: StreamFaults | None = None) -> tuple[Ros2ControlArmEmulator, threading.Thread]:
-    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain), faults)
+def start_emulator(domain: int, faults: StreamFaults | None = None,
+                   topology: Topology = "franka_ros2") -> tuple[Ros2ControlArmEmulator, threading.Thread]:
+    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain, topology=topology), faults)
     thread = threading.Thread(target=emulator.serve, daemon=True)
     thread.start()
     return emulator, thread
 
 
-def connected_rig() -> Iterator[Rig]:
+def connected_rig(topology: Topology = "franka_ros2") -> Iterator[Rig]:
+    """franka_ros2's stock topology by default; ``merged``: the single 9-joint stream."""
     domain = unique_domain()
-    emulator, thread = start_emulator(domain)
-    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
+    emulator, thread = start_emulator(domain, topology=topology)
+    backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "topology": topology})
     try:
         backend.connect(5.0)
         yield Rig(domain, emulator, backend, thread)

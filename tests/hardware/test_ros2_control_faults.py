@@ -158,14 +158,14 @@ def test_estop_latches_until_connect(rig: Rig) -> None:
     rig.backend.estop("operator")
     assert rig.backend.phase == Phase.ESTOPPED
     time.sleep(0.1)  # what was in flight (the last streamed target, the hold) has arrived
-    accepted = rig.emulator.counters["commands_accepted"]
+    accepted = rig.commands_accepted()
     rig.backend.command(np.array([0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.04]))
     rig.backend.safe("still")  # safe() does not leave the e-stop
     with pytest.raises(HardwareError, match="e-stopped"):
         rig.backend.enable()
     time.sleep(0.3)
     assert rig.backend.phase == Phase.ESTOPPED
-    assert rig.emulator.counters["commands_accepted"] == accepted
+    assert rig.commands_accepted() == accepted
     assert rig.backend.counters()["commands_ignored"] >= 1
     rig.backend.connect(2.0)
     assert rig.backend.phase == Phase.CONNECTED

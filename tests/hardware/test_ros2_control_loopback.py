@@ -1,16 +1,18 @@
 """The ros2_control backend against its emulator over real DDS on loopback: state in the
 simulator's joint order, bad states refused, ee_delta commands moving the simulated
 hand, bad commands refused, and the emulator's controllers (trajectory, validation,
-episodes). Each test has its own DDS domain."""
+episodes). ``rig``: franka_ros2's stock topology; ``merged_rig``: the single 9-joint
+stream with forward controllers. Each test has its own DDS domain."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from ros2_control_rig import Rig, start_emulator, unique_domain, wait_for
+from ros2_control_rig import Rig, connected_rig, start_emulator, unique_domain, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -21,6 +23,11 @@ from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
+
+
+@pytest.fixture
+def merged_rig() -> Iterator[Rig]:
+    yield from connected_rig("merged")
 
 
 class Probe:
@@ -49,7 +56,7 @@ def test_connect_reads_joint_states_in_the_simulators_order(rig: Rig) -> None:
     pos, quat = rig.emulator.ee_pose()
     np.testing.assert_allclose(m.ee_pos, pos, atol=2e-3)
     assert abs(abs(float(quat @ m.ee_quat)) - 1.0) < 1e-4
-    assert set(m.stamps) == {"joint_states", "ee_pose", "ee_pose_desired"}
+    assert set(m.stamps) == {"joint_states", "ee_pose", "ee_pose_desired", T.ARM_STATES, T.GRIPPER_STATES}
     assert rig.backend.phase == Phase.CONNECTED
     health = rig.backend.health()
     assert health.state_age < 0.05
@@ -59,7 +66,7 @@ def test_connect_reads_joint_states_in_the_simulators_order(rig: Rig) -> None:
 def test_shuffled_names_are_reordered_and_bad_states_refused() -> None:
     domain = unique_domain()
     probe = Probe(domain)
-    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
+    backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "topology": "merged"})
     names = list(backend.names)
     stop = threading.Event()
     message: list[tuple[list[str], list[float]]] = [([f"fr3{n[5:]}" for n in names], [0.1] * 9)]
@@ -110,7 +117,7 @@ def test_ee_delta_command_moves_the_simulated_hand_that_way(rig: Rig) -> None:
     m = rig.backend.state()
     assert m is not None and m.ee_pos_desired is not None and m.ee_pos is not None
     assert np.linalg.norm(m.ee_pos_desired - m.ee_pos) < 0.01
-    assert rig.emulator.gripper == pytest.approx(0.04)
+    assert rig.emulator.gripper_goal == pytest.approx(0.04)
     assert rig.emulator.tracking_error()["p99"] < 0.02, rig.emulator.summary()
 
 
@@ -128,9 +135,9 @@ def test_rotation_command_turns_the_hand(rig: Rig) -> None:
 @pytest.mark.parametrize("bad", [np.zeros(6), np.zeros(8), np.r_[np.zeros(6), np.nan], np.r_[np.inf, np.zeros(6)]])
 def test_wrong_size_or_non_finite_command_raises_and_sends_nothing(rig: Rig, bad: np.ndarray) -> None:
     rig.backend.enable()
-    assert wait_for(lambda: rig.emulator.counters["commands_accepted"] >= 1, 1.0)  # enable's hold
+    assert wait_for(lambda: rig.commands_accepted() >= 1, 1.0)  # enable's hold
     before = rig.backend.counters()
-    accepted = rig.emulator.counters["commands_accepted"], rig.emulator.counters["gripper_accepted"]
+    accepted = rig.commands_accepted(), rig.emulator.counters["gripper_goals"]
     with pytest.raises(ValueError):
         rig.backend.command(bad)
     time.sleep(0.05)
@@ -139,18 +146,19 @@ def test_wrong_size_or_non_finite_command_raises_and_sends_nothing(rig: Rig, bad
     assert after["targets_sent"] - before["targets_sent"] == holds
     assert after["gripper_sent"] == before["gripper_sent"]
     assert after["commands_invalid"] == before["commands_invalid"] + 1
-    assert rig.emulator.counters["commands_accepted"] - accepted[0] <= holds
-    assert rig.emulator.counters["gripper_accepted"] == accepted[1]
+    assert rig.commands_accepted() - accepted[0] <= holds
+    assert rig.emulator.counters["gripper_goals"] == accepted[1]
 
 
 def test_commands_before_enable_are_ignored(rig: Rig) -> None:
     rig.backend.command(np.array([0.1, 0, 0, 0, 0, 0, 0.04]))
     time.sleep(0.05)
     assert rig.backend.counters()["commands_ignored"] == 1
-    assert rig.emulator.counters["commands_accepted"] == 0
+    assert rig.commands_accepted() == 0
 
 
-def test_emulator_refuses_malformed_controller_commands(rig: Rig) -> None:
+def test_emulator_refuses_malformed_controller_commands(merged_rig: Rig) -> None:
+    rig = merged_rig
     probe = Probe(rig.domain)
     try:
         assert wait_for(lambda: probe.forward.get_subscription_count() > 0, 2.0)
