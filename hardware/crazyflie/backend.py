@@ -241,7 +241,7 @@ class CrazyflieBackend(RobotBackend):
             time.sleep(0.005)
         if not self._modes_are(RATE):
             raise HardwareError("cannot enable: the firmware did not confirm rate mode (flightmode.stabMode*)")
-        bits = int(cf.supervisor.read_bitfield())
+        bits = self._supervisor_bits(deadline)
         if bits & (LOCKED_BIT | CRASHED_BIT):
             raise HardwareError("cannot enable: the Crazyflie is locked or crashed (watchdog or e-stop): reboot it")
         if not bits & CAN_FLY_BIT:
@@ -389,6 +389,18 @@ class CrazyflieBackend(RobotBackend):
             self._counts["landing_packets"] += 1
         if landing.done(now):
             self._landing = None
+
+    def _supervisor_bits(self, deadline: float) -> int:
+        """The supervisor's bits: asked until it answers (cflib waits 0.2 s and returns 0 on
+        a lost reply, which a loaded host or radio sees), else the logged ``supervisor.info``."""
+        while True:
+            bits = int(self._cf.supervisor.read_bitfield())
+            if bits or time.monotonic() >= deadline + 0.5:
+                break
+        if not bits and self._state.supervisor_info is not None \
+                and time.monotonic() - self._state.supervisor_info_time < 4 * self.cfg.battery_period_ms / 1000:
+            bits = self._state.supervisor_info
+        return bits
 
     def _set_modes(self, mode: int) -> None:
         for axis in ("Roll", "Pitch", "Yaw"):
