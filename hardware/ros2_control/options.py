@@ -30,8 +30,10 @@ class Ros2ControlArmOptions:
     """A Franka Hand with ``franka_gripper`` running (franka.launch.py's ``load_gripper``).
     False: no finger stream is read and no width is sent; the fingers read
     ``width_without_gripper``."""
-    width_without_gripper: Annotated[float, Bounds(0.0, C.GRIP_WIDTH_MAX)] = 0.0
-    """m: the width the state reports without a gripper (what the policy observes)."""
+    width_without_gripper: Annotated[float, Bounds(0.0, C.GRIP_WIDTH_MAX)] = C.FINGER_STROKE
+    """m: the width the state reports without a gripper, what the policy observes: the
+    simulated hand's start width (0.04; reported closed, 0, the shipped ArmReach policy's
+    gripper input sits at |z| 5.7, at the edge of its training distribution)."""
     arm_state_rate_hz: Positive = T.BROADCASTER_RATE
     """Nominal rate of the arm's joint states: the broadcaster's ``update_rate`` in our
     controller file (250 Hz); 1000 with franka_bringup's own controllers.yaml."""

@@ -6,18 +6,25 @@ Each test has its own DDS domain."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 from ros2_control_rig import unique_domain, wait_for
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.backend import Phase
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
+from sim2real.hardware.preflight import Item, Preflight, format_table
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
+from sim2real.sim import robot_deployment
 
 
 def _serve(emulator: Ros2ControlArmEmulator) -> threading.Thread:
@@ -124,3 +131,104 @@ def test_an_fr3_is_read_and_commanded_with_its_prefix() -> None:
         backend.close()
         probe.close()
         emulator.close()
+
+
+def _preflight(backend: Ros2ControlArm, seconds: float = 1.5) -> dict[str, Item]:
+    check = Preflight(robot_deployment("arm"), backend, seconds)
+    backend.on_state(check.add)
+    assert wait_for(check.finished, seconds + 3.0)
+    return {i.name: i for i in check.items()}
+
+
+def test_the_preflight_check_judges_each_stream_at_its_own_rate() -> None:
+    """The arm's stream against the broadcaster's rate, the fingers against franka_gripper's
+    15 Hz: both pass. joint_state_publisher's 30 Hz merge read as the robot's state (what
+    the backend read before) fails its rate, as it did (29 Hz of 250)."""
+    domain = unique_domain()
+    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain))
+    _serve(emulator)
+    stock = Ros2ControlArm("ee_delta", emulator.connect_options())
+    merged = Ros2ControlArm("ee_delta", {**emulator.connect_options(), "topology": "merged"})
+    try:
+        stock.connect(5.0)
+        items = _preflight(stock)
+        arm, fingers = items[f"state rate ({T.ARM_STATES})"], items[f"state rate ({T.GRIPPER_STATES})"]
+        assert arm.status == "PASS" and fingers.status == "PASS", format_table(list(items.values()))
+        assert fingers.expected == "15 Hz" and arm.expected == "250 Hz"
+        merged.connect(5.0)
+        rate = _preflight(merged)[f"state rate ({T.JOINT_STATES})"]
+        assert rate.status == "FAIL" and rate.measured.startswith(("29 Hz", "30 Hz", "31 Hz")), rate
+    finally:
+        stock.close()
+        merged.close()
+        emulator.close()
+
+
+_EMULATOR_1KHZ = """
+import sys
+from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
+emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=int(sys.argv[1]), state_rate_hz=1000.0))
+print("serving", flush=True)
+emulator.serve(duration=20.0)
+emulator.close()
+"""
+
+
+@pytest.mark.slow
+def test_franka_bringups_own_1khz_stream_is_read_without_starving_commands() -> None:
+    """franka_bringup's controllers.yaml runs the broadcaster at 1 kHz. Read in full, it
+    took the GIL from the command path: the deadman held the arm after the first command.
+    Read at read_rate_hz (every 4th message) the arm follows. The emulator runs in a
+    process of its own, as the robot does, and the commands come from a real-time thread,
+    as the bridge's control-path executor sends them."""
+    domain = unique_domain()
+    robot = subprocess.Popen([sys.executable, "-c", _EMULATOR_1KHZ, str(domain)], stdout=subprocess.PIPE, text=True)
+    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
+    try:
+        assert robot.stdout is not None and robot.stdout.readline().strip() == "serving"
+        backend.connect(10.0)
+        backend.enable()
+        first = backend.state()
+        assert first is not None and first.ee_pos is not None
+        def policy() -> None:
+            with realtime_thread("test commands", EXECUTOR_PRIORITY):
+                for _ in range(10):
+                    backend.command(np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.04]))
+                    time.sleep(0.05)
+
+        commands = threading.Thread(target=policy)
+        commands.start()
+        commands.join()
+        assert backend.phase == Phase.ENABLED, backend.health().reason
+        time.sleep(0.1)
+        last = backend.state()
+        assert last is not None and last.ee_pos is not None and last.ee_pos[1] - first.ee_pos[1] > 0.03
+        counters = backend.counters()
+        assert counters["states_skipped"] > 2 * counters["states"], counters
+    finally:
+        backend.close()
+        robot.kill()
+        robot.wait(timeout=5)
+
+
+@pytest.mark.parametrize(("arm_id", "path"), [("fr3", "config/franka_ros2_controllers.yaml"),
+                                              ("panda", "config/franka_ros2_controllers_panda.yaml")])
+def test_the_shipped_controller_file_matches_the_backend(arm_id: str, path: str) -> None:
+    """The controller file the user loads names the joints the backend commands, the
+    trajectory controller it publishes to, the simulated servo gains and the
+    broadcaster's rate the backend expects."""
+    import yaml
+
+    from sim2real.sim.arm import constants as C
+
+    nodes = yaml.safe_load((Path(__file__).parents[2] / path).read_text())["/**"]
+    controller = T.TRAJECTORY.split("/")[0]
+    managed = nodes["controller_manager"]["ros__parameters"]
+    assert managed[controller]["type"] == "joint_trajectory_controller/JointTrajectoryController"
+    assert managed["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
+    assert nodes["joint_state_broadcaster"]["ros__parameters"]["update_rate"] == T.BROADCASTER_RATE
+    params = nodes[controller]["ros__parameters"]
+    assert params["joints"] == list(T.arm_joint_names(arm_id))
+    assert params["command_interfaces"] == ["effort"]
+    assert [params["gains"][j]["p"] for j in params["joints"]] == list(C.JOINT_KP)
+    assert [params["gains"][j]["d"] for j in params["joints"]] == list(C.JOINT_KD)
