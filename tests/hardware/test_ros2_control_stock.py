@@ -232,3 +232,22 @@ def test_the_shipped_controller_file_matches_the_backend(arm_id: str, path: str)
     assert params["command_interfaces"] == ["effort"]
     assert [params["gains"][j]["p"] for j in params["joints"]] == list(C.JOINT_KP)
     assert [params["gains"][j]["d"] for j in params["joints"]] == list(C.JOINT_KD)
+
+
+def test_the_gripper_relay_sends_one_goal_at_a_time_and_only_on_a_change() -> None:
+    """The relay's decisions (its franka_msgs half runs only on the robot's PC): open with
+    Move, close with Grasp, nothing while an action runs, nothing for the same width
+    again (a grasp stopped by an object stays), nothing under the deadband."""
+    from sim2real.hardware.ros2_control.gripper_relay import GoalChooser, GripperGoal, main
+
+    chooser = GoalChooser(deadband=0.005)
+    assert chooser.next_goal(None, 0.04, busy=False) is None  # the host has asked nothing yet
+    assert chooser.next_goal(0.08, 0.04, busy=True) is None
+    assert chooser.next_goal(0.08, 0.04, busy=False) == GripperGoal("move", 0.08)
+    assert chooser.next_goal(0.0, 0.08, busy=True) is None
+    assert chooser.next_goal(0.0, 0.08, busy=False) == GripperGoal("grasp", 0.0)
+    assert chooser.next_goal(0.0, 0.03, busy=False) is None  # held on an object 3 cm wide
+    assert chooser.next_goal(0.002, 0.03, busy=False) is None  # within the deadband of the ask
+    assert chooser.next_goal(0.05, 0.03, busy=False) == GripperGoal("move", 0.05)
+    with pytest.raises(SystemExit, match="franka_msgs"):
+        main(["--namespace", "franka"])  # no franka_msgs here: said, not a traceback
