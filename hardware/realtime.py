@@ -152,7 +152,8 @@ def realtime_thread(name: str, priority: int, cpu: int | None = LAST_CPU,
     :data:`FIRST_CPU`), or None to leave the affinity alone; ignored on one CPU.
     ``helpers``: names of threads of this process the loop waits on (e.g.
     :data:`DDS_THREADS`, whose locks a DDS read or write takes; a name ending in ``.`` is a
-    prefix), raised to one priority
+    prefix; ``py:PACKAGE`` names the Python threads running a package's code, e.g.
+    ``py:cflib``, which the OS knows by no name of their own), raised to one priority
     below the loop: a normal-priority thread holding such a lock would otherwise be
     preempted by the competing processes while the loop waits for it (priority
     inversion; Cyclone DDS's locks do not inherit priority). Only for a process that runs
@@ -177,9 +178,26 @@ def realtime_thread(name: str, priority: int, cpu: int | None = LAST_CPU,
                 os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
 
 
+def _python_threads(names: tuple[str, ...]) -> dict[int, str]:
+    """Native thread id -> ``py:PACKAGE.Class`` of the Python threads whose code (their
+    class, or the function they run) is in one of the ``py:PACKAGE`` names."""
+    packages = {n.removeprefix("py:") for n in names if n.startswith("py:")}
+    found: dict[int, str] = {}
+    for thread in threading.enumerate():
+        code = type(thread) if type(thread) is not threading.Thread else getattr(thread, "_target", None)
+        module = getattr(code, "__module__", "") or ""
+        if module.split(".")[0] in packages and thread.native_id is not None:
+            found[thread.native_id] = f"py:{module.split('.')[0]}.{getattr(code, '__name__', '?')}"
+    return found
+
+
 def _raise_threads(names: tuple[str, ...], priority: int) -> list[tuple[int, str]]:
     """SCHED_FIFO ``priority`` for this process's threads called one of ``names``."""
     raised = []
+    for tid, label in _python_threads(names).items():
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            raised.append((tid, label))
     for entry in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{entry}/comm") as f:

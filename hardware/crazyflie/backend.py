@@ -320,7 +320,11 @@ class CrazyflieBackend(RobotBackend):
 
     # -- the backend's own thread: the setpoint stream, stale commands, lost link, the landing --
     def _stream_loop(self) -> None:
-        with realtime_thread("crazyflie setpoint stream", WRITER_PRIORITY) as status:
+        # cflib's own threads (the UDP or radio receiver, the packet dispatcher that runs
+        # the log callbacks, the parameter updater) carry every state and every reply the
+        # stream and the graph wait on: at normal priority a loaded host starves them (the
+        # state went 40-50 ms stale, rate mode went unconfirmed for 1 s).
+        with realtime_thread("crazyflie setpoint stream", WRITER_PRIORITY, helpers=("py:cflib",)) as status:
             self.realtime = status.as_dict()
             schedule = PeriodicSchedule(STREAM_PERIOD, self.stream_timing)
             schedule.start(time.monotonic() + STREAM_PERIOD)

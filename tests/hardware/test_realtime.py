@@ -83,6 +83,29 @@ def test_helper_threads_the_loop_waits_on_are_raised_below_it_and_lowered_after(
         t.join()
 
 
+@needs_privilege
+def test_a_packages_python_threads_are_raised_as_helpers() -> None:
+    """cflib's threads (its receiver, its packet dispatcher) have no OS name of their own:
+    ``py:PACKAGE`` finds a package's threads by their code (here the stdlib's ``queue``)."""
+    import queue
+
+    inbox: queue.Queue[int] = queue.Queue()
+    t = threading.Thread(target=inbox.get, name="dispatcher")  # runs queue's code, as cflib's threads run cflib's
+    t.start()
+    try:
+        def loop() -> tuple[RealtimeStatus, int]:
+            assert t.native_id is not None
+            with realtime_thread("test loop", realtime.WRITER_PRIORITY, helpers=("py:queue",)) as status:
+                return status, os.sched_getparam(t.native_id).sched_priority
+
+        status, raised = in_thread(loop)
+        assert status.helpers == ("py:queue.get",) and raised == realtime.WRITER_PRIORITY - 1
+        assert t.native_id is not None and os.sched_getscheduler(t.native_id) == os.SCHED_OTHER
+    finally:
+        inbox.put(0)
+        t.join()
+
+
 def test_switched_off_the_loop_runs_at_normal_priority_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(realtime.ENV, "off")
 
