@@ -229,6 +229,7 @@ class Ros2ControlArmEmulator(Emulator):
             self.target.trajectory(now, np.array(times), np.array(points).reshape(-1, 7),
                                    start=self._q_measured if self.stock else None)
             self.last_command = (now, points[-1].copy())
+        self.counters["commands_accepted"] += 1  # every arm command: forward or trajectory
         self.counters["trajectories_accepted"] += 1
         return None
 
@@ -298,8 +299,7 @@ class Ros2ControlArmEmulator(Emulator):
         the episode and the scene is reset around the arm. The first episode starts with
         the first command: the stopwatch does not run while the host is still connecting
         and checking. Once the host runs the episodes, they end at its requests only."""
-        commanded = self.counters["commands_accepted"] + self.counters["trajectories_accepted"]
-        if not self.episodes and commanded == 0 and not self._host_episodes:
+        if not self.episodes and self.counters["commands_accepted"] == 0 and not self._host_episodes:
             return
         self._control_steps += 1
         phys = self.env.engine.phys

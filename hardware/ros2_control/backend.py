@@ -85,6 +85,7 @@ class Ros2ControlArm(RobotBackend):
         self.finger_names = T.finger_joint_names(self.opt.arm_id)
         self.names = (*self.arm_names, *self.finger_names)
         self.stock = self.opt.topology == "franka_ros2"
+        self.gripper_states = f"{self.opt.gripper_node}/joint_states"
         self._fingers: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and positions of the latest finger state (franka_gripper's stream)."""
         self._width_sent: float | None = None
@@ -137,7 +138,7 @@ class Ros2ControlArm(RobotBackend):
                 node.create_subscription(JointState, T.ARM_STATES, self._on_arm_states, T.state_qos())
                 if self.opt.gripper:
                     self._pub_grip = node.create_publisher(Float64, T.GRIPPER_WIDTH, T.controller_qos())
-                    node.create_subscription(JointState, T.GRIPPER_STATES, self._on_gripper_states, T.state_qos())
+                    node.create_subscription(JointState, self.gripper_states, self._on_gripper_states, T.state_qos())
             else:
                 self._pub_q = node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
                 self._pub_grip = node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
@@ -405,10 +406,10 @@ class Ros2ControlArm(RobotBackend):
         if not self.opt.gripper:
             fingers = np.full(2, self.opt.width_without_gripper / 2)
         elif self._fingers is None or now - self._fingers[0] > self.opt.gripper_state_timeout:
-            return self._refused(Refused("gripper_stale", f"no {T.GRIPPER_STATES} for "
+            return self._refused(Refused("gripper_stale", f"no {self.gripper_states} for "
                                                           f"{self.opt.gripper_state_timeout} s"))
         else:
-            stamps[T.GRIPPER_STATES] = self._fingers[0]
+            stamps[self.gripper_states] = self._fingers[0]
             fingers = self._fingers[1]
         return self._publish_state(now, np.r_[pos, fingers], np.r_[vel, 0.0, 0.0],
                                    None if eff is None else np.r_[eff, 0.0, 0.0], stamps)
@@ -440,7 +441,7 @@ class Ros2ControlArm(RobotBackend):
             return {T.JOINT_STATES: arm}
         rates = {T.ARM_STATES: arm}
         if self.opt.gripper:
-            rates[T.GRIPPER_STATES] = self.opt.gripper_state_rate_hz
+            rates[self.gripper_states] = self.opt.gripper_state_rate_hz
         return rates
 
     def counters(self) -> dict[str, int]:

@@ -55,6 +55,8 @@ class GoalChooser:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="franka_gripper actions from the width sim2real asks for")
     parser.add_argument("--namespace", default="franka", help="franka.launch.py's namespace:= (default franka)")
+    parser.add_argument("--gripper-node", default="franka_gripper",
+                        help="franka_gripper_node's name (panda_gripper in franka_ros2's 0.1 releases)")
     parser.add_argument("--speed", type=float, default=0.1, help="m/s (franka_gripper's default_speed)")
     parser.add_argument("--force", type=float, default=20.0, help="N a grasp holds with")
     parser.add_argument("--epsilon", type=float, default=0.08, help="m: a grasp succeeds at any width this close")
@@ -72,8 +74,8 @@ def main(argv: list[str] | None = None) -> None:
 
     rclpy.init()
     node = Node("sim2real_gripper_relay", namespace=args.namespace)
-    move = ActionClient(node, actions.Move, "franka_gripper/move")
-    grasp = ActionClient(node, actions.Grasp, "franka_gripper/grasp")
+    move = ActionClient(node, actions.Move, f"{args.gripper_node}/move")
+    grasp = ActionClient(node, actions.Grasp, f"{args.gripper_node}/grasp")
     chooser = GoalChooser(args.deadband)
     state: dict[str, Any] = {"wanted": None, "current": None, "busy": False}
 
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         client.send_goal_async(request).add_done_callback(accepted)
 
     node.create_subscription(Float64, "sim2real/gripper_width", on_width, 10)
-    node.create_subscription(JointState, "franka_gripper/joint_states", on_fingers, 1)
+    node.create_subscription(JointState, f"{args.gripper_node}/joint_states", on_fingers, 1)
     node.create_timer(0.05, tick)
     try:
         rclpy.spin(node)

@@ -30,6 +30,9 @@ class Ros2ControlArmOptions:
     """A Franka Hand with ``franka_gripper`` running (franka.launch.py's ``load_gripper``).
     False: no finger stream is read and no width is sent; the fingers read
     ``width_without_gripper``."""
+    gripper_node: str = "franka_gripper"
+    """franka_gripper_node's name, whose ``joint_states`` carry the fingers: ``franka_gripper``
+    (franka_ros2 1.x on); ``<arm_id>_gripper`` (``panda_gripper``) in the 0.1 releases."""
     width_without_gripper: Annotated[float, Bounds(0.0, C.GRIP_WIDTH_MAX)] = C.FINGER_STROKE
     """m: the width the state reports without a gripper, what the policy observes: the
     simulated hand's start width (0.04; reported closed, 0, the shipped ArmReach policy's
@@ -81,6 +84,8 @@ class Ros2ControlArmOptions:
         if self.topology == "merged" and not self.gripper:
             raise ConfigError("gripper", "the merged topology carries the fingers in joint_states: "
                               "a gripperless arm runs with topology franka_ros2")
+        if not self.gripper_node.isidentifier():
+            raise ConfigError("gripper_node", f"must be a ROS node name, got {self.gripper_node!r}")
         if self.gripper_state_timeout * self.gripper_state_rate_hz < 2.0:
             raise ConfigError("gripper_state_timeout", "must span at least 2 periods of the gripper's stream")
         if not self.arm_id.isidentifier():

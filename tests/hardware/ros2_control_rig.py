@@ -43,8 +43,7 @@ class Rig:
 
     def commands_accepted(self) -> int:
         """Arm commands the emulated controller took (forward commands or trajectories)."""
-        c = self.emulator.counters
-        return c["commands_accepted"] + c["trajectories_accepted"]
+        return self.emulator.counters["commands_accepted"]
 
     def drive(self, values: np.ndarray, seconds: float) -> None:
         """Send ``values`` every control period for ``seconds``, as the bridge would."""

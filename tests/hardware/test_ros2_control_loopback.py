@@ -113,7 +113,7 @@ def test_ee_delta_command_moves_the_simulated_hand_that_way(rig: Rig) -> None:
         assert rig.backend.phase == Phase.CONNECTED
         moved = rig.emulator.ee_pose()[0] - before
         assert moved @ direction / np.linalg.norm(moved) > 0.98, moved
-        assert 0.035 < np.linalg.norm(moved) < 0.06, moved  # 0.1 m/s for 0.5 s
+        assert 0.035 < np.linalg.norm(moved) < 0.06, (moved, rig.backend.last_hold)  # 0.1 m/s for 0.5 s
     m = rig.backend.state()
     assert m is not None and m.ee_pos_desired is not None and m.ee_pos is not None
     assert np.linalg.norm(m.ee_pos_desired - m.ee_pos) < 0.01

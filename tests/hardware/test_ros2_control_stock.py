@@ -33,15 +33,18 @@ def _serve(emulator: Ros2ControlArmEmulator) -> threading.Thread:
     return thread
 
 
-def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted() -> None:
+@pytest.mark.parametrize(("namespace", "gripper_node"), [("franka", "franka_gripper"), ("", "panda_gripper")])
+def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted(namespace: str, gripper_node: str) -> None:
     """franka.launch.py's topology, published by a bare node: 7 joints on franka/joint_states,
     the two fingers (each half the width, as franka_gripper publishes them) on
-    franka_gripper/joint_states at 15 Hz. Before: the backend read one 9-joint joint_states
-    and refused every 7-joint message (refused_missing_joint)."""
+    franka_gripper/joint_states at 15 Hz; or as franka_ros2's 0.1 releases launch it, at
+    the root, the gripper node named panda_gripper. Before: the backend read one 9-joint
+    joint_states and refused every 7-joint message (refused_missing_joint)."""
     domain = unique_domain()
-    probe = T.RosThread("probe", domain)
+    probe = T.RosThread("probe", domain, namespace)
+    fingers = f"{gripper_node}/joint_states"
     arm = probe.node.create_publisher(JointState, T.ARM_STATES, T.controller_qos())
-    gripper = probe.node.create_publisher(JointState, T.GRIPPER_STATES, T.controller_qos())
+    gripper = probe.node.create_publisher(JointState, fingers, T.controller_qos())
     stop = threading.Event()
     q = [0.1 * i - 0.3 for i in range(7)]
 
@@ -57,7 +60,7 @@ def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted() -> None:
 
     thread = threading.Thread(target=publish, daemon=True)
     thread.start()
-    backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
+    backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "namespace": namespace, "gripper_node": gripper_node})
     try:
         backend.connect(3.0)
         m = backend.state()
@@ -70,7 +73,7 @@ def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted() -> None:
         assert {k: v for k, v in backend.counters().items() if k.startswith("refused_")} == \
             {k: v for k, v in before.items() if k.startswith("refused_")}
         rates = backend.stream_rates()
-        assert set(rates) == {T.ARM_STATES, T.GRIPPER_STATES}, rates
+        assert set(rates) == {T.ARM_STATES, fingers}, rates
     finally:
         stop.set()
         thread.join()
