@@ -23,8 +23,9 @@ franka_ros2's own topology (``topology: franka_ros2``, franka_bringup's franka.l
   (config/franka_ros2_controllers.yaml).
 * ``franka_gripper/move``, ``grasp``, ``homing`` (franka_msgs actions): the gripper's
   own interface. franka_msgs has no Python wheel, so the host sends the width on
-  :data:`GRIPPER_WIDTH` and ``sim2real-franka-gripper-relay`` (run on the robot's PC,
-  where franka_msgs is installed: :mod:`.gripper_relay`) turns it into Move/Grasp goals.
+  :data:`GRIPPER_WIDTH` and the relay (:mod:`.gripper_relay`, run on the robot's PC where
+  franka_msgs is installed) turns it into Move/Grasp goals. The gripper node is
+  ``panda_gripper`` in franka_ros2's 0.1 releases (the backend's ``gripper_node``).
 
 The single-stream topology (``topology: merged``, this project's first emulator): all 9
 joints in one ``joint_states``, ``forward_position_controller/commands``
