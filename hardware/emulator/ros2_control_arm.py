@@ -133,6 +133,8 @@ class Ros2ControlArmEmulator(Emulator):
         """The width asked for (franka_gripper: the goal it moves to at ``gripper_speed``)."""
         self._q_measured = self.data.qpos[:7].copy()
         self._next_gripper_state = 0.0
+        self.gripper_node_running = True
+        """False: franka_gripper_node has died (no finger states; a fault to test against)."""
         self._next_merged = 0.0
         self.last_command: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and value (its last point) of the latest accepted arm command."""
@@ -360,7 +362,7 @@ class Ros2ControlArmEmulator(Emulator):
         fingers = JointState(name=list(self.finger_names), position=[float(q[7:9].sum()) / 2] * 2,
                              velocity=[0.0, 0.0], effort=[0.0, 0.0])
         fingers.header.stamp = arm.header.stamp
-        if cfg.gripper and now >= self._next_gripper_state:
+        if cfg.gripper and self.gripper_node_running and now >= self._next_gripper_state:
             self._next_gripper_state = max(self._next_gripper_state + 1.0 / cfg.gripper_state_rate_hz, now)
             self.pub_fingers.publish(fingers)
             self.counters["gripper_states_published"] += 1

@@ -171,3 +171,24 @@ def test_estop_latches_until_connect(rig: Rig) -> None:
     assert rig.backend.phase == Phase.CONNECTED
     rig.backend.enable()
     assert rig.backend.phase == Phase.ENABLED
+
+
+def test_gripper_node_died_the_backend_holds(rig: Rig) -> None:
+    """franka_gripper_node stops: arm states arrive without fresh fingers; after
+    gripper_state_timeout (0.5 s) they are refused, the state goes stale and the arm is
+    held, as on a stale arm stream."""
+    rig.backend.enable()
+    rig.drive(np.array([0.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.04]), 0.2)
+    if rig.backend.phase != Phase.ENABLED:  # a loaded host stalled the drive: held already
+        rig.backend.enable()
+    refused = rig.backend.counters().get("refused_gripper_stale", 0)
+    rig.emulator.gripper_node_running = False
+    died = time.monotonic()
+    while rig.backend.phase == Phase.ENABLED and time.monotonic() < died + 2.0:
+        rig.backend.command(np.array([0.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.04]))
+        time.sleep(0.05)
+    held = rig.backend.last_hold["time"] - died
+    assert rig.backend.phase == Phase.CONNECTED and "stale" in rig.backend.health().reason
+    # Within the timeout and 3 periods (earlier only if the loaded host stalls the arm's stream too).
+    assert 0.0 < held < 0.5 + 0.15, f"held {held:.3f} s after the gripper node died"
+    assert rig.backend.counters()["refused_gripper_stale"] > refused  # the arm states went on, refused
