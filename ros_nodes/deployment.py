@@ -79,6 +79,11 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
     if unknown:
         raise ConfigError("--set", f"no node named {', '.join(unknown)}; the graph's: {', '.join(NODE_MODULES)}")
     params = load_config(path, opts.domain_id)
+    if "policy" in params.get("policy", {}):
+        # deploy and the launch files always pass the policy they deploy, so a value in
+        # the file would be overridden without a word: refused instead.
+        raise ConfigError(f"{path}: policy.policy", "the policy is chosen by `sim2real deploy --policy` or "
+                                                    "`ros2 launch ... policy:=`, not the parameter file: remove it")
     has_driver = "hardware_bridge" in sections(path)
     policy = opts.policy or default_policy(opts.robot)
     extra: dict[str, dict[str, Any]] = {"policy": {"policy": policy}, "sim_bridge": {"seed": int(opts.seed)}}

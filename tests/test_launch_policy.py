@@ -59,3 +59,19 @@ def test_the_ament_index_share_is_where_a_colcon_install_keeps_them(tmp_path, mo
     assert resolve_policy("DroneHover") == prefix / "share" / "sim2real" / "policies" / "DroneHover"
     monkeypatch.delenv("AMENT_PREFIX_PATH")  # no ROS 2 environment: the package's own files
     assert resolve_policy("DroneHover") == ROOT / "policies" / "baselines" / "DroneHover"
+
+
+def test_a_parameter_file_that_sets_the_policy_is_refused_not_overridden(tmp_path) -> None:
+    """deploy and the launch files always pass the policy they deploy: a value in the
+    parameter file would be overridden without a word, so it is refused, named."""
+    import yaml
+
+    from sim2real.errors import ConfigError
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+
+    config = yaml.safe_load((ROOT / "config" / "drone.yaml").read_text())
+    config["policy"]["ros__parameters"]["policy"] = "classical"
+    path = tmp_path / "drone.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match=r"policy\.policy.*--policy.*policy:="):
+        graph_parameters(DeployOptions(robot="drone", config=str(path), domain_id=_domain()))
