@@ -62,7 +62,9 @@ def resolve_policy(value: str | Path) -> Path:
     path = Path(value)
     if path.exists():
         return path
-    found = shipped_policy(str(value)) if len(path.parts) == 1 else None
+    if len(path.parts) > 1 or path.suffix in (".onnx", ".json"):  # a path, not a name
+        raise PolicyFileError(f"{value} does not exist (export a run with `sim2real export RUN`)")
+    found = shipped_policy(str(value))
     if found is not None:
         return found
     raise PolicyFileError(f"{value}: no such file, and no shipped policy of that name (shipped: "

@@ -135,10 +135,15 @@ def check_parameters(params: dict[str, dict[str, Any]], nodes: list[str], domain
     Raises:
         ConfigError: a value of the wrong type or out of range.
     """
-    from sim2real.ros_nodes.params_file import origin
+    from sim2real.ros_nodes.params_file import discovery_off, origin
 
     try:
-        InProcessGraph(params, nodes, domain_id).shutdown()
+        # Invisible nodes: with discovery on, a second `safety_filter` (with a `command`
+        # publisher) and the rest appeared for an instant in the domain of the graph about
+        # to start, or of one already running.
+        with discovery_off():
+            graph = InProcessGraph(params, nodes, domain_id)
+        graph.shutdown()
     except ConfigError as exc:
         node, _, key = exc.field.partition(".")
         source = "--set" if key in overrides.get(node, {}) else origin(config, node, key) if key else ""

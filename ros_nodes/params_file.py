@@ -23,9 +23,11 @@ it at its default while the operator believes it set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from typing import Any
 from sim2real.errors import ConfigError
 
 PARAMS_KEY = "ros__parameters"
+DISCOVERY_RANGE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,15 @@ def load_params_file(path: str | Path, nodes: Iterable[str], namespace: str = "/
                                         f"it); the graph's nodes: {', '.join(fqns)}", source=str(p))
     context = Context()
     domain = domain_id if domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)
-    try:
-        rclpy.init(context=context, domain_id=domain, args=["sim2real", "--ros-args", "--params-file", str(p)])
-    except Exception as exc:  # rcl's parse error (RCLError), one line
-        raise ConfigError("config", " ".join(str(exc).split()), source=str(p)) from None
+    # The nodes asked here must never be seen: with discovery on, a running graph (or the
+    # one about to start) saw a second `safety_filter` with no endpoints appear in its
+    # domain (`sim2real security policy` then read no publisher of `command`). rcl reads
+    # the discovery range from the environment when the context starts.
+    with discovery_off():
+        try:
+            rclpy.init(context=context, domain_id=domain, args=["sim2real", "--ros-args", "--params-file", str(p)])
+        except Exception as exc:  # rcl's parse error (RCLError), one line
+            raise ConfigError("config", " ".join(str(exc).split()), source=str(p)) from None
     out: dict[str, dict[str, Any]] = {}
     try:
         for name in names:
@@ -134,6 +142,25 @@ def load_params_file(path: str | Path, nodes: Iterable[str], namespace: str = "/
     finally:
         rclpy.shutdown(context=context)
     return out
+
+
+_env_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def discovery_off() -> Iterator[None]:
+    """``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF`` while a context starts: its participant finds
+    no one and no one finds it."""
+    with _env_lock:
+        before = os.environ.get(DISCOVERY_RANGE)
+        os.environ[DISCOVERY_RANGE] = "OFF"
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(DISCOVERY_RANGE, None)
+            else:
+                os.environ[DISCOVERY_RANGE] = before
 
 
 def origin(path: str | Path, node: str, parameter: str, namespace: str = "/") -> str:

@@ -115,3 +115,44 @@ def test_a_bad_set_value_names_the_set_flag() -> None:
     with pytest.raises(ConfigError, match=r"--set: safety_filter\.max_tilt.*5\.0"):
         graph_parameters(DeployOptions(robot="drone", policy="classical", domain_id=_domain(),
                                        overrides={"safety_filter": {"max_tilt": 5.0}}))
+
+
+def test_checking_the_parameters_puts_no_node_in_the_graphs_domain() -> None:
+    """deploy and the launch files check every node's parameters in a private context
+    before starting: its nodes (a `safety_filter` with a `command` publisher among them)
+    must never be seen by the graph about to start, or by one already running."""
+    import threading
+    import time
+
+    import rclpy
+    from rclpy.context import Context
+
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+
+    domain = unique_domain_id()
+    context = Context()
+    rclpy.init(context=context, domain_id=domain)
+    probe = rclpy.create_node("parameter_check_probe", context=context)
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def check() -> None:
+        try:
+            for _ in range(3):
+                graph_parameters(DeployOptions(robot="arm", domain_id=domain))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=check)
+    worker.start()
+    try:
+        while not done.is_set():
+            seen |= {name for name, _ in probe.get_node_names_and_namespaces()}
+            time.sleep(0.01)
+        worker.join()
+        time.sleep(0.5)  # discovery's late news of a participant that has gone
+        seen |= {name for name, _ in probe.get_node_names_and_namespaces()}
+    finally:
+        probe.destroy_node()
+        rclpy.shutdown(context=context)
+    assert not seen & {"safety_filter", "policy", "sim_bridge"}, seen
