@@ -71,9 +71,10 @@ def commands_reaching(emulator: Any) -> int:
 
 # Slow-marked while flaky (issue 43, item 4): on franka_ros2's stock topology (the arm's
 # 250 Hz stream and the 15 Hz finger stream read apart, trajectory points out) the
-# backend's 0.125 s deadman tripped in 2 of 9 12-second runs on an idle 2-core machine
-# (the in-process graph's filtered commands paused for over 0.125 s; the arm was held and
-# fewer episodes ran); the stream was read at 174-192 Hz of 250. The stock graph's 60 s
+# test failed 2 of 6 runs on an idle 2-core machine (an episode missed, or too few ran);
+# in 1 of 3 12-second deploy runs the backend's 0.125 s deadman tripped (the in-process
+# graph's filtered commands paused for over 0.125 s and the arm was held), and the arm's
+# stream was read at 174-192 Hz of 250. The stock graph's 60 s
 # runs reach 64/64 (docs/BENCHMARKS.md); the cause of the pause is not found yet.
 @pytest.mark.slow
 def test_arm_reaches_its_targets_through_ros2_control() -> None:
