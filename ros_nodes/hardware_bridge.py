@@ -223,20 +223,23 @@ class HardwareBridge(ManagedNode):
         check starts again on fresh data: a mismatch fails every time, a stream that
         stalled while the machine was busy starting the graph passes once it holds for a
         whole window."""
-        with self._judging:  # the executor's tick and a caller of enable() may both get here
+        # The executor's tick and a caller of enable() may both get here: the one that
+        # judges holds the lock until the verdict is recorded, so the other never sees a
+        # finished check with no verdict yet.
+        with self._judging:
             p = self.preflight
             if p is None or p.reported or not p.finished():
                 return
             p.reported = True
-        verdict = p.verdict()
-        if verdict != self.preflight_verdict or self.preflight_runs == 0:
-            log = self.get_logger().error if verdict else self.get_logger().info
-            log("pre-flight check:\n" + format_table(p.items()))
-        self.preflight_verdict, self.preflight_runs = verdict, self.preflight_runs + 1
-        self.preflight_checks = [*self.preflight_checks[-9:], verdict or "PASS"]
-        if verdict:
-            self.preflight = Preflight(self.info, self.configured_backend(), p.seconds)
-            return
+            verdict = p.verdict()
+            if verdict != self.preflight_verdict or self.preflight_runs == 0:
+                log = self.get_logger().error if verdict else self.get_logger().info
+                log("pre-flight check:\n" + format_table(p.items()))
+            self.preflight_verdict, self.preflight_runs = verdict, self.preflight_runs + 1
+            self.preflight_checks = [*self.preflight_checks[-9:], verdict or "PASS"]
+            if verdict:
+                self.preflight = Preflight(self.info, self.configured_backend(), p.seconds)
+                return
         if self.params(["auto_enable"])["auto_enable"]:
             self._auto_enable_pending = True
             self._auto_enable()
