@@ -16,11 +16,12 @@ SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libfaketime c
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: help venv deps test test-slow lint demo bench baselines clean
+.PHONY: help venv deps test test-heavy test-slow lint demo bench baselines clean
 
 help:
 	@echo "make demo       run the main job (writes reports/demo/)"
 	@echo "make test       run the default test suite"
+	@echo "make test-heavy run the heavy integration tests (CI runs them after make test)"
 	@echo "make test-slow  run the slow tests"
 	@echo "make bench      run the simulation benchmark (JSON in reports/bench_sim.json)"
 	@echo "make lint       ruff and the type checker (basedpyright)"
@@ -53,8 +54,16 @@ $(STAMP): pyproject.toml setup.py | $(VENV)/bin/python
 
 venv: deps $(STAMP)
 
+# Two workers: the wall-clock tests one at a time on one, the computing tests on the other
+# (tests/conftest.py).
+TEST_ARGS ?= -n 2 -q
+
 test: venv
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow and not heavy" $(TEST_ARGS)
+
+# One at a time: several drive the console in Chromium and judge a person's handover.
+test-heavy: venv
+	$(PY) -m pytest -m "heavy and not slow" -q
 
 test-slow: venv
 	$(PY) -m pytest -m slow -q

@@ -39,6 +39,7 @@ def domain() -> str:
     return os.environ["ROS_DOMAIN_ID"]  # tests/conftest.py: this test process's own
 
 
+@pytest.mark.heavy
 def test_the_demo_says_what_each_run_ran_found_and_failed(tmp_path: Path) -> None:
     """The emulated drone's orientation arrives scalar-last: its pre-flight check fails and
     it is never enabled. The demo says so in its row and exits 1 with one line for that
@@ -119,6 +120,7 @@ def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path
     assert all(run["verdict"]["status"] == "PASS" for run in summary["runs"]), summary["runs"]
 
 
+@pytest.mark.heavy
 def test_classical_demo_runs_every_case(tmp_path: Path) -> None:
     summary = run_demo("--classical", "--episodes", "1", "--no-video", "--out", str(tmp_path))
     robots = {c["robot"] for c in summary["cases"]}

@@ -14,6 +14,7 @@ from test_console_ros import Graph
 from sim2real.policies.teleop.operator import HUMAN, POLICY
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("robot", ["quadruped", "drone"])
 def test_the_person_steers_the_policy_on_the_robots_own_channel(robot: str, browser) -> None:
     """Quadruped: the console's twist becomes the velocity command the walking policy

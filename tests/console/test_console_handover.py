@@ -125,6 +125,7 @@ def _take_over_and_hold(g: PolicyGraph, page: Any, hold: Any) -> None:
     time.sleep(0.2)
 
 
+@pytest.mark.heavy
 def test_after_every_hold_a_takeover_starts_from_zero_never_from_the_policy(graph: PolicyGraph, browser) -> None:
     g = graph
     page = open_console(browser, g.console.server.url)

@@ -91,6 +91,7 @@ def test_the_page_shows_two_live_cameras(hil: HilStack, browser) -> None:
         page.close()
 
 
+@pytest.mark.heavy
 def test_holding_the_takeover_key_moves_the_arm_and_flags_interventions(hil: HilStack, browser) -> None:
     page = open_console(browser, hil.server.url)
     try:

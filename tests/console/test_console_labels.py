@@ -7,12 +7,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from console_harness import open_console, start_hil_stack, stop_hil_stack
 
 from sim2real.policies.hil.classifier import load_labelled_frames
 from sim2real.policies.hil.demos import episode_files, read_episode
 
 
+@pytest.mark.heavy
 def test_labels_land_in_the_classifier_dataset(tmp_path: Path, browser) -> None:
     stack = start_hil_stack(tmp_path, obs_mode="pixels", labels=True)
     page = open_console(browser, stack.server.url)

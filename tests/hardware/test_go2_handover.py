@@ -97,6 +97,7 @@ def test_the_sport_service_answers_over_dds_as_the_robot_does() -> None:
     assert emu.sport_service.calls[sport.STAND_DOWN] >= 1
 
 
+@pytest.mark.heavy
 def test_the_backend_lays_the_robot_down_before_releasing_sport_mode() -> None:
     """The regression: connect() released sport mode with the robot standing (the
     emulated Go2 dropped, its base falling at ~1.6 m/s)."""

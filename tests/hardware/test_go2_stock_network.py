@@ -13,11 +13,13 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from netns import robot_network
 
 CLI = [sys.executable, "-m", "sim2real.cli"]
 
 
+@pytest.mark.heavy
 def test_the_backends_defaults_reach_a_go2_on_unitrees_network() -> None:
     with robot_network() as net:
         robot = subprocess.Popen(net.run_in(net.robot, [*CLI, "hardware", "emulate", "--robot", "quadruped",

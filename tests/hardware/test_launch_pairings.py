@@ -54,6 +54,7 @@ def wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float
     raise AssertionError(f"no {text!r}:\n{log.read_text(errors='replace')[-4000:] if log.exists() else ''}")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("robot", list(PAIRINGS))
 def test_the_documented_launch_pairing_connects_with_the_emulators_defaults(robot: str, tmp_path: Path) -> None:
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "PYTHONUNBUFFERED": "1",

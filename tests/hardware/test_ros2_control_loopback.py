@@ -161,7 +161,7 @@ def test_emulator_refuses_malformed_controller_commands(merged_rig: Rig) -> None
     rig = merged_rig
     probe = Probe(rig.domain)
     try:
-        assert wait_for(lambda: probe.forward.get_subscription_count() > 0, 2.0)
+        assert wait_for(lambda: probe.forward.get_subscription_count() > 0, 10.0)  # discovery: slower on a busy host
         q_before = rig.emulator.data.qpos[:7].copy()
         probe.forward.publish(Float64MultiArray(data=[0.0] * 6))
         probe.forward.publish(Float64MultiArray(data=[*q_before[:6], float("nan")]))
@@ -178,7 +178,7 @@ def test_emulator_refuses_malformed_controller_commands(merged_rig: Rig) -> None
 def test_emulator_follows_a_joint_trajectory(rig: Rig) -> None:
     probe = Probe(rig.domain)
     try:
-        assert wait_for(lambda: probe.trajectory.get_subscription_count() > 0, 2.0)
+        assert wait_for(lambda: probe.trajectory.get_subscription_count() > 0, 10.0)  # discovery: slower on a busy host
         q0 = rig.emulator.data.qpos[:7].copy()
         goal = q0 + np.array([0.1, -0.1, 0.0, 0.1, 0.0, -0.1, 0.2])
         names = list(T.arm_joint_names())

@@ -20,7 +20,7 @@ from sim2real.sim.drone import constants as C
 PERMITTED = probe().realtime
 
 
-def test_a_crazyflie_command_never_waits_on_cflib_and_the_newest_is_sent() -> None:
+def test_a_crazyflie_command_never_waits_on_cflib_and_the_newest_is_sent(realtime_caller) -> None:
     """The regression: command() sent the setpoint itself, through cflib's send lock (and,
     on a radio, its queue), so a busy link stalled the bridge's executor. Now it hands the
     newest setpoint to the stream and returns; the stream sends the newest one."""
@@ -57,7 +57,7 @@ def test_a_crazyflie_command_never_waits_on_cflib_and_the_newest_is_sent() -> No
         served.stop()
 
 
-def test_a_stuck_arm_command_cannot_hold_off_the_deadman(rig: Rig) -> None:
+def test_a_stuck_arm_command_cannot_hold_off_the_deadman(rig: Rig, realtime_caller) -> None:
     """The regression: command() held the backend's lock through its IK step, so the
     command stream (and with it the deadman) waited for it. A command() that takes 0.4 s
     (a stalled host) now runs its IK outside the lock: the deadman holds the arm 0.125 s

@@ -29,6 +29,7 @@ def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return err
 
 
+@pytest.mark.heavy
 def test_truncated_model_file(run_copy: Path, puck, capsys: pytest.CaptureFixture[str]) -> None:
     model = checkpoint.locate(run_copy / "checkpoints", "last") / "model.zip"
     model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])

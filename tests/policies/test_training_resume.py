@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from policy_helpers import PUCK_CLI, TINY
 
@@ -81,6 +82,7 @@ def resume_and_check(run: Path, state: dict, extra_steps: int) -> None:
     assert steps == sorted(set(steps)) and steps[-1] == result.steps  # no rows from the lost timeline
 
 
+@pytest.mark.heavy
 def test_sac_resumes_after_kill_9(tmp_path: Path, puck) -> None:
     run, state = start_and_kill(tmp_path, "sac", checkpoint_every=256, min_step=512)
     assert state["summary"]["replay_buffer_size"] == state["step"] // TINY["n_envs"]
@@ -95,6 +97,7 @@ def test_ppo_resumes_after_kill_9(tmp_path: Path, puck) -> None:
     resume_and_check(run, state, extra_steps=512)
 
 
+@pytest.mark.heavy
 def test_ppo_lag_resumes_after_kill_9(tmp_path: Path, puck) -> None:
     run, state = start_and_kill(tmp_path, "ppo_lag", checkpoint_every=256, min_step=768)
     assert state["summary"]["lagrange_multiplier"] > 0  # the multiplier is part of the state

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from ros_harness import Harness, unique_domain_id, wait_for
 
 from sim2real.ros_nodes.graph import config_dir
@@ -33,6 +34,7 @@ def _node(name: str, domain: int, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+@pytest.mark.heavy
 def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enables(tmp_path: Path) -> None:
     from geometry_msgs.msg import PoseStamped
     from rclpy.node import Node

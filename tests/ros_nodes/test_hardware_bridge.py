@@ -88,7 +88,7 @@ def test_arm_reaches_its_targets_through_ros2_control() -> None:
     assert summary["interventions"]["rejected_commands"] == 0
 
 
-def test_the_robot_is_safe_until_checked_and_enabled_and_the_deadman_holds_it() -> None:
+def test_the_robot_is_safe_until_checked_and_enabled_and_the_deadman_holds_it(realtime_caller) -> None:
     from rclpy.node import Node
     from std_msgs.msg import Float64MultiArray
 
@@ -149,6 +149,7 @@ def test_a_failed_preflight_keeps_the_robot_disabled() -> None:
         assert bridge.backend.phase is Phase.CONNECTED and bridge.summary()["preflight"] == "FAIL"
 
 
+@pytest.mark.heavy
 def test_deploy_check_exits_nonzero_naming_the_mismatch() -> None:
     base = [sys.executable, "-m", "sim2real.cli", "deploy", "check", "--robot", "arm", "--emulate", "--seconds", "1"]
     bad = subprocess.run([*base, "--fault", "joint_units=deg", "--fault", "latency=0.04"], capture_output=True,

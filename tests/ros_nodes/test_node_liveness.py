@@ -111,6 +111,7 @@ def _children(pid: int) -> dict[str, int]:
     return found
 
 
+@pytest.mark.heavy
 def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> None:
     """A hung node (SIGSTOP: its executor never runs again) ends a --processes run within
     seconds, with its name, instead of the run going on silently to --duration."""
@@ -140,6 +141,7 @@ def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> Non
             proc.wait()
 
 
+@pytest.mark.heavy
 def test_deploy_console_processes_prints_the_url_and_ends_on_sigint() -> None:
     """Issue 42, defect 9: ``deploy --console --processes`` never printed the URL (the
     console's own process wrote it to its log), waited without a deadline for a status

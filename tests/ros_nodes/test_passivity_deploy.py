@@ -48,6 +48,7 @@ def _run(policy: Path, passivity: bool, commands: int = 50) -> tuple[dict, dict]
         g.shutdown()
 
 
+@pytest.mark.heavy
 def test_passivity_filter_stops_a_policy_pumping_energy_into_the_arm(pump_policy: Path) -> None:
     unfiltered, safety_off = _run(pump_policy, passivity=False)
     filtered, safety_on = _run(pump_policy, passivity=True)

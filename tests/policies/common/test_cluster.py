@@ -46,6 +46,7 @@ def test_run_calls_in_process_keeps_order() -> None:
     assert cluster.run_calls(_square, [{"x": i} for i in range(4)], None) == [0, 1, 4, 9]
 
 
+@pytest.mark.heavy
 def test_run_calls_as_ray_tasks_matches_in_process(ray_local) -> None:
     # A library function: Ray workers import it by name (a test module is not importable there).
     calls = [{"text": "the quick brown fox " * i, "width": 9} for i in range(5)]

@@ -45,6 +45,7 @@ def test_every_number_is_identical(dr: str) -> None:
     assert {k: split[k] for k in FIGURES} == {k: one[k] for k in FIGURES}
 
 
+@pytest.mark.heavy
 def test_eval_workers_on_ray_matches_one_process(ray_local, capsys: pytest.CaptureFixture[str]) -> None:
     # The training randomization: observation noise inside episodes is paired too.
     argv = ["eval", str(BASELINES_DIR / "ArmReach"), "--episodes", "8", "--n-envs", "4", "--dr", "train", "--json"]

@@ -21,6 +21,7 @@ from sim2real.policies.distill.clock_free import (
 )
 
 
+@pytest.mark.heavy
 def test_a_tiny_distillation_exports_a_clock_free_joint_pos_policy(tmp_path: Path) -> None:
     lines: list[str] = []
     cfg = ClockFreeConfig(teacher=str(BASELINES_DIR / "QuadrupedVelocity"), n_envs=4, rollout_steps=25,

@@ -39,6 +39,7 @@ def teacher(tmp_path_factory: pytest.TempPathFactory) -> OnnxPolicy:
     return train_and_export({"net.actor_privileged": True, "total_steps": 256}, tmp_path_factory.mktemp("t") / "run")
 
 
+@pytest.mark.heavy
 def test_teacher_reads_the_privileged_state_and_no_robot_deployment_takes_it(teacher: OnnxPolicy) -> None:
     env = make_vec("QuadrupedVelocity", 2, action_mode="gait_residual", action_scale=0.3)
     names = [n for n, _ in teacher.observation_layout]
@@ -53,6 +54,7 @@ def test_teacher_reads_the_privileged_state_and_no_robot_deployment_takes_it(tea
     assert result.episodes == 2
 
 
+@pytest.mark.heavy
 def test_dagger_student_learns_to_act_as_its_teacher(teacher: OnnxPolicy, tmp_path: Path) -> None:
     student = {"algo": "distill", "normalize.obs": False, "task_options.history_steps": 4,
                "distill.teacher": str(teacher.path), "distill.epochs": 4, "distill.batch_size": 128}

@@ -31,6 +31,7 @@ def exported(trained_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFac
     return result, loaded
 
 
+@pytest.mark.heavy
 def test_onnx_matches_torch_and_sb3_within_1e5(exported) -> None:
     result, loaded = exported
     policy = OnnxPolicy(result.policy_path)

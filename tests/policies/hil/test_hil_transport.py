@@ -78,6 +78,7 @@ def start_learner(config_file: Path, run_dir: Path, port: int) -> subprocess.Pop
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.heavy
 def test_actor_and_learner_survive_each_others_restarts(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     cfg, port = tiny_config(), free_port_pair()

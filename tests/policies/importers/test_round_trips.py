@@ -178,6 +178,7 @@ CASES = {
 """format -> its writer, its conventions, whether the walking policy (with its history) fits it."""
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("fmt", list(CASES))
 def test_our_policy_survives_a_round_trip_through_each_foreign_format(ours: Path, tmp_path: Path, fmt: str) -> None:
     write, conv, walking = CASES[fmt]

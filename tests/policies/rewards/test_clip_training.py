@@ -56,6 +56,7 @@ def test_the_last_frame_of_an_episode_is_rendered_before_the_reset(micro_checkpo
         venv.close()
 
 
+@pytest.mark.heavy
 def test_a_short_ppo_run_trains_on_the_clip_reward_and_evaluates_on_the_task(
     micro_checkpoint, micro_model_name, tmp_path, capsys
 ):

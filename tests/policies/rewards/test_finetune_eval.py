@@ -205,6 +205,7 @@ def test_evaluation_needs_both_kinds_of_frames(micro_checkpoint):
         evaluate_reward(model, only_failures)
 
 
+@pytest.mark.heavy
 def test_finetune_cli_writes_a_loadable_local_model(micro_model_name, tmp_path, capsys):
     from sim2real.cli import main
 

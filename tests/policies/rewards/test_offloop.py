@@ -34,6 +34,7 @@ def _rollout(venv: ClipRewardVecEnv, steps: int, seed: int) -> tuple[np.ndarray,
     return np.stack(rewards), ended
 
 
+@pytest.mark.heavy
 def test_off_loop_rewards_are_the_inline_rewards_and_follow_refined_weights(micro_checkpoint):
     load = partial(ClipRewardModel.load, None, str(micro_checkpoint), GOAL, BASELINE, alpha=0.5, device="cpu")
     model = load()
@@ -83,6 +84,7 @@ def test_off_loop_rewards_are_the_inline_rewards_and_follow_refined_weights(micr
     assert not process._process.is_alive()
 
 
+@pytest.mark.heavy
 def test_a_reward_model_that_cannot_load_is_a_clear_error(tmp_path):
     load = partial(ClipRewardModel.load, None, str(tmp_path / "missing"), GOAL, BASELINE, device="cpu")
     with pytest.raises(RewardProcessError, match="building the reward model failed"):

@@ -75,6 +75,7 @@ def within_band_order(reward: np.ndarray, data: FrameSet) -> float:
     return float(np.mean(out))
 
 
+@pytest.mark.heavy
 def test_the_progress_objective_orders_the_reward_inside_caption_bands(micro_model_name):
     train, held = banded_frames(480, seed=0), banded_frames(300, seed=1)
     order = {}

@@ -181,6 +181,7 @@ def test_picture_sheet_is_a_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.heavy
 def test_reward_eval_json_has_the_quality_report(micro_checkpoint, tmp_path, capsys):
     from sim2real.cli import main
 

@@ -71,6 +71,7 @@ def test_attitude_lost_at_a_tilt_is_levelled_from_the_last_known_attitude() -> N
     assert_safe_touchdown(o)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed", [11, 12])
 def test_unknown_mass_thrust_wind_and_gusts(seed: int) -> None:
     """The training randomization (mass, thrust, motors, drag, wind, gusts, latency),

@@ -79,6 +79,7 @@ def test_the_oracle_is_told_each_episodes_true_parameters() -> None:
     np.testing.assert_allclose(oracle.mass, 0.027 * 1.2 / 0.8, rtol=1e-3)  # the feedforward's mass
 
 
+@pytest.mark.heavy
 def test_the_command_writes_curves_and_a_picture(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "sim2real", "robustness", str(ROOT / "policies" / "baselines" / "ArmReach"),
            "--axes", "latency", "--episodes", "2", "--feasible-episodes", "4", "--n-envs", "2", "--out", str(tmp_path),
@@ -141,6 +142,7 @@ def test_the_quadrupeds_oracle_is_the_shipped_teacher_reading_the_privileged_sta
     assert oracle_for(waypoints, 1) is None  # other observation blocks: no oracle
 
 
+@pytest.mark.heavy
 def test_points_as_ray_tasks_give_the_same_study(ray_local) -> None:
     from sim2real.policies.common import cluster
     from sim2real.policies.deploy import OnnxPolicy

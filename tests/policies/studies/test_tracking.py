@@ -13,6 +13,7 @@ from sim2real.policies import BASELINES_DIR
 from sim2real.policies.studies.tracking import GRID
 
 
+@pytest.mark.heavy
 def test_the_table_covers_the_grid_and_the_video_every_command(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     video = tmp_path / "sim2sim.mp4"

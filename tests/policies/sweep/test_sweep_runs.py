@@ -48,6 +48,7 @@ def run_sweep(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
     return json.loads(captured.out)
 
 
+@pytest.mark.heavy
 def test_four_trial_asha_sweep(ray_local, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sweep = write_sweep(tmp_path, total=2048, eval_every=1024, samples=4,
                         scheduler={"asha": {"grace_steps": 1024, "reduction_factor": 2}}, max_failures=1)
@@ -94,6 +95,7 @@ def _kill_first_checkpointed_trial(trials: Path, killed: dict, stop: threading.E
         time.sleep(0.05)
 
 
+@pytest.mark.heavy
 def test_killed_worker_is_retried_from_its_checkpoint(ray_local, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     total = 8192

@@ -51,6 +51,7 @@ def simulated_recording(seconds: float, latency: int) -> Recording:
                      command_times=times[:-1] + 0.5 * dt, commands=np.array(commands))
 
 
+@pytest.mark.heavy
 def test_the_fit_recovers_hidden_mass_servo_gains_and_latency() -> None:
     rec = simulated_recording(6.0, latency=1)
     replay = Replay("quadruped", "", "", rec, window_steps=20, max_windows=6, batch=8, max_latency=2)

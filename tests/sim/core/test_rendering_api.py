@@ -72,6 +72,7 @@ def test_the_gl_backend_is_chosen_before_mujoco_whatever_module_comes_first(firs
     assert backend in ("egl", "osmesa") and imported_first == "False"
 
 
+@pytest.mark.heavy
 def test_rendering_then_training_in_one_process_does_not_crash() -> None:
     """Mesa's llvmpipe and Triton (torch's optimizers import it) each load an LLVM; Triton's
     after Mesa's segfaulted the process. The renderer loads Triton first."""
