@@ -46,6 +46,7 @@ if WORKER or not os.environ.get("ROS_DOMAIN_ID"):
 # Safety latches persist under $ROS_HOME (policies/safety/latch.py): keep the tests' own.
 os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="sim2real-test-ros-home-")
 
+
 def _judges_wall_clock(nodeid: str) -> bool:
     """``nodeid``: ``tests/<folder or file>/...::test``, relative to the repository."""
     parts = nodeid.split("::")[0].split("/")
