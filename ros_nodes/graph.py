@@ -212,15 +212,9 @@ class InProcessGraph:
             self.spinners[role].start()
 
     def _make_executor(self) -> Any:
-        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+        from sim2real.ros_nodes.base import make_executor
 
-        if self.executor_kind == "multi":
-            return MultiThreadedExecutor(num_threads=self.threads, context=self.context)
-        if self.executor_kind == "events":
-            from rclpy.experimental.events_executor import EventsExecutor
-
-            return EventsExecutor(context=self.context)
-        return SingleThreadedExecutor(context=self.context)
+        return make_executor(self.executor_kind, self.context, self.threads)
 
     def _spin(self, role: str, executor: Any) -> None:
         from sim2real.ros_nodes.base import executor_realtime
