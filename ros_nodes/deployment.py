@@ -299,6 +299,10 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
                                                                      "velocity_error_rms", "falls")
                                     if k in emulator.summary})
     summary["emulator"] = emulator.summary
+    requested, moved = summary.get("hardware", {}).get("first_enable_requested_at"), emulator.summary.get(
+        "first_motion_at")
+    if isinstance(requested, float) and isinstance(moved, float):  # one machine: one monotonic clock
+        summary["enable_to_first_motion_ms"] = round((moved - requested) * 1e3, 1)
     return summary
 
 
@@ -472,7 +476,8 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
 def _hardware_figures(bridge: dict) -> dict[str, Any]:
     """The hardware bridge's commands, the backend's link counters, its phase and the
     pre-flight verdict."""
-    keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age", "preflight_runs")
+    keep = ("commands_", "link_", "deadman_", "states_", "publish_", "state_age", "preflight_runs",
+            "first_enable_requested_at")
     out: dict[str, Any] = {k: _num(v) for k, v in bridge.items() if k.startswith(keep)}
     out.update({k: str(bridge[k]) for k in ("phase", "reason", "preflight", "preflight_failed", "preflight_checks")
                 if k in bridge})

@@ -65,6 +65,8 @@ class HardwareBridge(ManagedNode):
         self.commands_received = self.commands_rejected = self.commands_refused = 0
         self.commands_sent = self.commands_while_disabled = self.deadline_misses = 0
         self.deadman_trips = self.states_published = self.publish_errors = 0
+        self.first_enable_requested_at: float | None = None
+        """When the first enable that took effect was asked for (``time.monotonic()``)."""
         self._last_command = 0.0
         self._last_phase: Phase | None = None
         """The backend's phase at the previous tick (a change the bridge did not make is logged)."""
@@ -279,14 +281,16 @@ class HardwareBridge(ManagedNode):
         unbound = self.gate.bind(time.monotonic())  # the filter running now is the one the robot obeys
         if unbound:
             return unbound
-        self._enabling = threading.Thread(target=self._enable, args=(backend,), daemon=True)
+        self._enabling = threading.Thread(target=self._enable, args=(backend, time.monotonic()), daemon=True)
         self._enabling.start()
         return ""
 
-    def _enable(self, backend: RobotBackend) -> None:
+    def _enable(self, backend: RobotBackend, requested_at: float) -> None:
         try:
             backend.enable()
             self._last_command = time.monotonic()  # the policy's first command has one timeout to arrive
+            if self.first_enable_requested_at is None:  # enable -> first motion starts here
+                self.first_enable_requested_at = requested_at
             self.get_logger().info("robot enabled: filtered commands reach it")
         except HardwareError as exc:
             self.get_logger().error(f"enable refused: {exc}")
@@ -322,6 +326,8 @@ class HardwareBridge(ManagedNode):
                        **{f"link_{k}": v for k, v in health.counters.items()})
         out["preflight"] = ("reading" if self.preflight_runs == 0 else "FAIL" if self.preflight_verdict else "PASS")
         out["preflight_runs"] = self.preflight_runs
+        if self.first_enable_requested_at is not None:  # time.monotonic(): the machine's, every process's
+            out["first_enable_requested_at"] = round(self.first_enable_requested_at, 4)
         if self.preflight_checks:
             out["preflight_checks"] = " | ".join(self.preflight_checks)
         if self.preflight_verdict:

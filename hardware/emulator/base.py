@@ -69,6 +69,30 @@ class EmulatorSettings:
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
 
 
+@dataclass
+class MotionOnset:
+    """When the robot first moved under power: the first ``observe`` at which, powered,
+    its ``position`` had left where it last rested unpowered by more than ``threshold``
+    (in any element). ``at`` is ``time.monotonic()``, a clock every process on the
+    machine shares, so ``deploy`` sets it against the moment the bridge was asked to
+    enable: enable -> first motion as the person at the robot sees it."""
+
+    threshold: float
+    rest: np.ndarray | None = None
+    at: float | None = None
+
+    def observe(self, now: float, position: np.ndarray, powered: bool) -> None:
+        if self.at is not None:
+            return
+        if not powered or self.rest is None:
+            self.rest = np.array(position, dtype=float)
+        elif float(np.max(np.abs(position - self.rest))) > self.threshold:
+            self.at = now
+
+    def summary(self) -> dict[str, Any]:
+        return {"first_motion_at": None if self.at is None else round(self.at, 4)}
+
+
 def episode_summary(results: list[bool], ends: list[float]) -> dict[str, Any]:
     """An emulator's episodes for its summary: counts, each outcome and when it ended
     (``time.monotonic()``, a clock every process on the machine shares, so a caller can

@@ -35,7 +35,7 @@ import numpy as np
 
 from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.thrust import CURVES, PWM_FULL
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, episode_summary
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset, episode_summary
 from sim2real.hardware.emulator.crazyflie_battery import Battery, BatteryConfig
 from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
 from sim2real.hardware.emulator.crazyflie_ports import CrtpPorts
@@ -136,6 +136,8 @@ class CrazyflieEmulator(Emulator):
         self.realtime: dict[str, Any] = {}
         """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self.motor_seconds = 0.0
+        self.onset = MotionOnset(threshold=0.01)
+        """The drone 1 cm from where it rested with its motors off (enable -> lift-off)."""
         self.accepted: dict[str, int] = {}
         self.rejected: dict[str, int] = {}
         self.sent = 0
@@ -228,6 +230,7 @@ class CrazyflieEmulator(Emulator):
         self.ticks += 1
         if d.ctrl.any():
             self.motor_seconds += self.config.tick
+        self.onset.observe(now, d.qpos[:3], bool(d.ctrl.any()))
         if self.ticks % self._ticks_per_control == 0:
             self._evaluate()
         if self.logs.streaming and self.peer is not None and self.link_up and self.downlink_up:
@@ -345,7 +348,8 @@ class CrazyflieEmulator(Emulator):
                 "firmware": dict(fw.counters), **episode_summary(self.episodes, self.episode_ends),
                 "crashes": self.crashes, "battery_v": round(self.battery(), 3),
                 "battery_charge": round(self.battery_model.charge, 4), "pm_state": self.battery_model.state,
-                "mean_thrust_command": round(self._thrust_sum / self._thrust_n) if self._thrust_n else None}
+                "mean_thrust_command": round(self._thrust_sum / self._thrust_n) if self._thrust_n else None,
+                **self.onset.summary()}
 
     def close(self) -> None:
         if self._closed:

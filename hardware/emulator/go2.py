@@ -37,7 +37,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.gait_record import GaitRecord
 from sim2real.hardware.emulator.go2_sport import SportController
@@ -147,6 +147,8 @@ class Go2Emulator(Emulator):
         self._powered = False
         self.gait = GaitRecord()
         """Velocity tracking and falls while the host commands the motors (the mission's success)."""
+        self.onset = MotionOnset(threshold=0.01)
+        """The first joint to move 0.01 rad under the host's stiffness (enable -> first motion)."""
         self.rate_hz = 0.0
         """lowstate frames per second over the last :meth:`serve`."""
         self._apply()
@@ -259,6 +261,7 @@ class Go2Emulator(Emulator):
         if d.time <= self._watch_fall_until:
             self.fall_after_release = max(self.fall_after_release, float(-d.qvel[2]))
         self.gait.sample(d.time, d.qpos, d.qvel, np.asarray(self.config.cmd_vel), self._powered)
+        self.onset.observe(now, d.qpos[7:7 + C.NUM_JOINTS], self._powered)
         accel = d.sensordata[self._sensor["imu_acc"]].copy()
         feet = d.sensordata[self._touch].copy()
         m = self.measure(now)
@@ -327,7 +330,7 @@ class Go2Emulator(Emulator):
             "tick_interval_jitter_ms": timing.get("jitter_ms", {}), "deadline_misses": timing["deadline_misses"],
             "realtime": self.realtime,
             "base_height": round(float(self.data.qpos[2]), 4),
-            "cmd_vel": list(self.config.cmd_vel), **self.gait.summary(),
+            "cmd_vel": list(self.config.cmd_vel), **self.gait.summary(), **self.onset.summary(),
             "last_command": None if self.command is None else {
                 k: sorted({round(float(v), 3) for v in self.command["motor_cmd"][k][: C.NUM_JOINTS]})
                 for k in ("kp", "kd", "tau")},

@@ -47,7 +47,14 @@ from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, PoseListener, episode_summary
+from sim2real.hardware.emulator.base import (
+    Emulator,
+    EmulatorSettings,
+    Mission,
+    MotionOnset,
+    PoseListener,
+    episode_summary,
+)
 from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
 from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
@@ -139,6 +146,8 @@ class Ros2ControlArmEmulator(Emulator):
         self.last_command: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and value (its last point) of the latest accepted arm command."""
         self._kd_over_kp = ARM.JOINT_KD / ARM.JOINT_KP
+        self.onset = MotionOnset(threshold=0.001)
+        """A joint 1 mrad (about 0.5-1 mm at the hand) from where it rested before the first command."""
         self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0,
                                          "commands_accepted": 0, "trajectories_accepted": 0,
                                          "gripper_accepted": 0, "gripper_goals": 0, "gripper_states_published": 0,
@@ -292,6 +301,7 @@ class Ros2ControlArmEmulator(Emulator):
         self.counters["physics_steps"] += steps
         with self._lock:
             self._q_measured = self.data.qpos[:7].copy()
+        self.onset.observe(now, self.data.qpos[:7], self.last_command is not None)
         if np.any(qd_d):
             self._tracking.append(float(np.max(np.abs(q_d - self.data.qpos[:7]))))
             del self._tracking[:-20_000]
@@ -438,7 +448,8 @@ class Ros2ControlArmEmulator(Emulator):
                 "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
                 "tick_timing": self.timing.summary(), "realtime": self.realtime,
                 "simulated_s": round(self._substeps * ARM.PHYSICS_DT, 3),
-                "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()}}
+                "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()},
+                **self.onset.summary()}
 
     def close(self) -> None:
         if self._closed:

@@ -152,12 +152,16 @@ def test_flight_stale_commands_firmware_landing_and_estop(served: Served, backen
     assert m.base_pos is not None and m.base_pos[2] == pytest.approx(float(e.data.qpos[2]), abs=0.01)
     with pytest.raises(HardwareError):
         CrazyflieBackend("ctbr", {"uri": served.uri}).enable()  # never connected
+    asked = time.monotonic()
     backend.enable()
     assert backend.phase is Phase.ENABLED
     wait_for(lambda: not e.firmware.thrust_locked, 0.1)  # the zero-thrust setpoint arrived
     assert e.params.get("flightmode.stabModeRoll") == 0 and e.params.get("flightmode.stabModePitch") == 0
+    assert e.onset.at is None  # on the pad, motors off until the first setpoint with thrust
     last_command = fly(backend, 2.0)
     assert e.data.qpos[2] > 0.35, "hover commands did not lift the drone"
+    assert e.onset.at is not None and e.onset.at > asked  # lifted 1 cm, after the enable
+    print(f"\nenable -> lift-off (1 cm): {(e.onset.at - asked) * 1e3:.0f} ms")
     wait_for(lambda: e.firmware.hl.trajectory is not None, 0.5)
     trajectory = e.firmware.hl.trajectory
     assert trajectory is not None and trajectory.landing

@@ -235,6 +235,9 @@ def test_connect_stand_command_stale_estop() -> None:
     assert summary["commands_rejected"] == {} and summary["sport_mode"] == ""
     assert summary["last_command"] == {"kp": [0.0], "kd": [8.0], "tau": [0.0]}  # closed: damping is held
     assert summary["motion_switcher_calls"].get("1003", 0) >= 1
+    # Lying in damping it only settled; the first joint moved 0.01 rad under stiffness after enable().
+    assert summary["first_motion_at"] is not None and summary["first_motion_at"] > started
+    print(f"enable -> first motion: {(summary['first_motion_at'] - started) * 1e3:.0f} ms")
 
 
 @pytest.mark.slow  # a real-time fault run; the default suite keeps the backend's main fault test

@@ -91,6 +91,7 @@ def test_a_gripperless_arm_enables_and_moves() -> None:
     try:
         assert emulator.connect_options()["gripper"] is False
         backend.connect(5.0)
+        asked = time.monotonic()
         backend.enable()
         assert backend.phase == Phase.ENABLED
         before, _ = emulator.ee_pose()
@@ -101,6 +102,8 @@ def test_a_gripperless_arm_enables_and_moves() -> None:
         time.sleep(0.1)
         moved = emulator.ee_pose()[0] - before
         assert moved[1] < -0.03 and abs(moved[0]) < 0.01, moved
+        assert emulator.onset.at is not None and emulator.onset.at > asked  # a joint 1 mrad from its rest
+        print(f"\nenable -> first motion: {(emulator.onset.at - asked) * 1e3:.0f} ms")
         assert emulator.counters["gripper_goals"] == 0  # no gripper: no width is ever sent
         assert backend.counters()["gripper_sent"] == 0
     finally:
