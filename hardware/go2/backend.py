@@ -49,7 +49,7 @@ from sim2real.hardware.go2.sport import SportClient
 from sim2real.hardware.go2.state_machine import GaitConfig, Mode, MotorTargets
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.hardware.options import load_options
-from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
+from sim2real.hardware.realtime import DDS_THREADS, EXECUTOR_PRIORITY, realtime_thread
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
@@ -310,7 +310,9 @@ class Go2Backend(RobotBackend):
     def _read_loop(self, stop: threading.Event) -> None:
         # Real-time below the link: a normal-priority thread holding the GIL here would be
         # preempted by every competing process while the bridge's executor waits for it.
-        with realtime_thread("go2 lowstate reader", EXECUTOR_PRIORITY, cpu=None):
+        # Cyclone's receive threads with it: at normal priority they starved under the
+        # graph's own real-time load and rt/lowstate reached the bridge up to 0.7 s late.
+        with realtime_thread("go2 lowstate reader", EXECUTOR_PRIORITY, cpu=None, helpers=DDS_THREADS):
             while not stop.is_set():
                 try:
                     if self._reader.wait(0.05):
