@@ -462,7 +462,7 @@ def make_executor(kind: str, context: Any = None, threads: int = 2) -> Any:
     services, the subscriptions, timers, QoS events) on each wake. Measured on the Go2's
     emulated stock pairing, idle: the wait-set ``SingleThreadedExecutor`` let the policy's
     commands reach the bridge 465 ms late at p99 and tripped the 60 ms watchdog 131 times
-    in 30 s (the robot never walked); the events executor 28 ms and 3 trips (walking).
+    in 30 s (the robot never walked); the events executor 28 ms and 3 trips (it walked).
     ``SIM2REAL_EXECUTOR=single`` brings the wait-set executor back for comparison.
 
     Raises:
