@@ -181,18 +181,27 @@ class Ros2ControlArm(RobotBackend):
             topic = T.TRAJECTORY if self.stock else T.POSITION_COMMANDS
             raise HardwareError(f"nothing subscribes {topic}: is {topic.split('/')[0]} loaded and active "
                                 "(docs/hardware.md)?")
-        with self._control:
-            m = self._fresh_state()
-            if m is None or m.joint_pos is None or m.ee_pos is None or m.ee_quat is None:
+        # The target is taken from a fresh state under the lock; one that aged while the
+        # controller was looked for is waited for again within the same deadline (a busy
+        # host: 1 of ~1500 tests refused), never accepted stale.
+        while True:
+            with self._control:
+                if self._phase != Phase.CONNECTED:  # an e-stop or a fault meanwhile is never overridden
+                    raise HardwareError(f"{self._phase.value} while enabling: {self._reason or 'no reason given'}")
+                m = self._fresh_state()
+                if m is not None and m.joint_pos is not None and m.ee_pos is not None and m.ee_quat is not None:
+                    q = m.joint_pos[:7].copy()
+                    self._q_cmd, self._posture = q.copy(), q.copy()
+                    self._target_pos, self._target_quat = m.ee_pos.copy(), m.ee_quat.copy()
+                    self._segment = None
+                    self._generation += 1
+                    self._send_q(q)  # the controller's target becomes where the arm is: no jump
+                    self._last_command = time.monotonic()
+                    self._set_phase(Phase.ENABLED)
+                    return
+            if time.monotonic() >= end:
                 raise HardwareError("joint states went stale while enabling")
-            q = m.joint_pos[:7].copy()
-            self._q_cmd, self._posture = q.copy(), q.copy()
-            self._target_pos, self._target_quat = m.ee_pos.copy(), m.ee_quat.copy()
-            self._segment = None
-            self._generation += 1
-            self._send_q(q)  # the controller's target becomes where the arm is: no jump
-            self._last_command = time.monotonic()
-            self._set_phase(Phase.ENABLED)
+            time.sleep(0.005)
 
     def command(self, values: np.ndarray) -> None:
         v = np.asarray(values, dtype=np.float64)

@@ -126,6 +126,30 @@ def test_link_dropped_the_backend_holds_on_stale_state(rig: Rig) -> None:
         rig.backend.enable()
 
 
+def test_an_estop_while_enabling_is_never_overridden(rig: Rig) -> None:
+    """enable() waits for a fresh state (the link is down here); an e-stop meanwhile must
+    win: before, the states' return let enable() finish and set ENABLED over ESTOPPED."""
+    rig.emulator.faults.latency = 1000.0  # no joint state leaves the robot
+    assert wait_for(lambda: rig.backend.health().state_age > 0.2, 2.0)
+    outcome: list[BaseException | None] = []
+
+    def enable() -> None:
+        try:
+            rig.backend.enable()
+            outcome.append(None)
+        except HardwareError as exc:
+            outcome.append(exc)
+
+    enabling = threading.Thread(target=enable)
+    enabling.start()
+    time.sleep(0.2)  # enable() is waiting for a fresh state
+    rig.backend.estop("operator")
+    rig.emulator.faults.latency = 0.0  # the states come back within enable()'s deadline
+    enabling.join(5.0)
+    assert rig.backend.phase == Phase.ESTOPPED
+    assert len(outcome) == 1 and isinstance(outcome[0], HardwareError), outcome
+
+
 def test_emulator_killed_then_restarted(rig: Rig) -> None:
     rig.backend.enable()
     killed: list[float] = []
