@@ -102,8 +102,11 @@ def test_killing_the_policy_process_gives_the_safe_action_within_3_periods() -> 
     try:
         pg.start()
         # Each node starts in its own process at its own pace: kill only once the filter
-        # forwards commands too, or there is nothing yet whose loss it could notice.
-        assert wait_for(lambda: len(seen["raw_command"]) > 40 and len(seen["command"]) > 20, 60.0), (
+        # forwards the policy's commands (not its own safe action's zeros while it has not
+        # yet discovered the policy), or there is nothing yet whose loss it could notice.
+        def forwarding() -> bool:
+            return len(seen["raw_command"]) > 40 and sum(bool(np.any(c[:6] != 0.0)) for _, c in seen["command"]) > 5
+        assert wait_for(forwarding, 60.0), (
             pg.log("policy")[-3000:] + pg.log("safety_filter")[-1500:] + pg.log("sim_bridge")[-1500:])
         pg.kill("policy")
         t_kill = time.monotonic()
