@@ -84,9 +84,13 @@ def test_the_page_shows_two_live_cameras(hil: HilStack, browser) -> None:
         # A loose bound for a shared CI machine; `sim2real bench console` reports the rate.
         assert set(fps) == {"front", "wrist"} and min(fps.values()) >= 8, fps
         assert page.text_content("#robot") == "arm" and not page.errors
-        size = page.evaluate("[document.querySelector('img[data-camera=front]').naturalWidth,"
-                             " document.querySelector('img[data-camera=front]').naturalHeight]")
-        assert size == [320, 240]
+        # The page swaps each view's image for the newest frame: between a swap and its
+        # decode the element has no size yet (naturalWidth 0), so read it once decoded.
+        decoded = page.wait_for_function(
+            "(() => { const i = document.querySelector('img[data-camera=front]');"
+            " return i.complete && i.naturalWidth > 0 ? [i.naturalWidth, i.naturalHeight] : null; })()",
+            timeout=5000)
+        assert decoded.json_value() == [320, 240]
     finally:
         page.close()
 
