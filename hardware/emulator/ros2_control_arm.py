@@ -323,12 +323,15 @@ class Ros2ControlArmEmulator(Emulator):
             self._end_episode(bool(result.success[0]))
 
     def _end_episode(self, success: bool) -> None:
-        self.episodes.append(success)
-        self.episode_ends.append(time.monotonic())
-        self._control_steps = 0
-        self._succeeded = False
-        self.task.reset_scene(0, self.model, self.data, self.env.engine.rng)
-        mujoco.mj_forward(self.model, self.data)
+        # The count and the next goal change together: a mission read between them (the
+        # operator's, a test's) saw the episode ended and the old goal still set.
+        with self._lock:
+            self.episodes.append(success)
+            self.episode_ends.append(time.monotonic())
+            self._control_steps = 0
+            self._succeeded = False
+            self.task.reset_scene(0, self.model, self.data, self.env.engine.rng)
+            mujoco.mj_forward(self.model, self.data)
 
     def _serve_scene_requests(self) -> None:
         with self._lock:
@@ -428,9 +431,10 @@ class Ros2ControlArmEmulator(Emulator):
         return self.task.ee_pos(phys)[0].copy(), self.task.ee_quat(phys)[0].copy()
 
     def mission(self) -> Mission | None:
-        targets = getattr(self.task, "targets", None)
-        goal = np.asarray(targets[0], dtype=np.float64).copy() if isinstance(targets, np.ndarray) else None
-        return Mission(goal=goal, episodes=len(self.episodes), successes=sum(self.episodes))
+        with self._lock:  # one episode's count with its goal (_end_episode)
+            targets = getattr(self.task, "targets", None)
+            goal = np.asarray(targets[0], dtype=np.float64).copy() if isinstance(targets, np.ndarray) else None
+            return Mission(goal=goal, episodes=len(self.episodes), successes=sum(self.episodes))
 
     def tracking_error(self) -> dict[str, float]:
         """Largest joint error (rad) while the command moves: p50, p99, max."""
