@@ -97,6 +97,7 @@ def arm() -> Iterator[Graph]:
     g.close()
 
 
+@pytest.mark.heavy  # one at a time: beside the computing worker its in-process graph missed the 200 ms hold
 def test_a_takeover_reaches_the_robot_through_the_filter_and_a_closed_tab_holds(arm: Graph, browser) -> None:
     page = open_console(browser, arm.console.server.url)
     page.wait_for_function("window.consoleStats.fps.front >= 5 && window.consoleStats.fps.wrist >= 5",
