@@ -169,6 +169,7 @@ def test_the_estop_stops_every_step_until_a_confirmed_reset(hil: HilStack, brows
             hil.target.reset_estop()
 
 
+@pytest.mark.heavy  # one at a time: beside the computing worker its in-process graph took one step past the hold
 def test_closing_the_tab_during_a_takeover_holds_within_200_ms(hil: HilStack, browser) -> None:
     page = open_console(browser, hil.server.url)
     page.keyboard.down("Space")

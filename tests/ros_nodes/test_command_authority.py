@@ -140,7 +140,8 @@ def test_the_hardware_bridge_enables_only_with_its_filter_present() -> None:
         assert wait_for(lambda: bridge.backend.phase is not Phase.ENABLED, 2.0)
         rogue = h.add(Node("rogue", context=h.context))
         rpub = rogue.create_publisher(Float64MultiArray, "command", command_qos(0.2))
-        assert wait_for(lambda: bridge.gate.bound is None and "/rogue" in bridge.gate.foreign, 2.0)
+        # Discovery of the new publisher: a harness wait (returns as soon as it is seen).
+        assert wait_for(lambda: bridge.gate.bound is None and "/rogue" in bridge.gate.foreign, 10.0)
         reason = bridge.enable()
         assert "no /commander publishes" in reason, reason
         reached = commands_reaching(emulator)
