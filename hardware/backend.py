@@ -187,6 +187,13 @@ class RobotBackend(abc.ABC):
     def _set_phase(self, phase: Phase, reason: str = "") -> None:
         self._phase, self._reason = phase, reason
 
+    def _still_connected(self) -> None:
+        """Raise unless the robot is still CONNECTED. An enable calls it under the lock its
+        faults and e-stops take, just before it commits: an e-stop or a fault that came
+        while it waited (for a fresh state, a controller, the firmware) is never overridden."""
+        if self._phase is not Phase.CONNECTED:
+            raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason or 'no reason given'})")
+
     @staticmethod
     def _state_age(m: Measurements | None) -> float:
         if m is None or not m.stamps:

@@ -251,8 +251,7 @@ class CrazyflieBackend(RobotBackend):
         if not self.cfg.firmware_compensation and not math.isfinite(self._state.battery_v):
             raise HardwareError("cannot enable: no battery voltage yet (the thrust map compensates it)")
         with self._io:
-            if self._phase is not Phase.CONNECTED:
-                raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason})")
+            self._still_connected()
             cf.commander.send_setpoint(0.0, 0.0, 0.0, 0)  # the zero-thrust setpoint: releases the thrust lock
             self._counts["setpoints_sent"] += 1
             with self._slot:

@@ -186,8 +186,7 @@ class Ros2ControlArm(RobotBackend):
         # host: 1 of ~1500 tests refused), never accepted stale.
         while True:
             with self._control:
-                if self._phase != Phase.CONNECTED:  # an e-stop or a fault meanwhile is never overridden
-                    raise HardwareError(f"{self._phase.value} while enabling: {self._reason or 'no reason given'}")
+                self._still_connected()
                 m = self._fresh_state()
                 if m is not None and m.joint_pos is not None and m.ee_pos is not None and m.ee_quat is not None:
                     q = m.joint_pos[:7].copy()
