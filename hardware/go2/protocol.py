@@ -8,6 +8,8 @@ target must never reach a motor, whatever a given firmware would do with it).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,3 +127,21 @@ def parse_state(codec: Codec, frame: bytes) -> LowState:
         raise FrameError("quaternion", f"quaternion norm {np.linalg.norm(out.quat):.3f}")
     return out
 
+
+
+def newest_state(codec: Codec, frames: Sequence[bytes], counts: Counter[str]) -> LowState | None:
+    """The newest valid state of a batch of lowstate frames (oldest first), or None.
+
+    A batch of more than one means the reader fell behind: only the newest frame that
+    passes :func:`parse_state` is used, the ones after it are counted as
+    ``state_rejected_<reason>`` and the older ones as ``states_superseded``, never decoded.
+    """
+    for age, frame in enumerate(reversed(frames)):
+        try:
+            state = parse_state(codec, frame)
+        except FrameError as exc:
+            counts[f"state_rejected_{exc.reason}"] += 1
+            continue
+        counts["states_superseded"] += len(frames) - 1 - age
+        return state
+    return None

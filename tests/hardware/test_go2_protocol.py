@@ -9,6 +9,7 @@ import hashlib
 import json
 import struct
 import time
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from sim2real.hardware.go2.dds import (
     participant,
 )
 from sim2real.hardware.go2.motion_switcher import CHECK_MODE, MotionSwitcherClient
-from sim2real.hardware.go2.protocol import check_command, fill_command, parse_state
+from sim2real.hardware.go2.protocol import check_command, fill_command, newest_state, parse_state
 from sim2real.hardware.go2.state_machine import MotorTargets
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
@@ -269,6 +270,30 @@ def test_lowstate_checks() -> None:
     msg["crc"] = codec.crc(msg)
     with pytest.raises(FrameError, match="quaternion"):
         parse_state(codec, codec.encode(msg))
+
+
+def test_a_backlog_of_states_yields_the_newest_valid_one() -> None:
+    """A reader that fell behind uses the newest frame that passes the checks: a corrupt
+    newest frame is refused and counted, the valid one before it is used, and the older
+    ones are counted as superseded."""
+    codec = Codec.of(T.LowState_)
+
+    def frame(tick: int) -> bytes:
+        msg = codec.new()
+        msg["imu_state"]["quaternion"] = (1.0, 0.0, 0.0, 0.0)
+        msg["tick"] = tick
+        msg["crc"] = codec.crc(msg)
+        return codec.encode(msg)
+
+    corrupt = bytearray(frame(4))
+    corrupt[100] ^= 0x01
+    counts: Counter[str] = Counter()
+    state = newest_state(codec, [frame(1), frame(2), frame(3), bytes(corrupt)], counts)
+    assert state is not None and state.tick == 3
+    assert counts == {"state_rejected_crc": 1, "states_superseded": 2}
+    counts.clear()
+    assert newest_state(codec, [bytes(corrupt)], counts) is None and counts == {"state_rejected_crc": 1}
+    assert newest_state(codec, [], counts) is None
 
 
 def test_network_stays_on_loopback() -> None:
