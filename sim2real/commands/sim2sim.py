@@ -7,15 +7,26 @@ the command, the relative error, falls, mechanical power and foot slip. Run it o
 imported policy (`sim2real import`) before a real robot, and under `--dr train` or
 `heldout` for where it breaks; `sim2real robustness` sweeps each parameter.
 
+With ``--model FOREIGN.xml`` the policy also runs in another MJCF of the Go2 (MuJoCo
+Menagerie's ``unitree_go2/scene.xml``, Unitree's ``unitree_mujoco``) through the
+deployment's observation and action path, with the model's own actuators (position
+servos get the targets, torque motors the policy's PD at the model's timestep); our
+model's rows run the same path beside it (both nominal: no randomization), and each row
+adds trunk height, foot clearance and joint torque RMS (docs/transfer.md).
+
 Examples:
   sim2real sim2sim imported/go2_robot_lab --dr none
   sim2real sim2sim policies/baselines/QuadrupedVelocity --episodes 20 --json
   sim2real sim2sim imported/himloco --video runs/himloco_sim2sim.mp4
+  sim2real sim2sim policies/baselines/QuadrupedVelocity --model mujoco_menagerie/unitree_go2/scene.xml
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
@@ -24,11 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="exported quadruped velocity policy (.onnx or its folder)")
     parser.add_argument("--episodes", type=int, default=20, help="episodes per command")
     parser.add_argument("--seconds", type=float, default=10.0, help="episode length; the second half is measured")
-    parser.add_argument("--dr", default="train", help="randomization preset (train, heldout, none) or a DR file")
+    parser.add_argument("--dr", help="randomization preset (train, heldout, none) or a DR file (default train; "
+                                      "not with --model)")
     parser.add_argument("--seed", type=int, default=30_000)
     parser.add_argument("--video", metavar="PATH", help="also write an mp4: one episode per command, in the "
                                                         "table's order")
     parser.add_argument("--video-seconds", type=float, default=4.0, help="seconds of each command in the video")
+    parser.add_argument("--model", metavar="XML", help="also run in this foreign MJCF of the robot (a scene with "
+                                                       "a floor), our model's rows beside it")
+    parser.add_argument("--joint-map", metavar="MAP", help="with --model: our joint names -> the model's, "
+                                                           "'FR_hip_joint=fr_hip,...' or a YAML/JSON file; "
+                                                           "unnamed joints keep our names")
+    parser.add_argument("--base-body", metavar="BODY", help="with --model: the trunk body (default: the free "
+                                                            "joint's body)")
     add_json_flag(parser)
 
 
@@ -44,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     policy = OnnxPolicy(args.policy)
     if policy.metadata["robot"] != "quadruped" or "QuadrupedVelocity" not in policy.task:
         raise ConfigError("policy", f"{args.policy} is a {policy.task} policy; the table is for QuadrupedVelocity")
+    if args.model:
+        return run_foreign(args, policy)
+    if args.joint_map or args.base_body:
+        raise ConfigError("--joint-map/--base-body", "only with --model")
+    args.dr = args.dr or "train"
     with console.status("tracking") as status:
         rows = tracking_table(policy, args.episodes, args.seconds, args.dr, args.seed,
                               on_row=lambda name: status.update(f"tracking: {name}"))
@@ -64,4 +88,54 @@ def run(args: argparse.Namespace) -> int:
     stdout.print(table)
     if args.video:
         stdout.print(f"video: {args.video}")
+    return 0
+
+
+def run_foreign(args: argparse.Namespace, policy: Any) -> int:
+    """The table in our model and the foreign ``--model``, side by side."""
+    from rich.table import Table
+
+    from sim2real.policies.studies.foreign_tracking import foreign_tracking_table, our_model, policy_gains
+    from sim2real.ros_nodes.robots import ObservationBuilder, make_task
+    from sim2real.sim.core.errors import ConfigError
+    from sim2real.sim.quadruped.foreign import ForeignQuadruped, parse_joint_map
+
+    if args.dr is not None or args.video:
+        raise ConfigError("--dr/--video", "not with --model: both models run as given, without randomization")
+    kp, kd = policy_gains(policy)
+    foreign = ForeignQuadruped.from_file(args.model, policy.control_dt, kp, kd, parse_joint_map(args.joint_map),
+                                         args.base_body)
+    ours = our_model(policy)
+    options = dict(policy.metadata.get("task_options") or {})
+    # The policy node's own checks and observation builder: the layout must be the trained one.
+    policy.check_observation_layout(make_task(policy.task, policy.action_mode, options).observation_layout())
+
+    def make_source() -> ObservationBuilder:
+        return ObservationBuilder("quadruped", make_task(policy.task, policy.action_mode, options), policy.action_size)
+
+    name = Path(args.model).name
+    with console.status("tracking") as status:
+        rows = foreign_tracking_table(policy, [("ours", ours), (name, foreign)], make_source, args.episodes,
+                                      args.seconds, args.seed, on_row=lambda row: status.update(f"tracking: {row}"))
+    drives = {model: {"drive": robot.drive.describe(robot.kp, robot.kd), "timestep_s": robot.model.opt.timestep,
+                      "decimation": robot.decimation} for model, robot in (("ours", ours), (name, foreign))}
+    if args.json:
+        emit_json({"policy": str(policy.path), "model": str(args.model), "episodes": args.episodes,
+                   "seconds": args.seconds, "seed": args.seed, "models": drives, "rows": [asdict(r) for r in rows]})
+        return 0
+    table = Table(title=f"{policy.path} in our model and {args.model}, {args.episodes} episodes of "
+                        f"{args.seconds:g} s per command, no randomization")
+    for col in ("command", "model", "achieved vx, vy, yaw rate", "error", "falls", "trunk m", "clearance m",
+                "torque RMS Nm (knee max)", "power W", "foot slip m/s"):
+        table.add_column(col)
+    for r in rows:
+        err = "-" if r.relative_error is None else f"{100 * r.relative_error:.1f} %"
+        clearance = "-" if r.foot_clearance_m is None else f"{r.foot_clearance_m:.3f}"
+        table.add_row(r.command, r.model, ", ".join(f"{x:+.3f}" for x in r.achieved), err, f"{r.falls}/{r.episodes}",
+                      f"{r.trunk_height_m:.3f}", clearance, f"{r.torque_rms_nm:.1f} ({r.knee_torque_rms_max_nm:.1f})",
+                      f"{r.power_w:.0f}", f"{r.foot_slip_m_s:.3f}")
+    stdout.print(table)
+    for model, info in drives.items():
+        stdout.print(f"{model}: {info['drive']}, timestep {info['timestep_s'] * 1e3:g} ms, "
+                     f"decimation {info['decimation']}")
     return 0

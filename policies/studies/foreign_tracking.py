@@ -1,0 +1,196 @@
+"""The tracking table of a quadruped velocity policy in a foreign MJCF of the robot, our
+model's rows beside it: ``sim2real sim2sim POLICY --model FOREIGN.xml``.
+
+Both models run the policy exactly as the ROS 2 policy node runs it on a robot: the
+model's joint states and odometry become :class:`Measurements`, the deployment's
+observation builder (``ros_nodes.robots.ObservationBuilder``, passed in by the caller:
+this layer may not import the ROS layer) rebuilds the observation from them, and the
+action becomes joint targets through the task's ``deploy_command`` and the robot's
+command space (:mod:`sim2real.policies.safety.spaces`). The targets go to each model's
+own actuators (:class:`~sim2real.sim.quadruped.foreign.ForeignQuadruped`). Our model runs
+through the same path, so the rows differ only by the model. Episode ``i`` of a command
+starts from the same perturbation in both models (one generator per command and episode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mujoco
+import numpy as np
+
+from sim2real.policies.safety.spaces import command_space
+from sim2real.policies.studies.tracking import GRID, TrackingRow
+from sim2real.sim.core.deployment import Measurements
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.task import Task
+from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
+from sim2real.sim.quadruped.foreign import KNEES, ForeignQuadruped
+from sim2real.sim.quadruped.frames import rotation_matrices
+
+MIN_SWING_STEPS = 2
+"""Control steps (40 ms at 50 Hz) a foot must be off the ground for its lift to count as a swing."""
+
+
+class ObservationSource(Protocol):
+    """Measurements -> the policy's observation (the policy node's ``ObservationBuilder``)."""
+
+    task: Task
+
+    def missing(self, m: Measurements) -> list[str]: ...
+
+    def build(self, m: Measurements, last_action: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass
+class ModelTrackingRow(TrackingRow):
+    model: str
+    """Which model the row ran in (``ours`` or the foreign model's name)."""
+    trunk_height_m: float
+    """Mean height of the trunk's origin above the floor over the measured half."""
+    foot_clearance_m: float | None
+    """Mean peak height of a foot's lowest point over its swings (None: no swing)."""
+    torque_rms_nm: float
+    """RMS joint torque over joints and the measured half (N m)."""
+    knee_torque_rms_max_nm: float
+    """The largest of the four knees' RMS torques (N m)."""
+
+
+@dataclass
+class _Episode:
+    """One episode's sums over the measured half."""
+
+    fell: bool = False
+    steps: int = 0
+    velocity: Any = 0.0
+    height: float = 0.0
+    power: float = 0.0
+    slip: float = 0.0
+    torque_sq: Any = 0.0
+    swing_peaks: Any = None
+
+
+class _Swings:
+    """Peak foot height per swing: a foot off the ground for at least
+    :data:`MIN_SWING_STEPS` control steps between two contacts (shorter is contact chatter)."""
+
+    def __init__(self) -> None:
+        self.peak = np.zeros(4)
+        self.airborne = np.zeros(4, dtype=int)
+        self.peaks: list[float] = []
+
+    def update(self, height: np.ndarray, contact: np.ndarray, measuring: bool) -> None:
+        self.peak = np.where(self.airborne > 0, np.maximum(self.peak, height), height)
+        landed = (self.airborne >= MIN_SWING_STEPS) & contact
+        if measuring:
+            self.peaks += self.peak[landed].tolist()
+        self.airborne = np.where(contact, 0, self.airborne + 1)
+
+
+def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource, command: np.ndarray,
+                seconds: float, rng: np.random.Generator) -> _Episode:
+    """One episode of the policy node's loop, ``command`` held; sums over the second half."""
+    task = source.task
+    if not isinstance(task, QuadrupedTask):
+        raise ConfigError("policy", f"{task.robot}/{task.name} is not a quadruped task")
+    space = command_space("quadruped", policy.action_mode, getattr(task, "action_scale", None))
+    data = mujoco.MjData(robot.model)
+    robot.reset(data, rng, task.init_joint_noise, task.init_velocity_noise)
+    last = np.zeros(policy.action_size)
+    steps, ep, swings = int(round(seconds / policy.control_dt)), _Episode(), _Swings()
+    m = robot.measure(data)
+    for k in range(steps):
+        m.cmd_vel = command
+        missing = source.missing(m)
+        if missing:
+            raise ConfigError("policy", f"its observation needs {missing}, which a bare model does not provide")
+        obs = source.build(m, last)
+        action = np.asarray(policy(obs.astype(np.float32)), dtype=np.float64).reshape(-1)
+        last = np.clip(np.nan_to_num(action), -1.0, 1.0)
+        robot.step_control(data, task.deploy_command(action, obs, space.action_to_command))
+        m = robot.measure(data)
+        if robot.fallen(data, m):
+            ep.fell = True
+            break
+        measuring = k >= steps // 2
+        height, contact, speed = robot.foot_state(data)
+        swings.update(height, contact, measuring)
+        if not measuring:
+            continue
+        assert m.base_quat is not None and m.base_lin_vel is not None and m.base_ang_vel is not None
+        assert m.base_pos is not None and m.joint_effort is not None and m.joint_vel is not None
+        body_vel = rotation_matrices(m.base_quat[None])[0].T @ m.base_lin_vel
+        ep.velocity = ep.velocity + np.r_[body_vel[:2], m.base_ang_vel[2]]
+        ep.height += float(m.base_pos[2])
+        ep.power += float(np.abs(m.joint_effort * m.joint_vel).sum())
+        ep.slip += float((speed * contact).sum() / max(int(contact.sum()), 1))
+        ep.torque_sq = ep.torque_sq + m.joint_effort**2
+        ep.steps += 1
+    ep.swing_peaks = swings.peaks
+    return ep
+
+
+def _row(name: str, command: tuple[float, float, float], model: str, episodes: list[_Episode]) -> ModelTrackingRow:
+    ok = [e for e in episodes if not e.fell and e.steps]
+    nan = float("nan")
+    mean = (lambda f: float(np.mean([f(e) for e in ok]))) if ok else (lambda f: nan)
+    achieved = np.mean([e.velocity / e.steps for e in ok], axis=0) if ok else np.full(3, nan)
+    error = np.abs(achieved - np.asarray(command))
+    big = int(np.argmax(np.abs(command)))
+    rms = np.sqrt(np.mean([e.torque_sq / e.steps for e in ok], axis=0)) if ok else np.full(C.NUM_JOINTS, nan)
+    peaks = [p for e in ok for p in e.swing_peaks]
+    moving = bool(np.any(np.abs(command) > MOVING_THRESHOLD))
+    return ModelTrackingRow(
+        name, list(command), [round(float(x), 4) for x in achieved], [round(float(x), 4) for x in error],
+        None if not any(command) else float(error[big] / abs(command[big])), sum(e.fell for e in episodes),
+        len(episodes), round(mean(lambda e: e.power / e.steps), 2), round(mean(lambda e: e.slip / e.steps), 4),
+        model, round(mean(lambda e: e.height / e.steps), 4),
+        round(float(np.mean(peaks)), 4) if peaks and moving else None,
+        round(float(np.sqrt(np.mean(rms**2))), 3), round(float(np.max(rms[KNEES])), 3))
+
+
+def policy_gains(policy: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The PD gains the policy was trained with (an imported policy's own ``servo_kp`` /
+    ``servo_kd``, else our servos' Kp 35 / Kd 1), for a model with torque motors."""
+    options = policy.metadata.get("task_options") or {}
+
+    def gains(value: Any, default: float) -> np.ndarray:
+        return np.broadcast_to(np.asarray(default if value is None else value, dtype=float), (C.NUM_JOINTS,)).copy()
+
+    return gains(options.get("servo_kp"), C.KP), gains(options.get("servo_kd"), C.KV)
+
+
+def our_model(policy: Any) -> ForeignQuadruped:
+    """Our own Go2 model (the policy's task's flat world), driven through the same path."""
+    from sim2real.sim.core.registry import REGISTRY
+
+    task = REGISTRY.get(policy.task)(num_envs=1, action_mode=policy.action_mode,
+                                     **dict(policy.metadata.get("task_options") or {}))
+    kp, kd = policy_gains(policy)
+    return ForeignQuadruped(task.build_model(), policy.control_dt, kp, kd, source="our model")
+
+
+def foreign_tracking_table(
+    policy: Any, models: Sequence[tuple[str, ForeignQuadruped]], make_source: Callable[[], ObservationSource],
+    episodes: int = 5, seconds: float = 8.0, seed: int = 30_000, on_row: Callable[[str], None] = lambda _: None,
+) -> list[ModelTrackingRow]:
+    """Per command of :data:`~sim2real.policies.studies.tracking.GRID`, one row per model
+    (in ``models``' order), each over the same ``episodes`` seeded starts.
+
+    Args:
+        policy: An :class:`~sim2real.policies.deploy.OnnxPolicy` of a quadruped velocity task.
+        models: (name, model) pairs, ours first by convention.
+        make_source: A fresh observation builder for the policy's task (one per episode:
+            an episode starts from rest, as an activated policy node does).
+    """
+    rows = []
+    for index, (name, command) in enumerate(GRID):
+        on_row(name)
+        for model_name, robot in models:
+            runs = [run_episode(policy, robot, make_source(), np.asarray(command, dtype=float), seconds,
+                                np.random.default_rng([seed, index, i])) for i in range(episodes)]
+            rows.append(_row(name, command, model_name, runs))
+    return rows
