@@ -136,7 +136,7 @@ class Codec:
 
     def encode(self, msg: np.ndarray) -> bytes:
         """The CDR frame (XCDR1 little endian, as cyclonedds writes it) of ``msg``."""
-        ext = np.append(self.c_bytes(msg), np.uint8(0))
+        ext = np.frombuffer(self.c_bytes(msg).tobytes() + b"\0", dtype=np.uint8)  # the pad byte last
         return ENCAPSULATIONS[0] + ext[self.to_wire].tobytes()
 
     def decode(self, frame: bytes) -> np.ndarray:
@@ -151,8 +151,8 @@ class Codec:
             raise FrameError("oversize", f"{len(frame)} bytes, expected {self.wire_size}")
         if frame[:4] not in ENCAPSULATIONS:
             raise FrameError("encoding", f"encapsulation {frame[:4].hex()}")
-        body = np.frombuffer(frame, dtype=np.uint8, count=self.wire_size - 4, offset=4)
-        c = np.append(body, np.uint8(0))[self.from_wire]
+        body = np.frombuffer(frame[4:self.wire_size] + b"\0", dtype=np.uint8)  # the pad byte last
+        c = body[self.from_wire]
         return c.view(self.dtype).reshape(())
 
     def to_idl(self, msg: np.ndarray) -> IdlStruct:

@@ -21,6 +21,8 @@ import zlib
 import numpy as np
 
 _BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+_BITREV_TABLE = _BITREV8.tobytes()
+"""``bytes.translate`` table: each byte to its bit reversal."""
 
 
 def _reflect32(value: int) -> int:
@@ -33,8 +35,8 @@ def crc32_words(data: bytes | np.ndarray) -> int:
     if raw.size % 4:
         raise ValueError(f"CRC input must be whole 32-bit words, got {raw.size} bytes")
     # big-endian bytes of every word, each byte bit-reversed = the reflected algorithm's input
-    reflected_in = _BITREV8[raw.reshape(-1, 4)[:, ::-1]]
-    return _reflect32(zlib.crc32(reflected_in.tobytes()) ^ 0xFFFFFFFF)
+    big_endian = raw.view("<u4").byteswap().tobytes()
+    return _reflect32(zlib.crc32(big_endian.translate(_BITREV_TABLE)) ^ 0xFFFFFFFF)
 
 
 def crc32_mpeg2(data: bytes) -> int:

@@ -41,13 +41,14 @@ import socket
 import struct
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from sim2real.hardware.go2.codec import Codec, FrameError
-from sim2real.hardware.go2.protocol import fill_command, parse_state
+from sim2real.hardware.go2.codec import Codec
+from sim2real.hardware.go2.protocol import fill_command, newest_state
 from sim2real.hardware.go2.state_machine import DeploymentStateMachine, Mode
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
@@ -172,18 +173,17 @@ class Link:
 
     # -- state -----------------------------------------------------------------------
     def read_states(self) -> None:
-        for frame in self.reader.take(16):
-            arrival = self.clock()
-            try:
-                state = parse_state(self.state_codec, frame)
-            except FrameError:
-                continue  # counted by the backend, which parses every frame too
-            self.counters[3] += 1
-            if robot_restarted(self.tick_ms, state.tick):
-                if self.machine.damp("the robot restarted"):
-                    self.fault(arrival, "the robot restarted")
-                self.send({"ev": "restart"})
-            self.q, self.tick_ms, self.state_time = state.q, state.tick, arrival
+        frames = self.reader.take(16)
+        arrival = self.clock()
+        state = newest_state(self.state_codec, frames, Counter())  # the backend counts the stream's faults
+        if state is None:
+            return
+        self.counters[3] += 1
+        if robot_restarted(self.tick_ms, state.tick):
+            if self.machine.damp("the robot restarted"):
+                self.fault(arrival, "the robot restarted")
+            self.send({"ev": "restart"})
+        self.q, self.tick_ms, self.state_time = state.q, state.tick, arrival
 
     # -- writing ---------------------------------------------------------------------
     def write(self, now: float) -> None:
