@@ -273,7 +273,8 @@ class ForeignQuadruped:
             return out
         mujoco.mj_forward(self.model, data)  # a body's frame and velocity: from the current state
         vel = np.zeros(6)
-        mujoco.mj_objectVelocity(self.model, data, mujoco.mjtObj.mjOBJ_BODY, self.base, vel, 0)
+        # XBODY: the velocity of the body's frame origin (BODY would give its centre of mass's)
+        mujoco.mj_objectVelocity(self.model, data, mujoco.mjtObj.mjOBJ_XBODY, self.base, vel, 0)
         rot = data.xmat[self.base].reshape(3, 3)
         out.base_pos, out.base_quat = data.xpos[self.base].copy(), data.xquat[self.base].copy()
         out.base_lin_vel, out.base_ang_vel = vel[3:6], rot.T @ vel[0:3]

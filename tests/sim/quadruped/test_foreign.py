@@ -134,3 +134,22 @@ def test_a_file_that_does_not_compile_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"bad\.xml does not compile"):
         ForeignQuadruped.from_file(bad, CONTROL_DT)
     assert ForeignQuadruped.from_file(write_foreign(tmp_path), CONTROL_DT, joint_map=prefix_map()).decimation == 10
+
+
+def test_a_base_body_rigidly_on_the_free_body_reads_its_own_frame() -> None:
+    xml = foreign_xml().replace('<freejoint name="root"/>', '<freejoint name="root"/>\n'
+                                '      <body name="imu_link" pos="0.1 0 0.05"/>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    trunk = ForeignQuadruped(model, CONTROL_DT, joint_map=prefix_map())
+    imu = ForeignQuadruped(model, CONTROL_DT, joint_map=prefix_map(), base_body="imu_link")
+    d = mujoco.MjData(model)
+    trunk.reset(d, np.random.default_rng(1), 0.0, 0.3)
+    a, b = trunk.measure(d), imu.measure(d)
+    assert a.base_pos is not None and a.base_lin_vel is not None and a.base_ang_vel is not None
+    assert b.base_pos is not None and b.base_lin_vel is not None and b.base_ang_vel is not None
+    offset = np.array([0.1, 0.0, 0.05])  # in the world frame too: the trunk starts level
+    np.testing.assert_allclose(b.base_pos, a.base_pos + offset, atol=1e-9)
+    np.testing.assert_allclose(b.base_ang_vel, a.base_ang_vel, atol=1e-9)
+    np.testing.assert_allclose(b.base_lin_vel, a.base_lin_vel + np.cross(a.base_ang_vel, offset), atol=1e-9)
+    with pytest.raises(ConfigError, match="'FR_hip' is not rigidly attached"):
+        ForeignQuadruped(model, CONTROL_DT, joint_map=prefix_map(), base_body="FR_hip")
