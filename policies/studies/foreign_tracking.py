@@ -15,7 +15,7 @@ starts from the same perturbation in both models (one generator per command and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mujoco
@@ -60,17 +60,20 @@ class ModelTrackingRow(TrackingRow):
 
 
 @dataclass
-class _Episode:
-    """One episode's sums over the measured half."""
+class EpisodeSums:
+    """One episode's sums over its measured (second) half."""
 
     fell: bool = False
     steps: int = 0
-    velocity: Any = 0.0
+    """Control steps measured."""
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    """Body-frame vx, vy and yaw rate."""
     height: float = 0.0
     power: float = 0.0
     slip: float = 0.0
-    torque_sq: Any = 0.0
-    swing_peaks: Any = None
+    torque_sq: np.ndarray = field(default_factory=lambda: np.zeros(C.NUM_JOINTS))
+    swing_peaks: list[float] = field(default_factory=list)
+    """Each swing's peak foot height (m)."""
 
 
 class _Swings:
@@ -91,7 +94,7 @@ class _Swings:
 
 
 def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource, command: np.ndarray,
-                seconds: float, rng: np.random.Generator) -> _Episode:
+                seconds: float, rng: np.random.Generator) -> EpisodeSums:
     """One episode of the policy node's loop, ``command`` held; sums over the second half."""
     task = source.task
     if not isinstance(task, QuadrupedTask):
@@ -100,7 +103,7 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
     data = mujoco.MjData(robot.model)
     robot.reset(data, rng, task.init_joint_noise, task.init_velocity_noise)
     last = np.zeros(policy.action_size)
-    steps, ep, swings = int(round(seconds / policy.control_dt)), _Episode(), _Swings()
+    steps, ep, swings = int(round(seconds / policy.control_dt)), EpisodeSums(), _Swings()
     m = robot.measure(data)
     for k in range(steps):
         m.cmd_vel = command
@@ -123,17 +126,17 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
         assert m.base_quat is not None and m.base_lin_vel is not None and m.base_ang_vel is not None
         assert m.base_pos is not None and m.joint_effort is not None and m.joint_vel is not None
         body_vel = rotation_matrices(m.base_quat[None])[0].T @ m.base_lin_vel
-        ep.velocity = ep.velocity + np.r_[body_vel[:2], m.base_ang_vel[2]]
+        ep.velocity += np.r_[body_vel[:2], m.base_ang_vel[2]]
         ep.height += float(m.base_pos[2])
         ep.power += float(np.abs(m.joint_effort * m.joint_vel).sum())
         ep.slip += float((speed * contact).sum() / max(int(contact.sum()), 1))
-        ep.torque_sq = ep.torque_sq + m.joint_effort**2
+        ep.torque_sq += m.joint_effort**2
         ep.steps += 1
     ep.swing_peaks = swings.peaks
     return ep
 
 
-def _row(name: str, command: tuple[float, float, float], model: str, episodes: list[_Episode]) -> ModelTrackingRow:
+def _row(name: str, command: tuple[float, float, float], model: str, episodes: list[EpisodeSums]) -> ModelTrackingRow:
     ok = [e for e in episodes if not e.fell and e.steps]
     nan = float("nan")
     mean = (lambda f: float(np.mean([f(e) for e in ok]))) if ok else (lambda f: nan)
