@@ -15,11 +15,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sim2real.errors import GraphError
+from sim2real.hardware.realtime_demand import RealtimeDemand
 from sim2real.policies.shipped import default_policy
 from sim2real.ros_nodes.graph import (
     NODE_MODULES,
@@ -251,11 +253,20 @@ def _run_graph(opts: DeployOptions, progress: Any) -> tuple[dict[str, Any], floa
         opts = replace(opts, processes=True)
     start = time.perf_counter()
     window: list[float] = []
-    if opts.processes:
-        stats = _run_processes(params, nodes, opts, progress, window)
-    else:
-        stats = _run_in_process(params, nodes, opts, progress, window)
-    return summarize(opts, params, stats, time.perf_counter() - start), window[0] if window else time.monotonic()
+    demand = RealtimeDemand().start()
+
+    def window_ended() -> None:
+        window.append(time.monotonic())
+        demand.stop()
+
+    run = _run_processes if opts.processes else _run_in_process
+    try:
+        stats = run(params, nodes, opts, progress, window_ended)
+    finally:
+        demand.stop()
+    summary = summarize(opts, params, stats, time.perf_counter() - start)
+    summary["realtime_demand"] = demand.summary()
+    return summary, window[0] if window else time.monotonic()
 
 
 def _needs_own_process(bridge: dict[str, Any]) -> bool:
@@ -338,19 +349,19 @@ def _left(seconds: float) -> str:
 
 
 def _run_in_process(params: dict, nodes: list[str], opts: DeployOptions, progress: Any,
-                    window: list[float]) -> dict[str, dict]:
+                    window_ended: Callable[[], None]) -> dict[str, dict]:
     graph = InProcessGraph(params, nodes, opts.domain_id)
     try:
         graph.start()
         _wait(opts.duration, progress, graph.raise_if_dead)
-        window.append(time.monotonic())
+        window_ended()
         return {name: node.summary() for name, node in graph.nodes.items() if hasattr(node, "summary")}
     finally:
         graph.shutdown()
 
 
 def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress: Any,
-                   window: list[float]) -> dict[str, dict]:
+                   window_ended: Callable[[], None]) -> dict[str, dict]:
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
@@ -389,7 +400,7 @@ def _run_processes(params: dict, nodes: list[str], opts: DeployOptions, progress
             alive()
             if progress is not None:
                 progress(_left(stop - time.monotonic()))
-        window.append(time.monotonic())
+        window_ended()
         for _ in range(15):  # the 1 Hz reports after the window
             executor.spin_once(timeout_sec=0.1)
         return monitor.latest()

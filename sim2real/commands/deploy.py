@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     # emulator shut down and the summary is printed as at the end of --duration.
     with console.status(f"deploying {args.robot}") as status, stop_on_signals(request_stop):
         summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
+    warning = summary.get("realtime_demand", {}).get("warning")
+    if warning:  # on stderr, so it reaches a person whatever the output format
+        console.print(f"warning: {warning}")
     if args.json:
         emit_json(summary)
         return 0
@@ -150,4 +153,7 @@ def _print(s: dict) -> None:
         v = lat[key]
         table.add_row(f"{key} latency", f"p50 {v['p50_ms']:.2f} ms, p99 {v['p99_ms']:.2f} ms, max {v['max_ms']:.2f} ms")
     table.add_row("deadline misses", ", ".join(f"{k} {v}" for k, v in s["deadline_misses"].items()))
+    if "realtime_demand" in s:
+        d = s["realtime_demand"]
+        table.add_row("real-time threads", f"{d['cores']:.2f} of {d['machine_cores']} cores")
     stdout.print(table)

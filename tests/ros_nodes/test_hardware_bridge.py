@@ -86,6 +86,9 @@ def test_arm_reaches_its_targets_through_ros2_control() -> None:
     assert hw["commands_rejected"] == 0 and hw["commands_sent"] > 100 and hw["deadman_trips"] == 0, hw
     assert summary["emulator"]["rejected"] == {} and summary["emulator"]["overruns"] < 10, summary["emulator"]
     assert summary["interventions"]["rejected_commands"] == 0
+    if any("SCHED_FIFO" in line for line in summary["scheduling"].values()):  # what they used, machine-wide
+        demand = summary["realtime_demand"]
+        assert demand["cores"] > 0 and demand["busiest"], demand
 
 
 def test_the_robot_is_safe_until_checked_and_enabled_and_the_deadman_holds_it(realtime_caller) -> None:

@@ -1,0 +1,140 @@
+"""How much of the machine its real-time threads use, measured while a graph runs.
+
+Real-time scheduling protects a loop from normal processes, not from other real-time
+loops. When the ``SCHED_FIFO``/``SCHED_RR`` threads of the machine together keep its CPUs
+busy, the kernel stops all of them for a while to run the starved normal threads: the
+classic throttle (``sched_rt_runtime_us`` of every ``sched_rt_period_us``, 95 %) and, on
+kernels from 6.12, the fair server, which gives normal threads up to 50 ms of every
+second. Every real-time loop then stalls at once, once a second, for tens of
+milliseconds: longer than a 60 ms command watchdog allows. Measured on a 2-core machine
+running the Go2's emulated stock pairing: real-time threads at 1.86 cores, and
+``rt/lowstate`` gaps of 30-83 ms at the same phase of nearly every second
+(docs/BENCHMARKS.md). :class:`RealtimeDemand` samples every thread's CPU time from
+``/proc`` and reports the real-time threads' share, so a run says when its loops ask for
+more than the machine has instead of failing on a watchdog with no cause in sight.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+REALTIME_POLICIES = (os.SCHED_FIFO, os.SCHED_RR)
+SAFE_SHARE = 0.75
+"""Share of the machine's cores that real-time threads may use before a run warns: above
+it, one CPU is saturated by them often enough for the kernel to stall them."""
+
+
+@dataclass(frozen=True)
+class ThreadUse:
+    pid: int
+    tid: int
+    process: str
+    thread: str
+    cores: float
+    """CPU seconds per wall second over the measured window."""
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:  # the thread ended between the listing and the read
+        return None
+
+
+def thread_times(proc: str = "/proc") -> dict[tuple[int, int], tuple[str, str, float, int]]:
+    """(pid, tid) -> (process name, thread name, CPU seconds, scheduling policy) of every
+    thread of the machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[tuple[int, int], tuple[str, str, float, int]] = {}
+    for pid in filter(str.isdigit, os.listdir(proc)):
+        cmdline = _read(f"{proc}/{pid}/cmdline")
+        if cmdline is None:
+            continue
+        process = _process_name(cmdline)
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            stat = _read(f"{proc}/{pid}/task/{tid}/stat")
+            if stat is None:
+                continue
+            name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            # fields from the state (3rd of stat): utime 14th, stime 15th, policy 41st
+            out[(int(pid), int(tid))] = (process, name, (int(fields[11]) + int(fields[12])) / tick, int(fields[38]))
+    return out
+
+
+def _process_name(cmdline: str) -> str:
+    """``python -m sim2real.ros_nodes.policy ...`` -> ``sim2real.ros_nodes.policy``."""
+    args = [a for a in cmdline.split("\0") if a]
+    if "-m" in args[:-1]:
+        return args[args.index("-m") + 1]
+    return os.path.basename(args[0]) if args else "?"
+
+
+class RealtimeDemand:
+    """Samples the machine's threads once a second from :meth:`start` to :meth:`stop`
+    (a thread that ends keeps the CPU time of its last sample)."""
+
+    def __init__(self, period: float = 1.0) -> None:
+        self.period = period
+        self._first: dict[tuple[int, int], float] = {}
+        self._last: dict[tuple[int, int], tuple[str, str, float, int]] = {}
+        self._realtime: set[tuple[int, int]] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._window = (0.0, 0.0)
+
+    def start(self) -> RealtimeDemand:
+        self._sample()
+        self._window = (time.monotonic(), 0.0)
+        self._thread = threading.Thread(target=self._run, name="realtime demand", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End the window (again: nothing)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        self._window = (self._window[0], time.monotonic())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self._sample()
+
+    def _sample(self) -> None:
+        for key, entry in thread_times().items():
+            self._first.setdefault(key, entry[2])
+            self._last[key] = entry
+            if entry[3] in REALTIME_POLICIES:  # real-time at any sample: it counts as real-time
+                self._realtime.add(key)
+
+    def threads(self) -> list[ThreadUse]:
+        """The real-time threads, busiest first."""
+        seconds = max(self._window[1] - self._window[0], 1e-9)
+        uses = [ThreadUse(*k, self._last[k][0], self._last[k][1], (self._last[k][2] - self._first[k]) / seconds)
+                for k in self._realtime]
+        return sorted(uses, key=lambda u: -u.cores)
+
+    def summary(self, busiest: int = 8) -> dict[str, object]:
+        """``cores`` the real-time threads used, the machine's ``cores``, ``warning`` when
+        they used more than :data:`SAFE_SHARE` of them, and the busiest threads."""
+        threads, machine = self.threads(), os.cpu_count() or 1
+        used = sum(u.cores for u in threads)
+        warning = ""
+        if used > SAFE_SHARE * machine:
+            warning = (f"real-time threads used {used:.2f} of {machine} cores: the kernel stalls all of them "
+                       "for tens of ms about once a second to run normal threads (watchdogs will trip); "
+                       "run on more cores or fewer real-time loops")
+        return {"cores": round(used, 2), "machine_cores": machine, "warning": warning,
+                "busiest": [{"process": u.process, "thread": u.thread, "cores": round(u.cores, 3)}
+                            for u in threads[:busiest] if u.cores >= 0.005]}
