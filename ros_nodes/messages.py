@@ -98,7 +98,10 @@ measurement: finite values of 1e155 passed every check before."""
 
 def plausible(*arrays: np.ndarray) -> bool:
     """Every value finite and within :data:`MAX_MAGNITUDE`."""
-    return all(bool(np.all(np.isfinite(a)) and np.all(np.abs(a) <= MAX_MAGNITUDE)) for a in arrays)
+    # One reduction over every value: NaN and inf fail the comparison as a huge value does.
+    # It runs on every state message (the Go2's 600 a second, in the filter and the policy).
+    values = np.concatenate([np.ravel(a) for a in arrays]) if arrays else np.empty(0)
+    return values.size == 0 or bool(np.abs(values).max() <= MAX_MAGNITUDE)
 
 
 def unit_quaternion(quat: np.ndarray) -> np.ndarray | None:
