@@ -9,7 +9,8 @@
 * :mod:`.handover`: sport mode -> lying -> low level, and back (Unitree's sequence).
 * :mod:`.state_machine`: damping -> stand up -> policy -> lie down / damping, the robot's
   only watchdog.
-* :mod:`.estimator`: base velocity from leg kinematics (low-level state has none).
+* the leg odometry (low-level state has no base velocity) is robot kinematics:
+  :mod:`sim2real.sim.quadruped.estimator`.
 
 The robot side is :mod:`sim2real.hardware.emulator.go2` (its sport mode:
 :mod:`sim2real.hardware.emulator.go2_sport`). Needs ``cyclonedds`` (Python binding).

@@ -39,7 +39,6 @@ from cyclonedds.core import DDSException
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.go2.codec import Codec
 from sim2real.hardware.go2.dds import SDK_QOS, DdsConfig, RawReader, RawWriter, close_participant, participant
-from sim2real.hardware.go2.estimator import EstimatorConfig, LegOdometry
 from sim2real.hardware.go2.handover import HandoverError, SportHandover, newest_lying
 from sim2real.hardware.go2.link import WRITE_PERIOD, robot_restarted
 from sim2real.hardware.go2.link_client import LinkProcess
@@ -53,6 +52,7 @@ from sim2real.hardware.realtime import DDS_THREADS, EXECUTOR_PRIORITY, realtime_
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.estimator import EstimatorConfig, LegOdometry
 
 CLOSE_TIMEOUT = 0.5
 """s close() waits for the damping command to be written before the link goes."""

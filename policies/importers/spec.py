@@ -39,7 +39,7 @@ NO_CLIP = 1e6
 
 
 UNMEASURED = {"lin_vel": "base linear velocity: simulator truth in simulation; on a Go2 the backend's leg-kinematics "
-                        "and IMU estimate (hardware/go2/estimator.py)"}
+                        "and IMU estimate (sim/quadruped/estimator.py)"}
 """Terms a robot cannot read from its sensors directly (reported by the pre-flight check)."""
 
 

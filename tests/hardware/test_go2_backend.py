@@ -33,12 +33,12 @@ from sim2real.hardware.emulator.go2 import Go2Emulator, Go2EmulatorConfig
 from sim2real.hardware.go2.backend import Go2Backend
 from sim2real.hardware.go2.codec import Codec
 from sim2real.hardware.go2.dds import default_domain
-from sim2real.hardware.go2.estimator import LegOdometry
 from sim2real.hardware.go2.protocol import fill_command, parse_state
 from sim2real.hardware.go2.state_machine import DeploymentStateMachine, GaitConfig, Mode, MotorTargets
 from sim2real.hardware.go2.types import LowCmd_, LowState_
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.estimator import LegOdometry
 from sim2real.sim.quadruped.gait import TrotReference
 
 CONTROL_PERIOD = C.CONTROL_DT

@@ -87,7 +87,7 @@ class LegOdometry:
         self.stance = np.asarray(foot_force) > cfg.contact_threshold
         standing = int(self.stance.sum())
         if standing:
-            legs = -(self.stance @ vel) / standing
+            legs = vel.T @ self.stance / -standing
             gain = dt / (cfg.velocity_time_constant + dt)
             self.velocity = predicted + gain * (legs - predicted)
             height = -float(self.stance @ pos[:, 2]) / standing + C.FOOT_RADIUS

@@ -7,8 +7,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from sim2real.hardware.go2.estimator import LegOdometry
 from sim2real.sim.quadruped import constants as C
+from sim2real.sim.quadruped.estimator import LegOdometry
 
 
 def _rotate(quat: np.ndarray, gyro: np.ndarray, dt: float) -> np.ndarray:
