@@ -188,9 +188,13 @@ class RobotBackend(abc.ABC):
         self._phase, self._reason = phase, reason
 
     def _still_connected(self) -> None:
-        """Raise unless the robot is still CONNECTED. An enable calls it under the lock its
-        faults and e-stops take, just before it commits: an e-stop or a fault that came
-        while it waited (for a fresh state, a controller, the firmware) is never overridden."""
+        """Raise unless the robot is CONNECTED: the one rule of every backend's enable. An
+        enable calls it under the lock its faults and e-stops take when it starts, and again
+        just before it commits: an e-stop or a fault that came while it waited (for a fresh
+        state, a controller, the firmware, a stand-up) is never overridden."""
+        if self._phase is Phase.ESTOPPED:  # latched
+            raise HardwareError(f"cannot enable: estopped ({self._reason or 'no reason given'}): connect() again "
+                                "once the cause is cleared")
         if self._phase is not Phase.CONNECTED:
             raise HardwareError(f"cannot enable: {self._phase.value} ({self._reason or 'no reason given'})")
 

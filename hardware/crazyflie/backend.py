@@ -227,9 +227,9 @@ class CrazyflieBackend(RobotBackend):
 
     def enable(self) -> None:
         with self._io:
-            if self._phase is not Phase.CONNECTED or self._cf is None:
-                why = f" ({self._reason})" if self._reason else ""
-                raise HardwareError(f"cannot enable: {self._phase.value}{why}")
+            self._still_connected()
+            if self._cf is None:
+                raise HardwareError("cannot enable: not connected")
             if self._landing is not None:
                 raise HardwareError("cannot enable: the firmware is still landing (the safe state)")
         if self.health().state_age > self.cfg.state_timeout:

@@ -157,9 +157,7 @@ class Go2Backend(RobotBackend):
 
     def enable(self) -> None:
         with self._lock:
-            if self._phase is not Phase.CONNECTED:
-                raise HardwareError(f"cannot enable from {self._phase.value}" +
-                                    (f" ({self._reason})" if self._reason else ""))
+            self._still_connected()
             if self._needs_release:
                 raise HardwareError("the robot restarted (in sport mode again): connect() first")
             if self._link_lost or self._link is None:
@@ -174,10 +172,11 @@ class Go2Backend(RobotBackend):
             raise HardwareError("the rt/lowcmd writer did not take the stand-up")
         link.wait_mode(lambda mode: mode != Mode.STANDING.value, self.gait.stand_seconds + 1.0)
         with self._lock:  # a fault may damp it at any moment: decide and set the phase at once
-            if link.mode in (Mode.HOLD.value, Mode.POLICY.value) and self._phase is Phase.CONNECTED:
+            self._still_connected()
+            if link.mode in (Mode.HOLD.value, Mode.POLICY.value):
                 self._set_phase(Phase.ENABLED)
                 return
-            if link.mode == Mode.DAMPING.value or self._phase is not Phase.CONNECTED:
+            if link.mode == Mode.DAMPING.value:
                 raise HardwareError(f"stand-up aborted: {link.reason}")
         self.safe("stand-up did not finish")
         raise HardwareError("stand-up did not finish")

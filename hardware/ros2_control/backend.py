@@ -163,10 +163,9 @@ class Ros2ControlArm(RobotBackend):
 
     def enable(self) -> None:
         with self._control:
-            if self._phase == Phase.ESTOPPED:
-                raise HardwareError(f"e-stopped ({self._reason}): connect() again once the cause is cleared")
-            if self._phase != Phase.CONNECTED or self._ros is None:
-                raise HardwareError(f"cannot enable from {self._phase.value}")
+            self._still_connected()
+            if self._ros is None:
+                raise HardwareError("cannot enable: not connected")
         # A fresh state is required, not an instant one: one late joint_states message on a
         # busy host (seen once in a full test run) must not refuse the enable outright.
         end = time.monotonic() + self.opt.controller_wait

@@ -240,6 +240,36 @@ def test_connect_stand_command_stale_estop() -> None:
     print(f"enable -> first motion: {(summary['first_motion_at'] - started) * 1e3:.0f} ms")
 
 
+def test_an_estop_during_the_stand_up_is_never_overridden() -> None:
+    """enable() waits out the 1.5 s stand-up; an e-stop in it wins: enable() refuses with
+    the e-stop's reason (the one rule of every backend, RobotBackend._still_connected), the
+    robot is left e-stopped in damping, never ENABLED."""
+    emulator = EmulatorProcess()
+    backend = Go2Backend("joint_pos", {"domain_id": default_domain(), "interface": "lo"})
+    outcome: list[BaseException | None] = []
+
+    def enabling() -> None:
+        try:
+            backend.enable()
+            outcome.append(None)
+        except HardwareError as exc:
+            outcome.append(exc)
+
+    try:
+        backend.connect(10.0)
+        thread = threading.Thread(target=enabling)
+        thread.start()
+        assert wait_for(lambda: backend.detail()["mode"] == "standing", 5.0), backend.detail()["mode"]
+        backend.estop("operator")
+        thread.join(10.0)
+        assert outcome and isinstance(outcome[0], HardwareError), outcome
+        assert "cannot enable: estopped (operator)" in str(outcome[0])
+        assert backend.phase is Phase.ESTOPPED and backend.detail()["mode"] == "damping"
+    finally:
+        backend.close()
+        emulator.stop()
+
+
 @pytest.mark.slow  # a real-time fault run; the default suite keeps the backend's main fault test
 def test_link_lost_and_robot_restarted() -> None:
     emulator = EmulatorProcess()
