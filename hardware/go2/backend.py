@@ -21,8 +21,8 @@ reads the same ``rt/lowstate`` for the measurements.
 
 Measurements: joint positions, velocities and torques, the IMU's quaternion and body
 rates, and the base velocity and position estimated from leg kinematics
-(:mod:`.estimator`), since low-level state has no base velocity. Stamps are host
-monotonic arrival times of ``joint_states``, ``odom`` and ``imu``.
+(:mod:`sim2real.sim.quadruped.estimator`), since low-level state has no base velocity.
+Stamps are host monotonic arrival times of ``joint_states``, ``odom`` and ``imu``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ class Go2Backend(RobotBackend):
     default Unitree's set-up: domain 0, multicast on the interface on 192.168.123.0/24;
     ``{"interface": "lo"}`` for the emulator on this machine), the gains and timeouts of
     :class:`.state_machine.GaitConfig`,
-    ``contact_threshold`` and the time constants of :class:`.estimator.EstimatorConfig`,
+    ``contact_threshold`` and the time constants of
+    :class:`~sim2real.sim.quadruped.estimator.EstimatorConfig`,
     ``release_sport_mode`` (default true; false for a robot already in low-level mode).
     """
 
