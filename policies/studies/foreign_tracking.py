@@ -10,12 +10,19 @@ command space (:mod:`sim2real.policies.safety.spaces`). The targets go to each m
 own actuators (:class:`~sim2real.sim.quadruped.foreign.ForeignQuadruped`). Our model runs
 through the same path, so the rows differ only by the model. Episode ``i`` of a command
 starts from the same perturbation in both models (one generator per command and episode).
+
+With a :class:`~sim2real.sim.quadruped.lowstate.LowstateConfig` the policy's
+``base_lin_vel`` is not the simulator's truth but the robot's own estimate: the Go2
+backend's leg odometry fed each physics step with the lowstate a Go2 sends (IMU, joints,
+foot forces, with their noise and latency; :class:`~sim2real.sim.quadruped.lowstate.EstimatorInTheLoop`),
+and each row reports the estimate's error against the truth.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import mujoco
@@ -28,8 +35,10 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
 from sim2real.sim.quadruped import constants as C
 from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
+from sim2real.sim.quadruped.estimator import EstimatorConfig
 from sim2real.sim.quadruped.foreign import KNEES, ForeignQuadruped
 from sim2real.sim.quadruped.frames import rotation_matrices
+from sim2real.sim.quadruped.lowstate import EstimatorInTheLoop, LowstateConfig
 
 MIN_SWING_STEPS = 2
 """Control steps (40 ms at 50 Hz) a foot must be off the ground for its lift to count as a swing."""
@@ -57,6 +66,9 @@ class ModelTrackingRow(TrackingRow):
     """RMS joint torque over joints and the measured half (N m)."""
     knee_torque_rms_max_nm: float
     """The largest of the four knees' RMS torques (N m)."""
+    estimate_error_m_s: float | None = None
+    """RMS over the measured half of the horizontal error of the estimated base velocity the
+    policy observed (m/s; None: it observed the truth)."""
 
 
 @dataclass
@@ -74,6 +86,8 @@ class EpisodeSums:
     torque_sq: np.ndarray = field(default_factory=lambda: np.zeros(C.NUM_JOINTS))
     swing_peaks: list[float] = field(default_factory=list)
     """Each swing's peak foot height (m)."""
+    estimate_sq: float | None = None
+    """Sum of the squared horizontal error of the estimated base velocity (None: the truth)."""
 
 
 class _Swings:
@@ -94,8 +108,10 @@ class _Swings:
 
 
 def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource, command: np.ndarray,
-                seconds: float, rng: np.random.Generator) -> EpisodeSums:
-    """One episode of the policy node's loop, ``command`` held; sums over the second half."""
+                seconds: float, rng: np.random.Generator, lowstate: LowstateConfig | None = None,
+                estimator: EstimatorConfig | None = None) -> EpisodeSums:
+    """One episode of the policy node's loop, ``command`` held; sums over the second half.
+    With ``lowstate``, the policy observes the robot's estimated base velocity."""
     task = source.task
     if not isinstance(task, QuadrupedTask):
         raise ConfigError("policy", f"{task.robot}/{task.name} is not a quadruped task")
@@ -104,16 +120,22 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
     robot.reset(data, rng, task.init_joint_noise, task.init_velocity_noise)
     last = np.zeros(policy.action_size)
     steps, ep, swings = int(round(seconds / policy.control_dt)), EpisodeSums(), _Swings()
+    onboard = None if lowstate is None else EstimatorInTheLoop(robot, lowstate, estimator, rng)
+    if onboard is not None:
+        onboard.start(data)
+        ep.estimate_sq = 0.0
     m = robot.measure(data)
     for k in range(steps):
         m.cmd_vel = command
         missing = source.missing(m)
         if missing:
             raise ConfigError("policy", f"its observation needs {missing}, which a bare model does not provide")
-        obs = source.build(m, last)
+        seen = m if onboard is None else replace(m, base_lin_vel=onboard.velocity)
+        obs = source.build(seen, last)
         action = np.asarray(policy(obs.astype(np.float32)), dtype=np.float64).reshape(-1)
         last = np.clip(np.nan_to_num(action), -1.0, 1.0)
-        robot.step_control(data, task.deploy_command(action, obs, space.action_to_command))
+        robot.step_control(data, task.deploy_command(action, obs, space.action_to_command),
+                           None if onboard is None else onboard.physics_step)
         m = robot.measure(data)
         if robot.fallen(data, m):
             ep.fell = True
@@ -131,6 +153,8 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
         ep.power += float(np.abs(m.joint_effort * m.joint_vel).sum())
         ep.slip += float((speed * contact).sum() / max(int(contact.sum()), 1))
         ep.torque_sq += m.joint_effort**2
+        if onboard is not None and ep.estimate_sq is not None:
+            ep.estimate_sq += float(np.sum((onboard.velocity[:2] - m.base_lin_vel[:2]) ** 2))
         ep.steps += 1
     ep.swing_peaks = swings.peaks
     return ep
@@ -152,7 +176,17 @@ def _row(name: str, command: tuple[float, float, float], model: str, episodes: l
         len(episodes), round(mean(lambda e: e.power / e.steps), 2), round(mean(lambda e: e.slip / e.steps), 4),
         model, round(mean(lambda e: e.height / e.steps), 4),
         round(float(np.mean(peaks)), 4) if peaks and moving else None,
-        round(float(np.sqrt(np.mean(rms**2))), 3), round(float(np.max(rms[KNEES])), 3))
+        round(float(np.sqrt(np.mean(rms**2))), 3), round(float(np.max(rms[KNEES])), 3),
+        _estimate_error(episodes))
+
+
+def _estimate_error(episodes: list[EpisodeSums]) -> float | None:
+    """RMS horizontal estimate error over every measured step of the row (falls included:
+    an estimate that fails may be why), None when the policy observed the truth."""
+    sums = [e for e in episodes if e.estimate_sq is not None and e.steps]
+    if not sums:
+        return None
+    return round(math.sqrt(sum(e.estimate_sq or 0.0 for e in sums) / sum(e.steps for e in sums)), 4)
 
 
 def policy_gains(policy: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -179,6 +213,7 @@ def our_model(policy: Any) -> ForeignQuadruped:
 def foreign_tracking_table(
     policy: Any, models: Sequence[tuple[str, ForeignQuadruped]], make_source: Callable[[], ObservationSource],
     episodes: int = 5, seconds: float = 8.0, seed: int = 30_000, on_row: Callable[[str], None] = lambda _: None,
+    lowstate: LowstateConfig | None = None, estimator: EstimatorConfig | None = None,
 ) -> list[ModelTrackingRow]:
     """Per command of :data:`~sim2real.policies.studies.tracking.GRID`, one row per model
     (in ``models``' order), each over the same ``episodes`` seeded starts.
@@ -188,12 +223,15 @@ def foreign_tracking_table(
         models: (name, model) pairs, ours first by convention.
         make_source: A fresh observation builder for the policy's task (one per episode:
             an episode starts from rest, as an activated policy node does).
+        lowstate, estimator: The policy observes the robot's estimated base velocity
+            (:func:`run_episode`); None: the simulator's truth.
     """
     rows = []
     for index, (name, command) in enumerate(GRID):
         on_row(name)
         for model_name, robot in models:
             runs = [run_episode(policy, robot, make_source(), np.asarray(command, dtype=float), seconds,
-                                np.random.default_rng([seed, index, i])) for i in range(episodes)]
+                                np.random.default_rng([seed, index, i]), lowstate, estimator)
+                    for i in range(episodes)]
             rows.append(_row(name, command, model_name, runs))
     return rows

@@ -16,7 +16,7 @@ missing (a joint, the free joint, an actuator, a foot) or what is wrong (its mas
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,10 +281,12 @@ class ForeignQuadruped:
         return out
 
     # -- actuation ----------------------------------------------------------------------
-    def step_control(self, data: mujoco.MjData, targets: np.ndarray) -> None:
+    def step_control(self, data: mujoco.MjData, targets: np.ndarray,
+                     on_physics_step: Callable[[mujoco.MjData], None] | None = None) -> None:
         """One control period: joint ``targets`` (rad, our order; clipped to the joint
         ranges, as our servos' control range and the safety filter's limits clip them)
-        through the model's own actuators, ``decimation`` physics steps."""
+        through the model's own actuators, ``decimation`` physics steps, each followed by
+        ``on_physics_step`` (the robot's estimator reading its sensors)."""
         drive = self.drive
         target = np.clip(np.asarray(targets, dtype=float), self.joint_low, self.joint_high)
         servo, motor = drive.servo, ~drive.servo
@@ -298,6 +300,8 @@ class ForeignQuadruped:
                 torque = kp * (goal - data.qpos[qpos]) - kd * data.qvel[dof]
                 data.ctrl[motors] = np.clip(torque * per_unit, low, high)
             mujoco.mj_step(self.model, data)
+            if on_physics_step is not None:
+                on_physics_step(data)
 
     # -- what the study measures --------------------------------------------------------
     def _touching(self, data: mujoco.MjData) -> tuple[np.ndarray, bool]:

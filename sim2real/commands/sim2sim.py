@@ -14,11 +14,20 @@ servos get the targets, torque motors the policy's PD at the model's timestep); 
 model's rows run the same path beside it (both nominal: no randomization), and each row
 adds trunk height, foot clearance and joint torque RMS (docs/transfer.md).
 
+With ``--base-velocity estimated`` the policy observes the robot's own base-velocity
+estimate instead of the simulator's truth: the Go2 backend's leg odometry fed each physics
+step with the lowstate a Go2 sends (IMU, joints, foot contact forces; its noise and latency
+by ``--state-delay-ms``, ``--gyro-noise``, ...), and each row adds the estimate's RMS
+horizontal error. It runs through the deployment path above (one Python call per physics
+step, which the batched table does not make): with ``--model`` in both models, without it
+in our model alone (the same nominal rows as ``ours``, no ``--dr``).
+
 Examples:
   sim2real sim2sim imported/go2_robot_lab --dr none
   sim2real sim2sim policies/baselines/QuadrupedVelocity --episodes 20 --json
   sim2real sim2sim imported/himloco --video runs/himloco_sim2sim.mp4
   sim2real sim2sim policies/baselines/QuadrupedVelocity --model mujoco_menagerie/unitree_go2/scene.xml
+  sim2real sim2sim policies/baselines/QuadrupedVelocity --base-velocity estimated --state-delay-ms 5
 """
 
 from __future__ import annotations
@@ -48,7 +57,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                            "unnamed joints keep our names")
     parser.add_argument("--base-body", metavar="BODY", help="with --model: the trunk body (default: the free "
                                                             "joint's body)")
+    parser.add_argument("--base-velocity", choices=("true", "estimated"), default="true",
+                        help="what the policy observes as base_lin_vel: the simulator's truth, or the robot's leg "
+                             "odometry on its simulated lowstate (through the deployment path; see above)")
+    for flag, name, unit in (("--state-delay-ms", "delay_ms", "ms"), ("--gyro-noise", "gyro_noise", "rad/s"),
+                             ("--accel-noise", "accel_noise", "m/s^2"), ("--joint-noise", "joint_noise", "rad"),
+                             ("--joint-vel-noise", "joint_vel_noise", "rad/s")):
+        parser.add_argument(flag, dest=name, type=float, metavar=unit.upper().replace("/", "_").replace("^", ""),
+                            help=f"with --base-velocity estimated: lowstate {flag[2:].replace('-', ' ')} ({unit}; "
+                                 "noise: a standard deviation; default near a real Go2's, docs/transfer.md)")
+    parser.add_argument("--contact-threshold", type=float, metavar="N",
+                        help="with --base-velocity estimated: foot force (N) above which the estimator counts a "
+                             "foot as standing (default: the Go2 backend's)")
     add_json_flag(parser)
+
+
+LOWSTATE_FLAGS = ("delay_ms", "gyro_noise", "accel_noise", "joint_noise", "joint_vel_noise", "contact_threshold")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     policy = OnnxPolicy(args.policy)
     if policy.metadata["robot"] != "quadruped" or "QuadrupedVelocity" not in policy.task:
         raise ConfigError("policy", f"{args.policy} is a {policy.task} policy; the table is for QuadrupedVelocity")
-    if args.model:
+    if args.base_velocity != "estimated" and any(getattr(args, k) is not None for k in LOWSTATE_FLAGS):
+        raise ConfigError("--state-delay-ms/--gyro-noise/...", "only with --base-velocity estimated")
+    if args.model or args.base_velocity == "estimated":
         return run_foreign(args, policy)
     if args.joint_map or args.base_body:
         raise ConfigError("--joint-map/--base-body", "only with --model")
@@ -91,8 +117,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def lowstate_configs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(LowstateConfig, EstimatorConfig) of the flags, or (None, None) for the true velocity."""
+    from dataclasses import replace
+
+    from sim2real.sim.quadruped.estimator import EstimatorConfig
+    from sim2real.sim.quadruped.lowstate import LowstateConfig
+
+    if args.base_velocity != "estimated":
+        return None, None
+    given = {k: getattr(args, k) for k in LOWSTATE_FLAGS[:-1] if getattr(args, k) is not None}
+    estimator = EstimatorConfig()
+    if args.contact_threshold is not None:
+        estimator = replace(estimator, contact_threshold=args.contact_threshold)
+    return LowstateConfig(**given), estimator
+
+
 def run_foreign(args: argparse.Namespace, policy: Any) -> int:
-    """The table in our model and the foreign ``--model``, side by side."""
+    """The table in our model and the foreign ``--model``, side by side (without --model:
+    our model alone, through the same deployment path)."""
     from rich.table import Table
 
     from sim2real.policies.studies.foreign_tracking import foreign_tracking_table, our_model, policy_gains
@@ -101,11 +144,16 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     from sim2real.sim.quadruped.foreign import ForeignQuadruped, parse_joint_map
 
     if args.dr is not None or args.video:
-        raise ConfigError("--dr/--video", "not with --model: both models run as given, without randomization")
-    kp, kd = policy_gains(policy)
-    foreign = ForeignQuadruped.from_file(args.model, policy.control_dt, kp, kd, parse_joint_map(args.joint_map),
-                                         args.base_body)
-    ours = our_model(policy)
+        raise ConfigError("--dr/--video", "not with --model or --base-velocity estimated: the models run as given, "
+                                          "without randomization")
+    if not args.model and (args.joint_map or args.base_body):
+        raise ConfigError("--joint-map/--base-body", "only with --model")
+    lowstate, estimator = lowstate_configs(args)
+    models = [("ours", our_model(policy))]
+    if args.model:
+        kp, kd = policy_gains(policy)
+        models.append((Path(args.model).name, ForeignQuadruped.from_file(
+            args.model, policy.control_dt, kp, kd, parse_joint_map(args.joint_map), args.base_body)))
     options = dict(policy.metadata.get("task_options") or {})
     # The policy node's own checks and observation builder: the layout must be the trained one.
     policy.check_observation_layout(make_task(policy.task, policy.action_mode, options).observation_layout())
@@ -113,27 +161,35 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     def make_source() -> ObservationBuilder:
         return ObservationBuilder("quadruped", make_task(policy.task, policy.action_mode, options), policy.action_size)
 
-    name = Path(args.model).name
     with console.status("tracking") as status:
-        rows = foreign_tracking_table(policy, [("ours", ours), (name, foreign)], make_source, args.episodes,
-                                      args.seconds, args.seed, on_row=lambda row: status.update(f"tracking: {row}"))
+        rows = foreign_tracking_table(policy, models, make_source, args.episodes, args.seconds, args.seed,
+                                      on_row=lambda row: status.update(f"tracking: {row}"), lowstate=lowstate,
+                                      estimator=estimator)
     drives = {model: {"drive": robot.drive.describe(robot.kp, robot.kd), "timestep_s": robot.model.opt.timestep,
-                      "decimation": robot.decimation} for model, robot in (("ours", ours), (name, foreign))}
+                      "decimation": robot.decimation} for model, robot in models}
+    observed = "true" if lowstate is None else {"estimated": {**asdict(lowstate), **asdict(estimator)}}
     if args.json:
-        emit_json({"policy": str(policy.path), "model": str(args.model), "episodes": args.episodes,
-                   "seconds": args.seconds, "seed": args.seed, "models": drives, "rows": [asdict(r) for r in rows]})
+        emit_json({"policy": str(policy.path), "model": args.model and str(args.model), "episodes": args.episodes,
+                   "seconds": args.seconds, "seed": args.seed, "base_velocity": observed, "models": drives,
+                   "rows": [asdict(r) for r in rows]})
         return 0
-    table = Table(title=f"{policy.path} in our model and {args.model}, {args.episodes} episodes of "
-                        f"{args.seconds:g} s per command, no randomization")
-    for col in ("command", "model", "achieved vx, vy, yaw rate", "error", "falls", "trunk m", "clearance m",
-                "torque RMS Nm (knee max)", "power W", "foot slip m/s"):
+    where = f"in our model and {args.model}" if args.model else "in our model (deployment path)"
+    seen = "true base velocity" if lowstate is None else "estimated base velocity"
+    table = Table(title=f"{policy.path} {where}, {args.episodes} episodes of {args.seconds:g} s per command, "
+                        f"no randomization, {seen}")
+    columns = ["command", "model", "achieved vx, vy, yaw rate", "error", "falls", "trunk m", "clearance m",
+               "torque RMS Nm (knee max)", "power W", "foot slip m/s"]
+    for col in columns + ([] if lowstate is None else ["estimate err m/s"]):
         table.add_column(col)
     for r in rows:
         err = "-" if r.relative_error is None else f"{100 * r.relative_error:.1f} %"
         clearance = "-" if r.foot_clearance_m is None else f"{r.foot_clearance_m:.3f}"
-        table.add_row(r.command, r.model, ", ".join(f"{x:+.3f}" for x in r.achieved), err, f"{r.falls}/{r.episodes}",
-                      f"{r.trunk_height_m:.3f}", clearance, f"{r.torque_rms_nm:.1f} ({r.knee_torque_rms_max_nm:.1f})",
-                      f"{r.power_w:.0f}", f"{r.foot_slip_m_s:.3f}")
+        cells = [r.command, r.model, ", ".join(f"{x:+.3f}" for x in r.achieved), err, f"{r.falls}/{r.episodes}",
+                 f"{r.trunk_height_m:.3f}", clearance, f"{r.torque_rms_nm:.1f} ({r.knee_torque_rms_max_nm:.1f})",
+                 f"{r.power_w:.0f}", f"{r.foot_slip_m_s:.3f}"]
+        if lowstate is not None:
+            cells.append("-" if r.estimate_error_m_s is None else f"{r.estimate_error_m_s:.3f}")
+        table.add_row(*cells)
     stdout.print(table)
     for model, info in drives.items():
         stdout.print(f"{model}: {info['drive']}, timestep {info['timestep_s'] * 1e3:g} ms, "
