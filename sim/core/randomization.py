@@ -51,6 +51,20 @@ class Range:
         return bool(np.all((v >= self.low - 1e-12) & (v <= self.high + 1e-12)))
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """A robustness axis over something a model may get wrong rather than a trained
+    range: ``field`` held at each of ``values`` in turn (constant over every episode of a
+    point), with the ``fixed`` fields held too (a torsional friction acts only at
+    ``condim`` 4 or 6). Robots declare theirs in :meth:`DomainRandomization.model_sweeps`."""
+
+    field: str
+    values: tuple[float, ...]
+    unit: str = ""
+    """What a value means, for the plot ("N m s/rad added")."""
+    fixed: tuple[tuple[str, float], ...] = ()
+
+
 def is_dr_file(name: str) -> bool:
     """A randomization named by a file (``fitted.yaml``) rather than a preset name."""
     return str(name).endswith((".yaml", ".yml"))
@@ -158,6 +172,12 @@ class DomainRandomization:
         return cls()
 
     @classmethod
+    def model_sweeps(cls) -> dict[str, Sweep]:
+        """Robustness axes over what the robot's model may get wrong (axis name ->
+        :class:`Sweep`); none by default."""
+        return {}
+
+    @classmethod
     def none(cls) -> DomainRandomization:
         """The nominal robot: no randomization, no noise, no pushes."""
         return cls(enabled=False)
@@ -232,6 +252,10 @@ class DomainRandomization:
 
 _RANDOMIZED_FIELDS = (
     "geom_friction",
+    "geom_condim",
+    "geom_size",
+    "geom_rbound",
+    "geom_aabb",
     "body_mass",
     "body_inertia",
     "body_ipos",

@@ -29,8 +29,11 @@ def test_train_preset_follows_the_field() -> None:
 def test_heldout_is_wider_everywhere() -> None:
     train, held = QuadrupedRandomization.train(), QuadrupedRandomization.heldout()
     held.validate()
+    model_errors = {s.field for s in QuadrupedRandomization.model_sweeps().values()}
     for f in dataclasses.fields(train):
         a, b = getattr(train, f.name), getattr(held, f.name)
+        if a == b and f.name in model_errors:
+            continue  # a model error neither preset samples: the robustness study sweeps it
         if isinstance(a, Range):
             assert b.low <= a.low and b.high >= a.high, f.name
             assert (b.low, b.high) != (a.low, a.high), f.name
