@@ -15,6 +15,13 @@ Its points are constant values (every episode runs at exactly that value):
 
 Combined points widen every axis at once by the same factor (1: the training preset's
 ranges, 2 and 3 beyond), sampled per episode as in training.
+
+Model-error axes probe what a model may get wrong rather than a trained range (the
+quadruped's joint damping up to a public Go2 model's 2 N m s/rad, its foot contact's
+condim, its motors' torque-speed limit): the robot declares each as a
+:class:`~sim2real.sim.core.randomization.Sweep` of explicit values in its randomization's
+``model_sweeps``. They run when named (``model`` names them all), and neither the combined
+points nor the feasible preset widen them.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.randomization import DomainRandomization, Range
+from sim2real.sim.core.randomization import DomainRandomization, Range, Sweep
 
 AXES: dict[str, str] = {
     "mass": "mass_scale",
@@ -43,6 +50,8 @@ AXES: dict[str, str] = {
 TWO_SIDED = (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)
 ONE_SIDED = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
 COMBINED = (1.0, 2.0, 3.0)
+MODEL = "model"
+"""The ``--axes`` name for every model-error axis of the robot."""
 
 Controller = Callable[[np.ndarray], np.ndarray]
 
@@ -56,24 +65,42 @@ class Axis:
     train_low: float
     train_high: float
     values: tuple[float, ...]
+    trained: bool = True
+    """A trained range's axis; False: a model-error :class:`Sweep` (not widened by
+    :func:`combined` or :func:`feasible_preset`)."""
+    unit: str = ""
+    fixed: tuple[tuple[str, float], ...] = ()
+    """Other fields held at these values at every point (a sweep's)."""
 
     def at(self, base: DomainRandomization, train: DomainRandomization, value: float) -> DomainRandomization:
         """``base`` with this axis's field held at ``value`` (pushes at training's interval)."""
-        return _set(base, train, self.field, value, value)
+        dr = base
+        for field, fixed in self.fixed:
+            dr = _set(dr, train, field, fixed, fixed)
+        return _set(dr, train, self.field, value, value)
 
 
 def axes_for(train: DomainRandomization, names: list[str] | None = None) -> tuple[list[Axis], dict[str, str]]:
-    """The axes of ``names`` (None: all) that ``train`` randomizes, and why the others are
-    left out.
+    """The axes of ``names`` (None: every trained axis; ``model``: every model-error axis)
+    that ``train``'s robot has, and why the others are left out.
 
     Raises:
         ConfigError: an unknown axis name.
     """
-    unknown = sorted(set(names or []) - set(AXES))
+    sweeps = type(train).model_sweeps()
+    names = [n for name in names or list(AXES) for n in (list(sweeps) if name == MODEL else [name])]
+    known = [*AXES, *dict.fromkeys(n for names in all_model_axes().values() for n in names), MODEL]
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        raise ConfigError("--axes", f"unknown axis {', '.join(unknown)}; choose from {', '.join(AXES)}")
+        raise ConfigError("--axes", f"unknown axis {', '.join(unknown)}; choose from {', '.join(known)}")
     axes, skipped = [], {}
-    for name in names or list(AXES):
+    for name in dict.fromkeys(names):
+        if name not in AXES:
+            if name in sweeps:
+                axes.append(_sweep_axis(name, sweeps[name], train))
+            else:
+                skipped[name] = f"not a model-error axis of this robot ({', '.join(sweeps) or 'it has none'})"
+            continue
         field = AXES[name]
         if not hasattr(train, field):
             skipped[name] = f"the robot has no {field}"
@@ -86,11 +113,28 @@ def axes_for(train: DomainRandomization, names: list[str] | None = None) -> tupl
     return axes, skipped
 
 
+def all_model_axes() -> dict[str, list[str]]:
+    """Each robot with model-error axes -> their names (for ``--axes`` help)."""
+    from sim2real.sim import ROBOTS
+
+    out = {robot: list(dict.fromkeys(n for task in package.TASKS for n in task.dr_class.model_sweeps()))
+           for robot, package in ROBOTS.items()}
+    return {robot: names for robot, names in out.items() if names}
+
+
+def _sweep_axis(name: str, sweep: Sweep, train: DomainRandomization) -> Axis:
+    """A sweep's axis; its "training range" is what training samples of the field (a
+    choice such as condim: none)."""
+    value = getattr(train, sweep.field)
+    low, high = (value.low, value.high) if isinstance(value, Range) else (float("nan"), float("nan"))
+    return Axis(name, sweep.field, low, high, tuple(sweep.values), trained=False, unit=sweep.unit, fixed=sweep.fixed)
+
+
 def combined(train: DomainRandomization, axes: list[Axis], factor: float) -> DomainRandomization:
-    """The training preset with every axis's range widened ``factor`` times about its
-    centre (magnitudes from zero: ``factor`` times their top)."""
+    """The training preset with every trained axis's range widened ``factor`` times about
+    its centre (magnitudes from zero: ``factor`` times their top)."""
     dr = train
-    for axis in axes:
+    for axis in (a for a in axes if a.trained):
         low, high = axis.train_low, axis.train_high
         if _one_sided(axis.field, low):
             dr = _set(dr, train, axis.field, 0.0, factor * high)
@@ -107,7 +151,7 @@ def feasible_preset(train: DomainRandomization, axes: list[Axis], ok: dict[str, 
     points around the training centre where ``ok`` (the oracle succeeds), never
     narrower than training's; and those ranges per axis."""
     dr, ranges = train, {}
-    for axis in axes:
+    for axis in (a for a in axes if a.trained):
         flags, values = ok[axis.name], axis.values
         centre = (axis.train_low + axis.train_high) / 2
         lo = hi = int(np.argmin([abs(v - centre) for v in values]))
@@ -155,12 +199,15 @@ def _clip(train: DomainRandomization, field: str, value: float) -> float:
 
 def _set(dr: DomainRandomization, train: DomainRandomization, field: str, low: float, high: float
          ) -> DomainRandomization:
+    current = getattr(dr, field)
     if field == "latency_steps":
         changes: dict[str, Any] = {field: (int(round(low)), int(round(high)))}
-    elif field == "obs_noise_scale":
-        changes = {field: float(high)}
-    else:
+    elif isinstance(current, Range):
         changes = {field: Range(float(low), float(high))}
+    elif isinstance(current, int) and not isinstance(current, bool):  # a choice such as foot_condim
+        changes = {field: int(round(high))}
+    else:  # obs_noise_scale: a multiplier
+        changes = {field: float(high)}
     if field == "push_velocity":
         changes["push_interval_s"] = train.push_interval_s
     out = dataclasses.replace(dr, enabled=True, **changes)

@@ -124,18 +124,21 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     common = {"n_envs": n_envs, "seed": seed}
     specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common})
              for axis in axes for v in axis.values]
+    factors = COMBINED if any(a.trained for a in axes) else ()  # model-error axes alone: nothing to widen
     specs += [(f"combined x{f:g}", {"dr": combined(train, axes, f), "episodes": episodes, **common})
-              for f in COMBINED]
+              for f in factors]
     specs.append(("held-out preset", {"dr": task_cls.dr_class.heldout(), "episodes": episodes, **common}))
     results = iter(_points(policy, specs, on_point, ray_address))
-    curves = {axis.name: {"field": axis.field, "train_range": [axis.train_low, axis.train_high],
+    curves = {axis.name: {"field": axis.field, "kind": "trained" if axis.trained else "model error",
+                          "unit": axis.unit, "fixed": dict(axis.fixed),
+                          "train_range": None if np.isnan(axis.train_low) else [axis.train_low, axis.train_high],
                           "points": [{"value": v, **next(results)} for v in axis.values]}
               for axis in axes}
     out: dict[str, Any] = {
         "policy": str(policy.path), "task": policy.task, "action_mode": policy.action_mode, "task_options": options,
         "episodes_per_point": episodes, "seed": seed, "controllers": {k: m for k, (_, m) in controllers.items()},
         "axes": curves, "skipped_axes": skipped,
-        "combined": [{"factor": f, **next(results)} for f in COMBINED],
+        "combined": [{"factor": f, **next(results)} for f in factors],
         "heldout": next(results),
     }
 
@@ -143,10 +146,12 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
         spec = {"dr": dr, "episodes": feasible_episodes or episodes, **common}
         return _points(policy, [(label, spec)], on_point, ray_address)[0]
 
-    out.update(_feasible(train, axes, curves, feasible_point)
-               if "oracle" in controllers else
-               {"feasible_preset": None, "feasible": None, "transfer_ratio": None,
-                "transfer_note": f"no oracle for the {task_cls.robot}: the transfer ratio needs one"})
+    if "oracle" in controllers and factors:
+        out.update(_feasible(train, axes, curves, feasible_point))
+    else:
+        why = (f"no oracle for the {task_cls.robot}: the transfer ratio needs one" if "oracle" not in controllers
+               else "only model-error axes: no trained range to widen into a feasible preset")
+        out.update({"feasible_preset": None, "feasible": None, "transfer_ratio": None, "transfer_note": why})
     return out
 
 
@@ -191,4 +196,5 @@ def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
 def point_count(train: DomainRandomization, axis_names: list[str] | None, has_oracle: bool) -> int:
     """How many evaluation points :func:`study` runs (for a progress bar)."""
     axes, _ = axes_for(train, axis_names)
-    return sum(len(a.values) for a in axes) + len(COMBINED) + 1 + int(has_oracle)
+    trained = any(a.trained for a in axes)
+    return sum(len(a.values) for a in axes) + len(COMBINED) * trained + 1 + int(has_oracle and trained)

@@ -7,11 +7,19 @@ told each episode's true parameters: the drone's PID with the true mass and thru
 with the same seeds at constant values from the middle of the training range to two
 half-widths beyond its edge (magnitudes trained from zero: to three times their top),
 the rest nominal; then every axis widened together x1 (the training ranges), x2 and x3;
+with a task's tracking error where it has one (a robot that slows down may still succeed);
 then the old held-out preset (the stress test). With an oracle it also finds the
 feasible held-out preset (each axis as far as the oracle still succeeds in 95 percent of
 episodes) and the policy's transfer ratio there (its success over the oracle's; target
 0.9). Writes robustness.json and robustness.png into --out; success comes with its 95
 percent Wilson interval. Axes the robot's training does not randomize are listed as skipped.
+
+Model-error axes (--axes damping,condim,... or --axes model for all) sweep what a model
+may get wrong instead of a trained range, at explicit values: the quadruped's joint
+damping (0.05 to 2 N m s/rad, public Go2 models' range), joint friction, armature, foot
+radius, foot contact condim 3/4/6, torsional and rolling friction (at condim 6), contact
+softness (foot sinkage) and the motors' torque-speed limit. They run only when named and
+are not widened into the combined points or the feasible preset.
 
 --sim2sim runs the sim-to-sim check instead: the policy and its reference under the
 training randomization, on the same episodes, with the task's own simulator settings and
@@ -29,6 +37,7 @@ Examples:
   sim2real robustness policies/baselines/DroneHover --out runs/robust-hover
   sim2real robustness policies/baselines/ArmReach --axes mass,latency,obs_noise --episodes 32 --json
   sim2real robustness policies/baselines/QuadrupedVelocity --sim2sim --episodes 100
+  sim2real robustness policies/baselines/QuadrupedVelocity --axes damping,condim --episodes 16
   sim2real robustness policies/baselines/DroneHover --episodes 256 --ray 10.0.0.5:6379
 """
 
@@ -42,10 +51,13 @@ from sim2real.policies.common.cluster import add_ray_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sim2real.policies.studies.robustness import AXES
+    from sim2real.policies.studies.robustness import AXES, MODEL, all_model_axes
 
+    model = "; ".join(f"the {robot}'s {','.join(names)}" for robot, names in all_model_axes().items())
     parser.add_argument("policy", type=Path, help="exported policy (.onnx, its .json or folder)")
-    parser.add_argument("--axes", help=f"comma-separated axes (default: all the robot trains on): {','.join(AXES)}")
+    parser.add_argument("--axes", help=f"comma-separated axes (default: all the robot trains on): {','.join(AXES)}; "
+                                       f"model-error axes, run only when named ('{MODEL}': all of the robot's): "
+                                       f"{model}")
     parser.add_argument("--episodes", type=int, default=64, help="episodes per point and controller")
     parser.add_argument("--feasible-episodes", type=int, help="episodes on the feasible held-out preset, where the "
                                                                  "transfer ratio is measured (default: --episodes)")
@@ -106,17 +118,20 @@ def _print(study: dict) -> None:
 
     who = list(study["controllers"])
     table = Table(title=f"robustness of {study['policy']} ({study['task']})")
-    for col in ("axis", "training range", "value", *(f"{w} success" for w in who)):
+    for col in ("axis", "training range", "value", *(f"{w} success" for w in who), "policy tracking error"):
         table.add_column(col)
     for name, curve in study["axes"].items():
-        low, high = curve["train_range"]
+        trained = f"{curve['train_range'][0]:g}-{curve['train_range'][1]:g}" if curve["train_range"] else "-"
         for p in curve["points"]:
-            table.add_row(name, f"{low:g}-{high:g}", f"{p['value']:g}", *(_rate(p[w]) for w in who))
+            table.add_row(name, trained, f"{p['value']:g}", *(_rate(p[w]) for w in who), _tracking(p["policy"]))
     for p in study["combined"]:
-        table.add_row("combined", "x1 = training", f"x{p['factor']:g}", *(_rate(p[w]) for w in who))
-    table.add_row("held-out preset", "", "", *(_rate(study["heldout"][w]) for w in who))
+        table.add_row("combined", "x1 = training", f"x{p['factor']:g}", *(_rate(p[w]) for w in who),
+                      _tracking(p["policy"]))
+    table.add_row("held-out preset", "", "", *(_rate(study["heldout"][w]) for w in who),
+                  _tracking(study["heldout"]["policy"]))
     if study["feasible"] is not None:
-        table.add_row("feasible held-out", "", "", *(_rate(study["feasible"][w]) for w in who))
+        table.add_row("feasible held-out", "", "", *(_rate(study["feasible"][w]) for w in who),
+                      _tracking(study["feasible"]["policy"]))
     stdout.print(table)
     for name, why in study["skipped_axes"].items():
         stdout.print(f"skipped {name}: {why}")
@@ -148,6 +163,12 @@ def _sim2sim(check: dict, out: Path, as_json: bool) -> int:
     stdout.print(table)
     stdout.print(f"wrote {check['json_file']}")
     return 0
+
+
+def _tracking(r: dict) -> str:
+    """The task's mean tracking errors (``*tracking_error`` metrics), or "-"."""
+    errors = {k: v for k, v in (r.get("metrics_mean") or {}).items() if k.endswith("tracking_error")}
+    return ", ".join(f"{k.removesuffix('_tracking_error')} {v:.3f}" for k, v in errors.items()) or "-"
 
 
 def _rate(r: dict) -> str:
