@@ -9,7 +9,8 @@ robot's computer): MuJoCo, ONNX Runtime, numpy, PyYAML. Everything else is an ex
 * ``spacemouse``: the SpaceMouse device (needs the hidapi system library);
 * ``ros``: the ROS 2 client libraries, the MCAP recorder and OpenCV (camera images);
 * ``console``: the correction console's web server (FastAPI, uvicorn) and JPEG (OpenCV);
-* ``hardware``: real robots' own protocols (cyclonedds for the Go2, cflib for the Crazyflie);
+* ``hardware``: real robots' own protocols (cyclonedds for the Go2, cflib for the Crazyflie,
+  pymavlink for PX4);
 * ``scale``: Ray and Ray Tune (sweeps, multi-seed studies and evaluation over workers);
 * ``all``: train, vlm, hil, ros, console, hardware and scale (what ``make demo`` and ``make test`` install).
 """
@@ -23,7 +24,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(["zmq", "h5py", "pygame"], "hil"),
     "pyspacemouse": "spacemouse",
     "ray": "scale",
-    **dict.fromkeys(["cyclonedds", "cflib"], "hardware"),
+    **dict.fromkeys(["cyclonedds", "cflib", "pymavlink"], "hardware"),
     **dict.fromkeys(["mujoco_warp", "warp"], "warp"),
     **dict.fromkeys(["fastapi", "uvicorn", "starlette", "websockets", "playwright"], "console"),
     **dict.fromkeys(["rclpy", "rosbags", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
