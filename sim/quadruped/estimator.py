@@ -87,6 +87,12 @@ class LegOdometry:
         self.stance = np.asarray(foot_force) > cfg.contact_threshold
         standing = int(self.stance.sum())
         if standing:
+            # The point that stands still is the foot sphere's contact, not its centre: a
+            # rolling foot's centre moves at w x (r z) over it (the calf turns through the
+            # stance), which read the trot's speed 8-9 % low.
+            spin = self._site_velocity[:, :3]
+            vel[:, 0] -= C.FOOT_RADIUS * spin[:, 1]
+            vel[:, 1] += C.FOOT_RADIUS * spin[:, 0]
             legs = vel.T @ self.stance / -standing
             gain = dt / (cfg.velocity_time_constant + dt)
             self.velocity = predicted + gain * (legs - predicted)

@@ -92,11 +92,11 @@ def test_the_shipped_policy_walks_on_the_estimate_and_it_tracks_the_truth(policy
     truth, none = _walk(policy, None)
     ep, error = _walk(policy, LowstateConfig())
     assert none is None and not truth.fell and not ep.fell
-    assert error is not None and 0.0 < error < 0.08
+    assert error is not None and 0.0 < error < 0.05  # 0.03 m/s rms measured (0.05 before the rolling foot)
     assert abs(ep.velocity[0] / ep.steps - 0.5) < 0.1
-    # The policy acts on the estimate, not the truth: the estimate reads low while trotting
-    # forward (docs/transfer.md), so the same episode walks faster than on the truth.
-    assert ep.velocity[0] / ep.steps - truth.velocity[0] / truth.steps > 0.015
+    # The policy acts on the estimate, not the truth: the simulation is deterministic, so
+    # the same episode on the truth would walk bit for bit the same (here 0.49 against 0.50).
+    assert abs(ep.velocity[0] / ep.steps - truth.velocity[0] / truth.steps) > 1e-4
 
 
 @pytest.mark.parametrize(("impairment", "lowstate", "estimator"), [
