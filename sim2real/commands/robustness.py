@@ -118,7 +118,7 @@ def _print(study: dict) -> None:
 
     who = list(study["controllers"])
     table = Table(title=f"robustness of {study['policy']} ({study['task']})")
-    for col in ("axis", "training range", "value", *(f"{w} success" for w in who), "policy tracking error"):
+    for col in ("axis", "training range", "value", *(f"{w} success" for w in who), "policy tracking errors"):
         table.add_column(col)
     for name, curve in study["axes"].items():
         trained = f"{curve['train_range'][0]:g}-{curve['train_range'][1]:g}" if curve["train_range"] else "-"
@@ -166,9 +166,9 @@ def _sim2sim(check: dict, out: Path, as_json: bool) -> int:
 
 
 def _tracking(r: dict) -> str:
-    """The task's mean tracking errors (``*tracking_error`` metrics), or "-"."""
-    errors = {k: v for k, v in (r.get("metrics_mean") or {}).items() if k.endswith("tracking_error")}
-    return ", ".join(f"{k.removesuffix('_tracking_error')} {v:.3f}" for k, v in errors.items()) or "-"
+    """The task's mean tracking errors (its ``*_error`` metrics), or "-"."""
+    errors = {k: v for k, v in (r.get("metrics_mean") or {}).items() if k.endswith("_error")}
+    return ", ".join(f"{k.removesuffix('_error').removesuffix('_tracking')} {v:.3f}" for k, v in errors.items()) or "-"
 
 
 def _rate(r: dict) -> str:
