@@ -153,6 +153,7 @@ EMULATORS: dict[str, str] = {
     "ros2_control": "sim2real.hardware.emulator.ros2_control_arm:Ros2ControlArmEmulator",
     "unitree_go2": "sim2real.hardware.emulator.go2:Go2Emulator",
     "crazyflie": "sim2real.hardware.emulator.crazyflie:CrazyflieEmulator",
+    "px4": "sim2real.hardware.emulator.px4:Px4Emulator",
 }
 """Backend name -> the ``module:class`` of the emulator that speaks its protocol."""
 

@@ -1,0 +1,159 @@
+"""What PX4's commander does with modes, arming and the offboard signal (v1.14 as documented).
+
+* Offboard signal: every offboard setpoint (``SET_ATTITUDE_TARGET``,
+  ``SET_POSITION_TARGET_LOCAL_NED``) proves the external controller alive. The signal is
+  *available* once setpoints have streamed without a gap of ``OFFBOARD_MAX_GAP`` (> 2 Hz)
+  for ``OFFBOARD_MIN_STREAM`` s; OFFBOARD is refused (``MAV_RESULT_TEMPORARILY_REJECTED``)
+  until then.
+* Offboard loss: in OFFBOARD, no setpoint for ``COM_OF_LOSS_T`` s -> the failsafe action
+  ``COM_OBL_RC_ACT`` (0 Position, 1 Altitude, 2 Manual, 3 Return, 4 Land, 5 Hold,
+  6 Terminate, 7 Disarm). The emulator has no RC: the stick modes (0-2) are not
+  available, so they fall back to Land, as PX4's failsafe does without manual control;
+  Return lands where it is (the emulator's home is where it took off).
+* Arming (``MAV_CMD_COMPONENT_ARM_DISARM``): refused when a pre-arm check fails (the
+  vehicle's own list: no position estimate, battery below ``BAT_LOW_THR``), or in
+  OFFBOARD without the offboard signal; param2 = 21196 forces it (disarm in flight).
+* Landed in AUTO.LAND for ``COM_DISARM_LAND`` s: disarmed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from sim2real.hardware.px4.modes import MODES
+
+OFFBOARD_MAX_GAP = 0.5
+"""s, the longest gap between setpoints of a stream (> 2 Hz)."""
+OFFBOARD_MIN_STREAM = 1.0
+"""s a stream must have run before OFFBOARD (or arming in it) is accepted (PX4 v1.14 docs:
+"the message must have been sent for more than one second")."""
+FORCE_MAGIC = 21196
+"""``MAV_CMD_COMPONENT_ARM_DISARM`` param2 that skips the checks (disarm in flight)."""
+
+PARAMS: dict[str, tuple[float, int]] = {
+    "COM_OF_LOSS_T": (1.0, mavlink.MAV_PARAM_TYPE_REAL32),
+    "COM_OBL_RC_ACT": (0.0, mavlink.MAV_PARAM_TYPE_INT32),
+    "COM_DISARM_LAND": (2.0, mavlink.MAV_PARAM_TYPE_REAL32),
+    "BAT_LOW_THR": (0.15, mavlink.MAV_PARAM_TYPE_REAL32),
+    "MPC_LAND_SPEED": (0.7, mavlink.MAV_PARAM_TYPE_REAL32),
+}
+"""The parameters the emulator has: name -> (PX4's default, MAVLink type)."""
+PARAM_RANGES: dict[str, tuple[float, float]] = {
+    "COM_OF_LOSS_T": (0.0, 60.0), "COM_OBL_RC_ACT": (0, 7), "COM_DISARM_LAND": (-1.0, 20.0),
+    "BAT_LOW_THR": (0.12, 0.5), "MPC_LAND_SPEED": (0.6, 4.0)}
+"""PX4's documented min/max; a PARAM_SET outside is refused (the old value is echoed)."""
+LOSS_ACTIONS = {0: "AUTO.LAND", 1: "AUTO.LAND", 2: "AUTO.LAND", 3: "AUTO.LAND", 4: "AUTO.LAND",
+                5: "AUTO.LOITER", 6: "DISARM", 7: "DISARM"}
+"""``COM_OBL_RC_ACT`` -> what the emulator (no RC) does."""
+
+Checks = Callable[[], list[str]]
+"""The vehicle's failing pre-arm checks now (empty: all pass), as PX4 words them."""
+
+
+@dataclass
+class Commander:
+    checks: Checks
+    mode: str = "POSCTL"
+    armed: bool = False
+    params: dict[str, float] = field(default_factory=lambda: {k: v for k, (v, _) in PARAMS.items()})
+    texts: list[tuple[int, str]] = field(default_factory=list)
+    """STATUSTEXTs not yet sent: (MAV_SEVERITY, text)."""
+    stream_since: float | None = None
+    last_setpoint: float = -math.inf
+    landed_since: float | None = None
+    failsafe: str = ""
+    """Why the last failsafe fired (empty: none)."""
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def _say(self, severity: int, text: str) -> None:
+        self.texts.append((severity, text[:50]))
+
+    def _count(self, name: str) -> None:
+        self.counters[name] = self.counters.get(name, 0) + 1
+
+    # -- the offboard signal ----------------------------------------------------------------
+    def setpoint(self, now: float) -> None:
+        if self.stream_since is None or now - self.last_setpoint > OFFBOARD_MAX_GAP:
+            self.stream_since = now
+        self.last_setpoint = now
+
+    def offboard_signal(self, now: float) -> bool:
+        return (self.stream_since is not None and now - self.last_setpoint <= OFFBOARD_MAX_GAP
+                and now - self.stream_since >= OFFBOARD_MIN_STREAM)
+
+    # -- commands ------------------------------------------------------------------------------
+    def set_mode(self, name: str | None, now: float) -> int:
+        """``MAV_CMD_DO_SET_MODE`` -> its MAV_RESULT."""
+        if name is None or name not in MODES:
+            self._count("mode_unsupported")
+            return mavlink.MAV_RESULT_UNSUPPORTED
+        if name == "OFFBOARD" and not self.offboard_signal(now):
+            self._count("offboard_refused")
+            self._say(mavlink.MAV_SEVERITY_CRITICAL, "Switching to Offboard is currently not available")
+            return mavlink.MAV_RESULT_TEMPORARILY_REJECTED
+        self.mode = name
+        self.failsafe = ""
+        return mavlink.MAV_RESULT_ACCEPTED
+
+    def arm(self, arm: bool, force: bool, now: float) -> int:
+        """``MAV_CMD_COMPONENT_ARM_DISARM`` -> its MAV_RESULT."""
+        if not arm:
+            if self.armed and not force and self.landed_since is None:
+                self._say(mavlink.MAV_SEVERITY_CRITICAL, "Disarming denied: not landed")
+                return mavlink.MAV_RESULT_DENIED
+            self.disarm("forced" if force else "commanded")
+            return mavlink.MAV_RESULT_ACCEPTED
+        if self.armed:
+            return mavlink.MAV_RESULT_ACCEPTED
+        failing = [] if force else list(self.checks())
+        if not force and self.mode == "OFFBOARD" and not self.offboard_signal(now):
+            failing.append("no offboard signal")
+        if failing:
+            self._count("arm_refused")
+            self._say(mavlink.MAV_SEVERITY_CRITICAL, f"Arming denied: {failing[0]}")
+            return mavlink.MAV_RESULT_DENIED
+        self.armed = True
+        self._say(mavlink.MAV_SEVERITY_INFO, "Armed by external command")
+        return mavlink.MAV_RESULT_ACCEPTED
+
+    def disarm(self, why: str) -> None:
+        if self.armed:
+            self.armed = False
+            self._say(mavlink.MAV_SEVERITY_INFO, f"Disarmed ({why})")
+
+    # -- once per tick ------------------------------------------------------------------------
+    def update(self, now: float, landed: bool) -> None:
+        """The offboard-loss failsafe and the auto-disarm after landing."""
+        if self.mode == "OFFBOARD" and now - self.last_setpoint > self.params["COM_OF_LOSS_T"]:
+            action = LOSS_ACTIONS.get(int(self.params["COM_OBL_RC_ACT"]), "AUTO.LAND")
+            self.failsafe = "offboard_loss"
+            self._count("offboard_loss")
+            if action == "DISARM":
+                self.mode = "AUTO.LOITER"
+                self.disarm("offboard loss")
+            else:
+                self.mode = action
+            verb = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "DISARM": "disarming"}[action]
+            self._say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no offboard signal, {verb}")
+        self.landed_since = (self.landed_since or now) if landed else None
+        delay = self.params["COM_DISARM_LAND"]
+        if (self.armed and self.mode == "AUTO.LAND" and self.landed_since is not None and delay >= 0
+                and now - self.landed_since >= delay):
+            self.disarm("landed")
+
+    # -- parameters ---------------------------------------------------------------------------
+    def set_param(self, name: str, value: float) -> bool:
+        """PARAM_SET: False (unchanged) for an unknown name, a non-finite or out-of-range value."""
+        if name not in self.params or not math.isfinite(value):
+            self._count("param_rejected")
+            return False
+        low, high = PARAM_RANGES[name]
+        if not low <= value <= high:
+            self._count("param_rejected")
+            return False
+        self.params[name] = float(int(value)) if PARAMS[name][1] == mavlink.MAV_PARAM_TYPE_INT32 else float(value)
+        return True

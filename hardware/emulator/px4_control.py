@@ -1,0 +1,88 @@
+"""What PX4's controllers do with each mode, over the simulated drone.
+
+OFFBOARD with ``SET_ATTITUDE_TARGET``: body rates (FRD, rad/s, turned into our FLU) and a
+normalized collective thrust (0..1 of the rotors' full thrust) go to the simulator's own
+body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateController`,
+the ``ctbr`` path), as PX4's rate controller takes them. OFFBOARD with
+``SET_POSITION_TARGET_LOCAL_NED`` (position, optionally velocity feedforward), AUTO.LOITER,
+POSCTL without sticks (hold where the mode began) and AUTO.LAND (hold x, y; descend at
+``MPC_LAND_SPEED``) go through the simulator's cascaded PID
+(:class:`~sim2real.sim.drone.position_control.CascadedPID`) on the true state, standing
+in for PX4's position and velocity loops. Disarmed, or landed outside OFFBOARD: motors off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.sim.core.frames import rotation
+from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.position_control import CascadedPID, CascadedPIDGains
+from sim2real.sim.drone.rate_control import BodyRateController
+
+
+@dataclass(frozen=True)
+class AttitudeTarget:
+    """A decoded ``SET_ATTITUDE_TARGET``: body rates in our FLU (rad/s) and thrust 0..1."""
+
+    rates: np.ndarray
+    thrust: float
+
+
+@dataclass(frozen=True)
+class PositionTarget:
+    """A decoded ``SET_POSITION_TARGET_LOCAL_NED``, in our world ENU (m, m/s)."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+Target = AttitudeTarget | PositionTarget
+
+
+class Px4Control:
+    """The rotor thrusts (N) for one tick of one mode."""
+
+    def __init__(self, tick: float, max_rotor_thrust: float = C.MAX_THRUST) -> None:
+        self.rates = BodyRateController(1, tick)
+        self.position = CascadedPID(1, dt=tick, gains=CascadedPIDGains(integral_zone=(1.0, 1.5)))
+        self.max_rotor_thrust = max_rotor_thrust
+        self.hold: np.ndarray | None = None
+        """Where the current hold or landing began (world ENU)."""
+        self._mode = ""
+
+    def reset(self) -> None:
+        self.rates.reset()
+        self.position.reset()
+
+    def thrusts(self, mode: str, armed: bool, landed: bool, target: Target | None, land_speed: float,
+                position: np.ndarray, velocity: np.ndarray, quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
+        if mode != self._mode or self.hold is None:
+            self._mode, self.hold = mode, np.array(position, dtype=np.float64)
+        if not armed or (landed and mode != "OFFBOARD"):
+            self.reset()
+            self.hold = np.array(position, dtype=np.float64)
+            return np.zeros(4)
+        gyro = np.asarray(gyro, dtype=np.float64)
+        if mode == "OFFBOARD":
+            if isinstance(target, AttitudeTarget):
+                collective = float(np.clip(target.thrust, 0.0, 1.0)) * 4.0 * self.max_rotor_thrust
+                return self.rates(np.array([collective]), target.rates[None], gyro[None])[0]
+            if isinstance(target, PositionTarget):
+                return self._track(target.position, target.velocity, position, velocity, quat, gyro)
+            return np.zeros(4)
+        if mode == "AUTO.LAND":
+            goal = np.array([self.hold[0], self.hold[1], position[2]])
+            return self._track(goal, np.array([0.0, 0.0, -land_speed]), position, velocity, quat, gyro)
+        return self._track(self.hold, np.zeros(3), position, velocity, quat, gyro)
+
+    def _track(self, goal: np.ndarray, feedforward: np.ndarray, position: np.ndarray, velocity: np.ndarray,
+               quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
+        gains = self.position.gains
+        error = np.asarray(goal) - position + np.asarray(feedforward) / gains.kp_pos
+        obs = np.concatenate([error, velocity, rotation(quat).reshape(9), gyro, np.zeros(4)])
+        action = self.position.act(obs)
+        thrust = (action[0] + 1.0) / 2.0 * C.MAX_COLLECTIVE_THRUST
+        return self.rates(np.array([thrust]), (action[1:] * C.MAX_BODY_RATE)[None], gyro[None])[0]

@@ -1,0 +1,261 @@
+"""The PX4 emulator's MAVLink side: decoding what arrives, acking commands, encoding telemetry.
+
+System 1, component 1 (MAV_COMP_ID_AUTOPILOT1), MAVLink 2, as PX4 SITL's first vehicle.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import struct
+from typing import Any, Protocol
+
+import numpy as np
+from pymavlink.dialects.v20 import common as mavlink
+
+from sim2real.hardware.emulator.px4_commander import FORCE_MAGIC, PARAMS, Commander
+from sim2real.hardware.emulator.px4_control import AttitudeTarget, PositionTarget, Target
+from sim2real.hardware.px4 import frames, modes
+from sim2real.sim.core.deployment import Measurements
+
+SYSTEM_ID, COMPONENT_ID = 1, 1
+ATT_IGNORE_RATES = 0b0000_0111
+"""SET_ATTITUDE_TARGET type_mask bits 0-2: ignore roll, pitch, yaw rate."""
+ATT_IGNORE_THRUST, ATT_IGNORE_ATTITUDE = 1 << 6, 1 << 7
+POS_IGNORE_POSITION, POS_IGNORE_VELOCITY = 0b111, 0b111 << 3
+"""SET_POSITION_TARGET_LOCAL_NED type_mask bits 0-2 (x, y, z) and 3-5 (vx, vy, vz)."""
+
+
+class _Config(Protocol):
+    rates_hz: dict[str, float]
+    battery_cells: int
+
+
+class Vehicle(Protocol):
+    """What the link reads and sets on the vehicle (:class:`~.px4.Px4Emulator`)."""
+
+    @property
+    def config(self) -> _Config: ...
+    commander: Commander
+    target: Target | None
+    origin: np.ndarray
+    frame: Measurements | None
+    estimate_valid: bool
+    charge: float
+    boot: float | None
+
+    def battery_voltage(self) -> float: ...
+    def specific_force(self) -> np.ndarray: ...
+    def landed(self) -> bool: ...
+    def local_position(self, frame: Measurements) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Px4Link:
+    """One UDP socket; replies and telemetry go to the last valid sender."""
+
+    def __init__(self, vehicle: Vehicle, host: str, port: int, gcs_port: int) -> None:
+        self.vehicle = vehicle
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((host, port))
+        self.sock.setblocking(False)
+        self.address: tuple[str, int] = self.sock.getsockname()
+        self.peer: tuple[str, int] = (host, gcs_port)
+        self.mav = mavlink.MAVLink(None, srcSystem=SYSTEM_ID, srcComponent=COMPONENT_ID)
+        self.mav.robust_parsing = True
+        self.accepted: dict[str, int] = {}
+        self.rejected: dict[str, int] = {}
+        self.sent = 0
+        self.gcs_heartbeat = -math.inf
+        """When the last HEARTBEAT from the ground station / offboard computer arrived."""
+        self._next: dict[str, float] = {}
+
+    def _reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    # -- receiving ---------------------------------------------------------------------------------
+    def receive(self, now: float) -> None:
+        while True:
+            try:
+                data, addr = self.sock.recvfrom(4096)
+            except (BlockingIOError, ConnectionRefusedError):
+                return
+            try:
+                msgs = self.mav.parse_buffer(data) or []
+            except (mavlink.MAVError, struct.error, ValueError, IndexError):
+                self._reject("unparsable")
+                self.mav.buf, self.mav.buf_index = bytearray(), 0
+                continue
+            if not msgs:
+                self._reject("unparsable")
+            for msg in msgs:
+                self.handle(msg, addr, now)
+
+    def handle(self, msg: Any, addr: tuple[str, int], now: float) -> None:
+        kind = msg.get_type()
+        if kind == "BAD_DATA":
+            return self._reject("bad_data")
+        target = getattr(msg, "target_system", 0)
+        if target not in (0, SYSTEM_ID):
+            return self._reject("other_system")
+        self.peer = addr
+        handler = getattr(self, f"_on_{kind.lower()}", None)
+        if handler is None:
+            return self._reject(f"unhandled_{kind}")
+        reason = handler(msg, now)
+        if reason:
+            return self._reject(reason)
+        self.accepted[kind] = self.accepted.get(kind, 0) + 1
+        return None
+
+    def _on_heartbeat(self, msg: Any, now: float) -> str | None:
+        self.gcs_heartbeat = now
+        return None
+
+    def _on_command_long(self, msg: Any, now: float) -> str | None:
+        params = [msg.param1, msg.param2, msg.param3, msg.param4, msg.param5, msg.param6, msg.param7]
+        c = self.vehicle.commander
+        if msg.command == mavlink.MAV_CMD_DO_SET_MODE:
+            if not int(msg.param1) & mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED:
+                result = mavlink.MAV_RESULT_UNSUPPORTED
+            else:
+                result = c.set_mode(modes.from_command(params[1], params[2]), now)
+        elif msg.command == mavlink.MAV_CMD_COMPONENT_ARM_DISARM:
+            if not all(math.isfinite(p) for p in params[:2]):
+                result = mavlink.MAV_RESULT_DENIED
+            else:
+                result = c.arm(params[0] > 0.5, int(params[1]) == FORCE_MAGIC, now)
+        else:
+            result = mavlink.MAV_RESULT_UNSUPPORTED
+        self.send(self.mav.command_ack_encode(msg.command, result, 0, 0, msg.get_srcSystem(), msg.get_srcComponent()))
+        return None
+
+    def _on_set_attitude_target(self, msg: Any, now: float) -> str | None:
+        mask = int(msg.type_mask)
+        rates = np.array([msg.body_roll_rate, msg.body_pitch_rate, msg.body_yaw_rate], dtype=np.float64)
+        if not (np.all(np.isfinite(rates)) and math.isfinite(msg.thrust)):
+            return "non_finite"
+        if not mask & ATT_IGNORE_ATTITUDE:
+            return "attitude_setpoint_unsupported"  # body rates only, for now (the issue's ctbr)
+        rates[[bool(mask & (1 << i)) for i in range(3)]] = 0.0
+        thrust = 0.0 if mask & ATT_IGNORE_THRUST else float(msg.thrust)
+        self.vehicle.commander.setpoint(now)
+        self.vehicle.target = AttitudeTarget(frames.frd_to_flu(rates), thrust)
+        return None
+
+    def _on_set_position_target_local_ned(self, msg: Any, now: float) -> str | None:
+        mask = int(msg.type_mask)
+        if msg.coordinate_frame != mavlink.MAV_FRAME_LOCAL_NED or mask & POS_IGNORE_POSITION:
+            return "position_setpoint_unsupported"  # position (+ velocity feedforward) in LOCAL_NED only
+        pos = np.array([msg.x, msg.y, msg.z], dtype=np.float64)
+        vel = np.zeros(3) if mask & POS_IGNORE_VELOCITY else np.array([msg.vx, msg.vy, msg.vz], dtype=np.float64)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+            return "non_finite"
+        self.vehicle.commander.setpoint(now)
+        self.vehicle.target = PositionTarget(frames.ned_to_enu(pos) + self.vehicle.origin, frames.ned_to_enu(vel))
+        return None
+
+    def _on_param_request_read(self, msg: Any, now: float) -> str | None:
+        name = _param_name(msg.param_id)
+        if name not in PARAMS:
+            return "unknown_param"
+        self._param_value(name)
+        return None
+
+    def _on_param_request_list(self, msg: Any, now: float) -> str | None:
+        for name in PARAMS:
+            self._param_value(name)
+        return None
+
+    def _on_param_set(self, msg: Any, now: float) -> str | None:
+        name = _param_name(msg.param_id)
+        if name not in PARAMS:
+            return "unknown_param"
+        self.vehicle.commander.set_param(name, float(msg.param_value))
+        self._param_value(name)  # the value now (unchanged when refused), as PX4 answers
+        return None
+
+    def _param_value(self, name: str) -> None:
+        names = list(PARAMS)
+        value, kind = self.vehicle.commander.params[name], PARAMS[name][1]
+        if kind == mavlink.MAV_PARAM_TYPE_INT32:  # PX4 sends an int's bytes in the float field
+            wire = float(np.array([int(value)], dtype=np.int32).view(np.float32)[0])
+        else:
+            wire = value
+        self.send(self.mav.param_value_encode(name.encode(), wire, kind, len(names), names.index(name)))
+
+    # -- sending -------------------------------------------------------------------------------------
+    def send(self, msg: Any) -> None:
+        try:
+            self.sock.sendto(msg.pack(self.mav), self.peer)
+            self.sent += 1
+        except OSError:  # nobody listening (ICMP refused): PX4 keeps streaming
+            self._reject("send_failed")
+
+    def _due(self, name: str, now: float) -> bool:
+        rate = self.vehicle.config.rates_hz.get(name, 0.0)
+        if rate <= 0 or now < self._next.get(name, -math.inf):
+            return False
+        self._next[name] = max(self._next.get(name, now) + 1.0 / rate, now)
+        return True
+
+    def stream(self, now: float) -> None:
+        """The telemetry due at ``now`` and any STATUSTEXT the commander queued."""
+        v, c = self.vehicle, self.vehicle.commander
+        boot_ms = int((now - (v.boot if v.boot is not None else now)) * 1000.0) & 0xFFFFFFFF
+        while c.texts:
+            severity, text = c.texts.pop(0)
+            self.send(self.mav.statustext_encode(severity, text.encode()))
+        if self._due("HEARTBEAT", now):
+            self.send(self._heartbeat())
+        if self._due("EXTENDED_SYS_STATE", now):
+            self.send(self.mav.extended_sys_state_encode(mavlink.MAV_VTOL_STATE_UNDEFINED, self._landed_state()))
+        if self._due("BATTERY_STATUS", now):
+            volts = [min(int(v.battery_voltage() / v.config.battery_cells * 1000), 65534)] * v.config.battery_cells
+            volts += [65535] * (10 - len(volts))
+            self.send(self.mav.battery_status_encode(0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO,
+                                                     32767, volts, -1, -1, -1, int(round(v.charge * 100))))
+        frame = v.frame
+        if frame is None or frame.base_quat is None:
+            return
+        rates = frames.flu_to_frd(np.asarray(frame.base_ang_vel))
+        if self._due("ATTITUDE_QUATERNION", now):
+            q = frames.quat_enu_flu_to_ned_frd(np.asarray(frame.base_quat))
+            self.send(self.mav.attitude_quaternion_encode(boot_ms, q[0], q[1], q[2], q[3], rates[0], rates[1], rates[2],
+                                                          [0.0, 0.0, 0.0, 0.0]))
+        if self._due("HIGHRES_IMU", now):
+            acc = frames.flu_to_frd(v.specific_force())
+            self.send(self.mav.highres_imu_encode(boot_ms * 1000, acc[0], acc[1], acc[2], rates[0], rates[1], rates[2],
+                                                  0.0, 0.0, 0.0, 1013.25, 0.0, 0.0, 25.0, 0b111111, 0))
+        if self._due("LOCAL_POSITION_NED", now) and v.estimate_valid:
+            pos, vel = v.local_position(frame)
+            self.send(self.mav.local_position_ned_encode(boot_ms, pos[0], pos[1], pos[2], vel[0], vel[1], vel[2]))
+
+    def _heartbeat(self) -> Any:
+        c = self.vehicle.commander
+        base = mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED | mavlink.MAV_MODE_FLAG_STABILIZE_ENABLED
+        if c.mode == "OFFBOARD" or c.mode.startswith("AUTO"):
+            base |= mavlink.MAV_MODE_FLAG_GUIDED_ENABLED | (mavlink.MAV_MODE_FLAG_AUTO_ENABLED if
+                                                            c.mode.startswith("AUTO") else 0)
+        if c.armed:
+            base |= mavlink.MAV_MODE_FLAG_SAFETY_ARMED
+        state = (mavlink.MAV_STATE_CRITICAL if c.failsafe else
+                 mavlink.MAV_STATE_ACTIVE if c.armed else mavlink.MAV_STATE_STANDBY)
+        return self.mav.heartbeat_encode(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4, base,
+                                         modes.custom_mode(c.mode), state)
+
+    def _landed_state(self) -> int:
+        v, c = self.vehicle, self.vehicle.commander
+        if v.landed():
+            return mavlink.MAV_LANDED_STATE_ON_GROUND
+        return mavlink.MAV_LANDED_STATE_LANDING if c.mode == "AUTO.LAND" else mavlink.MAV_LANDED_STATE_IN_AIR
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _param_name(raw: Any) -> str:
+    text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)
+    return text.split("\x00", 1)[0]
+
+
+

@@ -1,0 +1,275 @@
+"""The emulated PX4 over the simulated drone, with pymavlink's ``mavutil`` as the ground
+station / offboard computer over real UDP on loopback. The real-time tests serve the
+emulator in a thread; the commander's behaviour (OFFBOARD refused without a stream,
+arming checks, the offboard-loss failsafe) is driven with the tests' own clock, so no
+test sleeps through a timeout."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("MAVLINK20", "1")  # mavutil speaks MAVLink 2, as PX4 and MAVSDK do
+
+from pymavlink import mavutil
+from pymavlink.dialects.v20 import common as M
+
+import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
+from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
+from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
+from sim2real.hardware.emulator.px4_link import ATT_IGNORE_ATTITUDE
+from sim2real.hardware.px4 import frames
+from sim2real.sim.drone import constants as C
+
+HOVER = C.HOVER_THRUST / (4 * C.MAX_THRUST)
+"""Normalized thrust that holds the simulated drone up."""
+
+
+class Gcs:
+    """mavutil listening as an offboard computer does (``udpin``); the emulator sends to it."""
+
+    def __init__(self, emulator_port: int = 0) -> None:
+        self.conn: Any = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=255, source_component=190)
+        self.port: int = self.conn.port.getsockname()[1]
+        self.messages: list[Any] = []
+
+    def drain(self) -> list[Any]:
+        out = []
+        while (msg := self.conn.recv_match(blocking=False)) is not None:
+            out.append(msg)
+        self.messages += out
+        return out
+
+    def of(self, kind: str) -> list[Any]:
+        return [m for m in self.messages if m.get_type() == kind]
+
+    def rates(self, thrust: float, rates_frd: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+        self.conn.mav.set_attitude_target_send(0, 1, 1, ATT_IGNORE_ATTITUDE, [1.0, 0.0, 0.0, 0.0], *rates_frd, thrust)
+
+    def set_mode(self, name: str) -> None:
+        main, sub = {"OFFBOARD": (6, 0), "AUTO.LAND": (4, 6), "POSCTL": (3, 0)}[name]
+        self.conn.mav.command_long_send(1, 1, M.MAV_CMD_DO_SET_MODE, 0, M.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
+                                        main, sub, 0, 0, 0, 0)
+
+    def arm(self, arm: bool = True, force: bool = False) -> None:
+        self.conn.mav.command_long_send(1, 1, M.MAV_CMD_COMPONENT_ARM_DISARM, 0, float(arm),
+                                        21196.0 if force else 0.0, 0, 0, 0, 0, 0)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Bench:
+    """The emulator driven by the test's clock; the GCS talks to it over real UDP."""
+
+    def __init__(self, emulator: Px4Emulator, gcs: Gcs) -> None:
+        self.emu, self.gcs, self.now = emulator, gcs, 100.0
+
+    def run(self, seconds: float, thrust: float | None = None, every: float = 0.05) -> None:
+        """Tick for ``seconds``, a SET_ATTITUDE_TARGET every ``every`` s (thrust None: silence)."""
+        dt = self.emu.config.tick
+        per = max(1, round(every / dt))
+        for k in range(round(seconds / dt)):
+            if thrust is not None and k % per == 0:
+                self.gcs.rates(thrust)
+            self.emu.poll(0.0, self.now)
+            self.emu.tick(self.now)
+            self.now += dt
+            if k % 25 == 0:
+                self.gcs.drain()
+        self.gcs.drain()
+
+    def ack(self, command: int) -> int:
+        """The result of the last COMMAND_ACK for ``command``, after a tick to answer it."""
+        self.run(self.emu.config.tick)
+        acks = [m for m in self.gcs.of("COMMAND_ACK") if m.command == command]
+        assert acks, f"no COMMAND_ACK for {command}"
+        return int(acks[-1].result)
+
+    def mode(self) -> str:
+        hb = self.gcs.of("HEARTBEAT")[-1]
+        return mavutil.interpret_px4_mode(hb.base_mode, hb.custom_mode)
+
+
+@pytest.fixture
+def bench() -> Iterator[Bench]:
+    gcs = Gcs()
+    emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=gcs.port))
+    bench = Bench(emu, gcs)
+    bench.run(0.1)  # its first heartbeat tells mavutil where the vehicle is
+    try:
+        yield bench
+    finally:
+        emu.close()
+        gcs.close()
+
+
+def _climb(bench: Bench) -> None:
+    bench.run(1.2, thrust=0.0)
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
+    bench.run(1.5, thrust=0.6)
+
+
+def test_real_time_heartbeat_and_telemetry_rates_over_udp() -> None:
+    gcs = Gcs()
+    emu = emulator_class("px4").launch(EmulatorSettings(port=0))
+    assert isinstance(emu, Px4Emulator)
+    emu.close()
+    emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=gcs.port))
+    stop = threading.Event()
+    thread = threading.Thread(target=emu.serve, kwargs={"should_stop": stop.is_set}, daemon=True)
+    thread.start()
+    try:
+        hb = gcs.conn.recv_match(type="HEARTBEAT", blocking=True, timeout=3)
+        assert hb is not None and hb.autopilot == M.MAV_AUTOPILOT_PX4 and hb.type == M.MAV_TYPE_QUADROTOR
+        assert mavutil.interpret_px4_mode(hb.base_mode, hb.custom_mode) == "POSCTL"
+        assert not hb.base_mode & M.MAV_MODE_FLAG_SAFETY_ARMED
+        start = time.monotonic()
+        while time.monotonic() - start < 2.0:
+            if (msg := gcs.conn.recv_match(blocking=True, timeout=0.1)) is not None:
+                gcs.messages.append(msg)
+            gcs.drain()
+        counts = {k: len(gcs.of(k)) / 2.0 for k in ("HEARTBEAT", "ATTITUDE_QUATERNION", "LOCAL_POSITION_NED",
+                                                    "HIGHRES_IMU", "EXTENDED_SYS_STATE", "BATTERY_STATUS")}
+        assert 0.5 <= counts["HEARTBEAT"] <= 2.0, counts
+        for kind in ("ATTITUDE_QUATERNION", "LOCAL_POSITION_NED", "HIGHRES_IMU"):
+            assert 35 <= counts[kind] <= 60, counts
+        assert counts["EXTENDED_SYS_STATE"] >= 3 and counts["BATTERY_STATUS"] >= 0.5, counts
+        assert gcs.of("EXTENDED_SYS_STATE")[-1].landed_state == M.MAV_LANDED_STATE_ON_GROUND
+        assert gcs.of("BATTERY_STATUS")[-1].battery_remaining == 100
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        emu.close()
+        gcs.close()
+
+
+def test_offboard_is_refused_without_a_setpoint_stream_and_accepted_with_one(bench: Bench) -> None:
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_TEMPORARILY_REJECTED
+    assert any("Offboard" in m.text for m in bench.gcs.of("STATUSTEXT"))
+    bench.run(0.5, thrust=0.0)  # streaming, but not yet for a second
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_TEMPORARILY_REJECTED
+    bench.run(0.6)  # a gap longer than 0.5 s (below 2 Hz): the stream starts over
+    bench.run(0.7, thrust=0.0)
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_TEMPORARILY_REJECTED
+    bench.run(0.5, thrust=0.0)
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
+    bench.run(1.1, thrust=0.0)
+    assert bench.mode() == "OFFBOARD"
+
+
+def test_arming_is_acked_and_refused_while_a_prearm_check_fails(bench: Bench) -> None:
+    bench.emu.set_estimate(False)
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_DENIED
+    assert any("Arming denied" in m.text for m in bench.gcs.of("STATUSTEXT"))
+    bench.emu.set_estimate(True)
+    bench.emu.charge = 0.1
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_DENIED
+    bench.emu.charge = 0.9
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
+    bench.run(1.1)
+    assert bench.gcs.of("HEARTBEAT")[-1].base_mode & M.MAV_MODE_FLAG_SAFETY_ARMED
+    bench.gcs.arm(False)
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
+    assert not bench.emu.commander.armed
+
+
+def test_attitude_target_thrust_climbs_and_telemetry_shows_it_in_ned(bench: Bench) -> None:
+    _climb(bench)
+    pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
+    assert pos.z < -0.3 and pos.vz < -0.2, pos  # up is -z
+    assert abs(pos.x) < 0.2 and abs(pos.y) < 0.2
+    assert bench.gcs.of("EXTENDED_SYS_STATE")[-1].landed_state == M.MAV_LANDED_STATE_IN_AIR
+    assert bench.emu.data.qpos[2] - bench.emu.origin[2] == pytest.approx(-pos.z, abs=0.05)
+
+
+def test_offboard_loss_lands_after_com_of_loss_t(bench: Bench) -> None:
+    conn = bench.gcs.conn
+    conn.mav.param_set_send(1, 1, b"COM_OF_LOSS_T", 0.5, M.MAV_PARAM_TYPE_REAL32)
+    conn.mav.param_request_read_send(1, 1, b"COM_OBL_RC_ACT", -1)
+    bench.run(0.02)
+    values = {m.param_id: m.param_value for m in bench.gcs.of("PARAM_VALUE")}
+    assert values["COM_OF_LOSS_T"] == pytest.approx(0.5) and "COM_OBL_RC_ACT" in values
+    _climb(bench)
+    assert bench.mode() == "OFFBOARD"
+    bench.run(0.4)  # silence, shorter than COM_OF_LOSS_T
+    assert bench.emu.commander.mode == "OFFBOARD"
+    bench.run(0.2)
+    assert bench.emu.commander.mode == "AUTO.LAND"
+    bench.run(1.0)
+    assert bench.mode() == "LAND"
+    assert bench.gcs.of("HEARTBEAT")[-1].system_status == M.MAV_STATE_CRITICAL
+    assert any("Failsafe" in m.text for m in bench.gcs.of("STATUSTEXT"))
+    bench.run(7.0)  # down from ~2 m at MPC_LAND_SPEED, then disarmed after COM_DISARM_LAND
+    assert bench.gcs.of("EXTENDED_SYS_STATE")[-1].landed_state == M.MAV_LANDED_STATE_ON_GROUND
+    assert not bench.emu.commander.armed
+
+
+def test_ned_and_frd_conversion_on_the_wire(bench: Bench) -> None:
+    emu = bench.emu
+    d = emu.data
+    d.qpos[:3] = emu.origin + np.array([1.0, 2.0, 0.5])  # 1 m east, 2 m north, 0.5 m up
+    d.qvel[:3] = [0.3, 0.6, 0.9]
+    d.qpos[3:7] = [1.0, 0.0, 0.0, 0.0]  # level, nose east (ENU yaw 0)
+    d.qvel[3:6] = [0.0, 0.0, 0.5]  # turning left (counter-clockwise seen from above)
+    seen = {k: len(bench.gcs.of(k)) for k in ("LOCAL_POSITION_NED", "ATTITUDE_QUATERNION", "HIGHRES_IMU")}
+    bench.run(0.024)  # one telemetry period; the first of each after the state was set
+    pos = bench.gcs.of("LOCAL_POSITION_NED")[seen["LOCAL_POSITION_NED"]]
+    assert (pos.x, pos.y) == pytest.approx((2.0, 1.0), abs=0.05) and pos.z == pytest.approx(-0.5, abs=0.05)
+    assert (pos.vx, pos.vy) == pytest.approx((0.6, 0.3), abs=0.05) and pos.vz == pytest.approx(-0.9, abs=0.1)
+    att = bench.gcs.of("ATTITUDE_QUATERNION")[seen["ATTITUDE_QUATERNION"]]
+    w, x, y, z = att.q1, att.q2, att.q3, att.q4
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    assert yaw == pytest.approx(math.pi / 2, abs=0.05)  # nose east is heading 90 deg in NED
+    assert att.yawspeed < -0.3  # counter-clockwise from above is a negative FRD yaw rate
+    imu = bench.gcs.of("HIGHRES_IMU")[seen["HIGHRES_IMU"]]
+    assert imu.zgyro < -0.3
+
+
+def test_frames_round_trip() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        q = q if q[0] >= 0 else -q
+        assert frames.quat_ned_frd_to_enu_flu(frames.quat_enu_flu_to_ned_frd(q)) == pytest.approx(q, abs=1e-9)
+        v = rng.normal(size=3)
+        assert frames.ned_to_enu(frames.enu_to_ned(v)) == pytest.approx(v)
+        assert frames.frd_to_flu(frames.flu_to_frd(v)) == pytest.approx(v)
+
+
+def test_malformed_and_unknown_messages_are_counted_and_ignored(bench: Bench) -> None:
+    emu, conn = bench.emu, bench.gcs.conn
+    conn.write(b"\x00garbage\xff" * 5)
+    good = conn.mav.heartbeat_encode(M.MAV_TYPE_GCS, M.MAV_AUTOPILOT_INVALID, 0, 0, 0).pack(conn.mav)
+    conn.write(good[:-3])  # truncated
+    conn.write(good[:-1] + bytes([good[-1] ^ 0xFF]))  # bad CRC
+    conn.mav.mission_request_list_send(1, 1)  # not handled by the emulator
+    conn.mav.set_attitude_target_send(0, 1, 1, ATT_IGNORE_ATTITUDE, [1, 0, 0, 0], 0, 0, 0, float("nan"))
+    conn.mav.set_attitude_target_send(0, 7, 1, ATT_IGNORE_ATTITUDE, [1, 0, 0, 0], 0, 0, 0, 0.5)  # another system
+    bench.run(0.2)
+    rejected = emu.summary()["rejected"]
+    assert rejected.get("non_finite") == 1 and rejected.get("other_system") == 1, rejected
+    assert rejected.get("unhandled_MISSION_REQUEST_LIST") == 1, rejected
+    assert sum(rejected.values()) >= 5, rejected
+    assert emu.target is None and emu.commander.stream_since is None
+    before = len(bench.gcs.of("HEARTBEAT"))
+    bench.run(1.1)  # still alive
+    assert len(bench.gcs.of("HEARTBEAT")) > before
