@@ -209,6 +209,7 @@ BACKENDS: dict[str, str] = {
     "ros2_control": "sim2real.hardware.ros2_control.backend:Ros2ControlArm",
     "unitree_go2": "sim2real.hardware.go2.backend:Go2Backend",
     "crazyflie": "sim2real.hardware.crazyflie.backend:CrazyflieBackend",
+    "px4": "sim2real.hardware.px4.backend:Px4Backend",
 }
 """Backend name -> ``module:class``."""
 

@@ -1,0 +1,273 @@
+"""A PX4 multicopter through MAVLink offboard control (pymavlink): CTBR commands as
+SET_ATTITUDE_TARGET body rates and normalized thrust.
+
+Life cycle (see :mod:`sim2real.hardware.backend`):
+
+* ``connect``: ``mavutil`` on ``url`` (``udpin:127.0.0.1:14540``: where PX4 SITL's offboard
+  link sends; ``udpout:HOST:PORT`` to speak first, as to the emulator), our HEARTBEAT at
+  2 Hz from then on, until the autopilot's HEARTBEAT (PX4, :mod:`.link`) and a full state
+  (ATTITUDE_QUATERNION + LOCAL_POSITION_NED) have arrived;
+* ``enable``: setpoints streamed first (zero thrust, zero rates) for ``stream_before_s``
+  (PX4 accepts OFFBOARD only after a second of them), then OFFBOARD, then ARM, each
+  COMMAND_ACK checked (refused: the result and PX4's last STATUSTEXT in the error); an
+  e-stop or fault that came while it waited is never overridden (``_still_connected``
+  under the lock before each step and before ENABLED);
+* ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` (body FLU) -> normalized thrust
+  (``thrust / max_thrust``, clipped to 0..1) and FRD rates, sent at once; the stream
+  repeats the newest while it is fresh;
+* ``safe``: PX4's own AUTO.LAND (acked; repeated by the stream thread until the HEARTBEAT
+  shows it), also by itself while enabled when no command came for ``stale_after`` s or
+  no state for ``state_timeout`` s;
+* ``estop``: MAV_CMD_COMPONENT_ARM_DISARM with force (param2 21196): motors off now, in
+  flight too; latched here.
+
+If this backend dies, PX4 keeps the last setpoint for ``COM_OF_LOSS_T`` (1 s) and then
+applies ``COM_OBL_RC_ACT`` (land, without RC).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pymavlink.dialects.v20 import common as mavlink
+
+from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
+from sim2real.hardware.options import load_options
+from sim2real.hardware.px4.link import Px4Link, result_name, text_since
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.schema import Positive
+from sim2real.sim.drone import constants as C
+
+FORCE_DISARM = 21196.0
+STREAM_PERIOD = 0.02
+"""s between the stream thread's setpoints and checks (50 Hz, well above PX4's 2 Hz)."""
+HEARTBEAT_PERIOD = 0.5
+"""s between our HEARTBEATs (2 Hz)."""
+
+
+@dataclass
+class Px4Options:
+    url: str = "udpin:127.0.0.1:14540"
+    """``mavutil`` connection string (loopback: PX4 SITL on this machine)."""
+    home: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    """Where PX4's local origin is in the task's world frame (ENU, m)."""
+    max_thrust: Positive = 4.0 * C.MAX_THRUST
+    """N of collective thrust at normalized thrust 1 (PX4 maps 0..1 to its motors' range)."""
+    stream_before_s: Positive = 1.2
+    """s of setpoints before asking for OFFBOARD."""
+    ack_timeout: Positive = 1.5
+    stale_after: Positive = 0.15
+    state_timeout: Positive = 0.15
+    link_timeout: Positive = 1.0
+    """s without any state after which the link counts as lost (DISCONNECTED)."""
+
+    def validate(self) -> None:
+        if not str(self.url).startswith(("udpin:", "udpout:", "udp:", "tcp:", "serial:", "/dev/")):
+            raise ConfigError("url", f"not a mavutil connection string: {self.url!r}")
+        if len(self.home) != 3 or not all(math.isfinite(float(v)) for v in self.home):
+            raise ConfigError("home", f"three finite numbers (m), got {self.home!r}")
+
+
+class Px4Backend(RobotBackend):
+    robot = "drone"
+    protocol = "MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust, COMMAND_ACK checked"
+    state_rate = 50.0
+    close_seconds = 10.0
+
+    def __init__(self, action_mode: str = "ctbr", options: dict[str, Any] | None = None) -> None:
+        super().__init__(action_mode, options)
+        if action_mode not in ("ctbr", "ctbr_residual"):
+            raise ConfigError("action_mode", f"the PX4 backend takes ctbr commands, got {action_mode!r}")
+        (self.cfg,) = load_options(self.options, [(Px4Options, "")], "PX4")
+        self.link: Px4Link | None = None
+        self._io = threading.RLock()
+        """Orders phase changes and what goes out: nothing is sent after safe() or estop()."""
+        self._setpoint: tuple[float, np.ndarray] | None = None
+        """(normalized thrust, FLU rates) the stream repeats; None: no stream."""
+        self._last_command = self._enabled_at = self._land_sent = -math.inf
+        self._landing = False
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._counts = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0, "landings": 0,
+                        "estops_sent": 0, "link_lost": 0}
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def connect(self, timeout: float) -> None:
+        if self._phase in (Phase.CONNECTED, Phase.ENABLED):
+            return
+        if self.link is not None:
+            self.close()
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._latest = None
+        link = Px4Link(self.cfg.url, np.array(self.cfg.home, dtype=np.float64), self._publish)
+        self.link = link
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._stream_loop, name="px4-stream", daemon=True)
+        self._thread.start()
+        while time.monotonic() < deadline and (link.mode is None or self.state() is None):
+            time.sleep(0.01)
+        if link.mode is None or self.state() is None:
+            why = "no PX4 HEARTBEAT" if link.mode is None else "no state (ATTITUDE_QUATERNION + LOCAL_POSITION_NED)"
+            self.close()
+            raise HardwareError(f"PX4 at {self.cfg.url}: {why} within {timeout:.1f} s")
+        with self._io:
+            self._set_phase(Phase.CONNECTED, "")
+
+    def enable(self) -> None:
+        link = self._checked_link()
+        if self.health().state_age > self.cfg.state_timeout:
+            raise HardwareError("cannot enable: no fresh state")
+        if link.armed:
+            raise HardwareError(f"cannot enable: the vehicle is already armed ({link.mode})")
+        with self._io:
+            self._still_connected()
+            self._setpoint = (0.0, np.zeros(3))  # PX4 wants the stream before OFFBOARD
+        try:
+            time.sleep(self.cfg.stream_before_s)
+            self._step(link, "OFFBOARD", lambda: link.set_mode("OFFBOARD", self.cfg.ack_timeout))
+            self._step(link, "ARM", lambda: link.command(mavlink.MAV_CMD_COMPONENT_ARM_DISARM, [1.0],
+                                                         self.cfg.ack_timeout))
+        except HardwareError:
+            with self._io:
+                if self._phase is not Phase.ENABLED:
+                    self._setpoint = None
+            raise
+        with self._io:
+            self._still_connected()
+            self._last_command = self._enabled_at = time.monotonic()
+            self._landing = False
+            self._set_phase(Phase.ENABLED, "")
+
+    def _step(self, link: Px4Link, what: str, send: Any) -> None:
+        with self._io:
+            self._still_connected()
+        sent = time.monotonic()
+        result = send()
+        if result != mavlink.MAV_RESULT_ACCEPTED:
+            text = text_since(link, sent, 0.3)
+            said = f"; PX4 said: {text}" if text else ""
+            raise HardwareError(f"cannot enable: {what} refused ({result_name(result)}){said}")
+
+    def command(self, values: np.ndarray) -> None:
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (4,) or not np.all(np.isfinite(v)):
+            self._counts["commands_rejected"] += 1
+            raise ValueError(f"a PX4 command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
+        if self._phase is not Phase.ENABLED:
+            self._counts["commands_ignored"] += 1
+            return
+        with self._io:
+            if self._phase is not Phase.ENABLED:
+                self._counts["commands_ignored"] += 1
+                return
+            self._setpoint = (float(np.clip(v[0] / self.cfg.max_thrust, 0.0, 1.0)), v[1:].copy())
+            self._last_command = time.monotonic()
+        self._wake.set()
+
+    def safe(self, reason: str) -> None:
+        with self._io:
+            if self._phase is Phase.ENABLED:
+                self._setpoint = None
+                self._landing = True
+                self._counts["landings"] += 1
+                self._set_phase(Phase.CONNECTED, reason)
+                if self.link is not None:  # once now; the stream thread repeats it until the HEARTBEAT shows it
+                    self.link.set_mode("AUTO.LAND", 0.0)
+                    self._land_sent = time.monotonic()
+            elif self._phase is Phase.CONNECTED and not self._landing:
+                self._reason = reason
+
+    def estop(self, reason: str) -> None:
+        with self._io:
+            self._setpoint, self._landing = None, False
+            if self.link is not None:
+                for _ in range(3):  # UDP: repeat; the ack is not waited for
+                    self.link.send("command_long", *self.link.target, mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0,
+                                   0.0, FORCE_DISARM, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    self._counts["estops_sent"] += 1
+            self._set_phase(Phase.ESTOPPED, reason)
+
+    def close(self) -> None:
+        self.safe("closing")
+        deadline = time.monotonic() + self.close_seconds
+        while self._landing and self.link is not None and self.link.armed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=1.0)
+        with self._io:
+            link, self.link = self.link, None
+            if self._phase is not Phase.ESTOPPED:
+                self._set_phase(Phase.DISCONNECTED, self._reason)
+        if link is not None:
+            link.close()
+
+    def _checked_link(self) -> Px4Link:
+        with self._io:
+            self._still_connected()
+            if self.link is None:
+                raise HardwareError("cannot enable: not connected")
+            if self._landing:
+                raise HardwareError("cannot enable: PX4 is still landing (the safe state)")
+            return self.link
+
+    # -- the stream thread: heartbeats, setpoints, watchdogs, the landing ------------------------------
+    def _stream_loop(self) -> None:
+        next_heartbeat = 0.0
+        while not self._stop.is_set():
+            self._wake.wait(STREAM_PERIOD)
+            self._wake.clear()
+            now = time.monotonic()
+            with self._io:
+                link = self.link
+                if link is None:
+                    return
+                if now >= next_heartbeat:
+                    link.heartbeat()
+                    next_heartbeat = now + HEARTBEAT_PERIOD
+                self._watch(link, now)
+                if self._setpoint is not None:
+                    link.rates_setpoint(*self._setpoint)
+                    self._counts["setpoints_sent"] += 1
+
+    def _watch(self, link: Px4Link, now: float) -> None:
+        if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
+            self.safe(f"stale command: none for {now - self._last_command:.3f} s")
+        silent = now - link.last_frame
+        if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
+            self.safe(f"state stale: none for {silent:.3f} s")
+        if self._phase is Phase.ENABLED and link.heartbeat_at > self._enabled_at and link.mode != "OFFBOARD":
+            self.safe(f"PX4 left OFFBOARD by itself ({link.mode})")  # its failsafe, RC, or a GCS took over
+        if self._landing:
+            if not link.armed or (link.mode == "AUTO.LAND" and link.heartbeat_at > self._land_sent):
+                self._landing = link.armed  # PX4 lands it now; landing until it disarms
+            elif now - self._land_sent >= 0.5:  # again until PX4's HEARTBEAT shows it
+                link.set_mode("AUTO.LAND", 0.0)
+                self._land_sent = now
+        if self._phase in (Phase.CONNECTED, Phase.ENABLED) and silent > self.cfg.link_timeout:
+            self._counts["link_lost"] += 1
+            if self._phase is Phase.ENABLED:
+                self.safe(f"link lost: no state for {silent:.3f} s")
+            self._set_phase(Phase.DISCONNECTED, f"link lost: no state for {silent:.3f} s")
+
+    # -- health -----------------------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        link = self.link
+        return {**self._counts, **(link.counters if link is not None else {})}
+
+    def detail(self) -> dict[str, Any]:
+        link = self.link
+        if link is None:
+            return {"url": self.cfg.url, "link": "closed"}
+        now = time.monotonic()
+        return {"url": self.cfg.url, "mode": link.mode, "armed": link.armed, "landing": self._landing,
+                "heartbeat_hz": round(link.heartbeat_rate(now), 2), "landed_state": link.landed_state,
+                "battery_remaining": link.battery_remaining, "statustext": [text for _, text in list(link.texts)[-3:]]}

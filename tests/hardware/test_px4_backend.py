@@ -1,0 +1,151 @@
+"""The PX4 backend (pymavlink) against the emulated PX4 over real UDP on loopback:
+connect on heartbeats and state, enable as PX4 requires (stream, OFFBOARD, ARM, each
+acked), CTBR commands fly the simulated drone, safe is PX4's own AUTO.LAND, the e-stop
+is a forced disarm, and a refused arming is reported with PX4's own words."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
+from sim2real.hardware.backend import HardwareError, Phase, backend_class
+from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
+from sim2real.hardware.px4.backend import Px4Backend
+from sim2real.sim.drone import constants as C
+
+
+class Vehicle:
+    """The emulator served in real time on a thread of its own."""
+
+    def __init__(self) -> None:
+        self.emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=9))  # port 9 (discard): silent until spoken to
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.emu.serve, kwargs={"should_stop": self._stop.is_set},
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.emu.close()
+
+
+@pytest.fixture
+def vehicle() -> Iterator[Vehicle]:
+    v = Vehicle()
+    try:
+        yield v
+    finally:
+        v.close()
+
+
+def _backend(vehicle: Vehicle, **options: object) -> Px4Backend:
+    cls = backend_class("px4")
+    backend = cls("ctbr", {**vehicle.emu.connect_options(), "stale_after": 0.5, **options})
+    assert isinstance(backend, Px4Backend)
+    return backend
+
+
+def _fly(backend: Px4Backend, seconds: float, thrust: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        backend.command(np.array([thrust, 0.0, 0.0, 0.0]))
+        time.sleep(0.02)
+
+
+def _wait(condition: Callable[[], bool], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        assert backend.phase is Phase.CONNECTED and backend.health().state_age < 0.2
+        state = backend.state()
+        assert state is not None and state.base_pos is not None
+        assert abs(float(state.base_pos[2])) < 0.05  # on the ground at PX4's local origin
+        backend.enable()
+        assert backend.phase is Phase.ENABLED
+        assert vehicle.emu.commander.mode == "OFFBOARD" and vehicle.emu.commander.armed
+        _fly(backend, 1.5, 1.4 * C.HOVER_THRUST)
+        state = backend.state()
+        assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
+        assert float(state.base_pos[2]) > 0.3 and float(state.base_lin_vel[2]) > 0.2  # up is +z (ENU)
+        assert float(state.base_pos[2]) == pytest.approx(vehicle.emu.data.qpos[2] - vehicle.emu.origin[2], abs=0.1)
+        backend.safe("test")
+        assert backend.phase is Phase.CONNECTED and backend.health().reason == "test"
+        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0)  # landed, then disarmed by PX4
+        assert vehicle.emu.landed()
+    finally:
+        backend.close()
+    assert backend.phase is Phase.DISCONNECTED
+
+
+def test_stale_commands_hand_over_to_px4s_landing(vehicle: Vehicle) -> None:
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        assert _wait(lambda: backend.phase is Phase.CONNECTED, 1.0)  # none for stale_after
+        assert "stale command" in backend.health().reason
+        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert vehicle.emu.commander.failsafe == ""  # our landing, before PX4's own offboard loss
+    finally:
+        backend.close()
+
+
+def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: Vehicle) -> None:
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        assert not vehicle.emu.landed()
+        backend.estop("test")
+        assert backend.phase is Phase.ESTOPPED
+        assert _wait(lambda: not vehicle.emu.commander.armed, 1.0)
+        with pytest.raises(HardwareError, match="estopped"):
+            backend.enable()
+    finally:
+        backend.close()
+
+
+def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: Vehicle) -> None:
+    vehicle.emu.set_estimate(False)
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=1.5)  # attitude streams; LOCAL_POSITION_NED does not
+        pytest.fail("connected without a position")
+    except HardwareError as exc:
+        assert "no state" in str(exc)
+    vehicle.emu.charge = 0.05
+    vehicle.emu.set_estimate(True)
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        with pytest.raises(HardwareError, match=r"ARM refused \(DENIED\).*battery low"):
+            backend.enable()
+        assert backend.phase is Phase.CONNECTED and not vehicle.emu.commander.armed
+    finally:
+        backend.close()
+
+
+def test_connect_times_out_without_a_vehicle() -> None:
+    backend = Px4Backend("ctbr", {"url": "udpout:127.0.0.1:9"})
+    start = time.monotonic()
+    with pytest.raises(HardwareError, match="no PX4 HEARTBEAT"):
+        backend.connect(timeout=0.5)
+    assert time.monotonic() - start < 2.5
