@@ -154,6 +154,14 @@ class Px4Emulator(Emulator):
         """Fault: the estimator loses (False) or regains its position."""
         self.estimate_valid = bool(valid)
 
+    def set_link(self, up: bool, downlink_only: bool = False) -> None:
+        """Fault: drop (False) or restore the MAVLink link both ways, or with
+        ``downlink_only`` only what the vehicle sends (its state lost, it still hears the host)."""
+        if downlink_only:
+            self.link.downlink_up = bool(up)
+        else:
+            self.link.link_up = bool(up)
+
     # -- one tick ------------------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         if self.boot is None:

@@ -68,6 +68,9 @@ class Px4Link:
         self.gcs_heartbeat = -math.inf
         """When the last HEARTBEAT from the ground station / offboard computer arrived."""
         self._next: dict[str, float] = {}
+        self.link_up = True
+        self.downlink_up = True
+        """False: nothing reaches the host while the vehicle still hears it."""
 
     def _reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -79,6 +82,9 @@ class Px4Link:
                 data, addr = self.sock.recvfrom(4096)
             except (BlockingIOError, ConnectionRefusedError):
                 return
+            if not self.link_up:
+                self._reject("link_down")
+                continue
             try:
                 msgs = self.mav.parse_buffer(data) or []
             except (mavlink.MAVError, struct.error, ValueError, IndexError):
@@ -185,6 +191,8 @@ class Px4Link:
 
     # -- sending -------------------------------------------------------------------------------------
     def send(self, msg: Any) -> None:
+        if not (self.link_up and self.downlink_up):
+            return
         try:
             self.sock.sendto(msg.pack(self.mav), self.peer)
             self.sent += 1

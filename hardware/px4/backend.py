@@ -48,6 +48,8 @@ STREAM_PERIOD = 0.02
 """s between the stream thread's setpoints and checks (50 Hz, well above PX4's 2 Hz)."""
 HEARTBEAT_PERIOD = 0.5
 """s between our HEARTBEATs (2 Hz)."""
+HEARTBEAT_LOST = 2.5
+"""s without PX4's HEARTBEAT (1 Hz) after which close() stops waiting for its landing."""
 
 
 @dataclass
@@ -197,7 +199,8 @@ class Px4Backend(RobotBackend):
     def close(self) -> None:
         self.safe("closing")
         deadline = time.monotonic() + self.close_seconds
-        while self._landing and self.link is not None and self.link.armed and time.monotonic() < deadline:
+        while (self._landing and self.link is not None and self.link.armed and time.monotonic() < deadline
+               and time.monotonic() - self.link.heartbeat_at < HEARTBEAT_LOST):  # a lost link: nothing to wait for
             time.sleep(0.05)
         self._stop.set()
         self._wake.set()

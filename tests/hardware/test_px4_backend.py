@@ -149,3 +149,42 @@ def test_connect_times_out_without_a_vehicle() -> None:
     with pytest.raises(HardwareError, match="no PX4 HEARTBEAT"):
         backend.connect(timeout=0.5)
     assert time.monotonic() - start < 2.5
+
+
+def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: Vehicle) -> None:
+    """The downlink gone (no state), the uplink alive: the backend's AUTO.LAND reaches PX4,
+    which lands on its own estimate (not its offboard-loss failsafe)."""
+    backend = _backend(vehicle, stale_after=0.15)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 1.0, 1.4 * C.HOVER_THRUST)
+        vehicle.emu.set_link(False, downlink_only=True)
+        _fly(backend, 0.3, 1.4 * C.HOVER_THRUST)  # the policy still commands; the state is stale
+        assert backend.phase is not Phase.ENABLED and "state stale" in backend.health().reason
+        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert vehicle.emu.commander.failsafe == ""
+        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+    finally:
+        vehicle.emu.set_link(True, downlink_only=True)
+        backend.close()
+
+
+def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: Vehicle) -> None:
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 1.0, 1.4 * C.HOVER_THRUST)
+        vehicle.emu.set_link(False)
+        start = time.monotonic()
+        _fly(backend, 0.3, 1.4 * C.HOVER_THRUST)
+        assert _wait(lambda: backend.phase is Phase.DISCONNECTED, 2.0)
+        assert "link lost" in backend.health().reason
+        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 2.0)
+        assert vehicle.emu.commander.failsafe == "offboard_loss"
+        assert 0.8 <= time.monotonic() - start <= 2.5  # COM_OF_LOSS_T (1 s) after the last setpoint
+        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+    finally:
+        vehicle.emu.set_link(True)
+        backend.close()
