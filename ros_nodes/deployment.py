@@ -290,8 +290,8 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     deployment = robot_deployment(opts.robot)
     backend = opts.overrides.get("hardware_bridge", {}).get("backend") or deployment.real_backend
     cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras() else ()
-    with EmulatorProcess(opts.robot, opts.domain_id, seed=opts.seed, task=opts.task, faults=opts.emulator_faults,
-                         cameras=cameras) as emulator:
+    with EmulatorProcess(opts.robot, opts.domain_id, backend=backend, seed=opts.seed, task=opts.task,
+                         faults=opts.emulator_faults, cameras=cameras) as emulator:
         bridge = emulated_bridge(emulator.connect_options, opts.overrides.get("hardware_bridge", {}))
         overrides = {**opts.overrides, "hardware_bridge": bridge}
         if opts.console and cameras:  # the emulated cell's cameras, drawn while the page shows them

@@ -131,7 +131,8 @@ class Px4Emulator(Emulator):
         return cls(config, settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
-        return {"url": f"udpout:{self.address[0]}:{self.address[1]}"}
+        return {"url": f"udpout:{self.address[0]}:{self.address[1]}",
+                "home": [round(float(v), 6) for v in self.origin]}  # PX4's local origin in the task's frame
 
     # -- the vehicle's state ----------------------------------------------------------------------
     def prearm_failures(self) -> list[str]:

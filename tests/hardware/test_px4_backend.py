@@ -5,9 +5,14 @@ is a forced disarm, and a refused arming is reported with PX4's own words."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,3 +193,18 @@ def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: Vehicle)
     finally:
         vehicle.emu.set_link(True)
         backend.close()
+
+
+@pytest.mark.slow
+def test_deploy_emulate_flies_the_px4_backend_through_the_graph(tmp_path: Path) -> None:
+    """``deploy --backend real --emulate`` with the bridge's backend set to px4 starts the
+    PX4 emulator (not the robot's default one) and the shipped policy flies it."""
+    domain = 1 + (os.getpid() * 31 + 4) % 232
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(domain)}
+    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "drone", "--backend", "real",
+                          "--emulate", "--set", "hardware_bridge.backend=px4", "--duration", "10", "--json"],
+                         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    emulator = json.loads(out.stdout)["emulator"]
+    assert emulator["accepted"].get("SET_ATTITUDE_TARGET", 0) > 100, emulator
+    assert emulator["first_motion_at"] is not None and emulator["failsafe"] == "", emulator
