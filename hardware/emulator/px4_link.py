@@ -22,6 +22,8 @@ SYSTEM_ID, COMPONENT_ID = 1, 1
 ATT_IGNORE_RATES = 0b0000_0111
 """SET_ATTITUDE_TARGET type_mask bits 0-2: ignore roll, pitch, yaw rate."""
 ATT_IGNORE_THRUST, ATT_IGNORE_ATTITUDE = 1 << 6, 1 << 7
+DATAGRAM_MAX = 1400
+"""Bytes per telemetry datagram (under the Ethernet MTU, as PX4's)."""
 POS_IGNORE_POSITION, POS_IGNORE_VELOCITY = 0b111, 0b111 << 3
 """SET_POSITION_TARGET_LOCAL_NED type_mask bits 0-2 (x, y, z) and 3-5 (vx, vy, vz)."""
 
@@ -29,6 +31,7 @@ POS_IGNORE_POSITION, POS_IGNORE_VELOCITY = 0b111, 0b111 << 3
 class _Config(Protocol):
     rates_hz: dict[str, float]
     battery_cells: int
+    tick: float
 
 
 class Vehicle(Protocol):
@@ -68,6 +71,10 @@ class Px4Link:
         self.gcs_heartbeat = -math.inf
         """When the last HEARTBEAT from the ground station / offboard computer arrived."""
         self._next: dict[str, float] = {}
+        self._batch: bytearray | None = None
+        """The datagram being filled (None: each message goes out at once)."""
+        self.rates: dict[str, float] = dict(vehicle.config.rates_hz)
+        """Hz of each stream now (MAV_CMD_SET_MESSAGE_INTERVAL changes them)."""
         self.link_up = True
         self.downlink_up = True
         """False: nothing reaches the host while the vehicle still hears it."""
@@ -130,10 +137,28 @@ class Px4Link:
                 result = mavlink.MAV_RESULT_DENIED
             else:
                 result = c.arm(params[0] > 0.5, int(params[1]) == FORCE_MAGIC, now)
+        elif msg.command == mavlink.MAV_CMD_SET_MESSAGE_INTERVAL:
+            result = self._set_interval(params[0], params[1])
         else:
             result = mavlink.MAV_RESULT_UNSUPPORTED
         self.send(self.mav.command_ack_encode(msg.command, result, 0, 0, msg.get_srcSystem(), msg.get_srcComponent()))
         return None
+
+    def _set_interval(self, message: float, interval_us: float) -> int:
+        """MAV_CMD_SET_MESSAGE_INTERVAL: -1 stops a stream, 0 restores its default, else its
+        period in us (at most one message per tick)."""
+        name = next((n for n in self.rates if math.isfinite(message)
+                     and getattr(mavlink, f"MAVLINK_MSG_ID_{n}") == int(message)), None)
+        if name is None or not math.isfinite(interval_us):
+            return mavlink.MAV_RESULT_DENIED
+        if interval_us < 0:
+            self.rates[name] = 0.0
+        elif interval_us == 0:
+            self.rates[name] = self.vehicle.config.rates_hz.get(name, 0.0)
+        else:
+            self.rates[name] = min(1e6 / interval_us, 1.0 / self.vehicle.config.tick)
+        self._next.pop(name, None)
+        return mavlink.MAV_RESULT_ACCEPTED
 
     def _on_set_attitude_target(self, msg: Any, now: float) -> str | None:
         mask = int(msg.type_mask)
@@ -191,16 +216,32 @@ class Px4Link:
 
     # -- sending -------------------------------------------------------------------------------------
     def send(self, msg: Any) -> None:
+        """One message, in the datagram being batched when a tick's telemetry is, else now."""
         if not (self.link_up and self.downlink_up):
             return
+        data = msg.pack(self.mav)
+        self.sent += 1
+        if self._batch is None:
+            return self._sendto(data)
+        if len(self._batch) + len(data) > DATAGRAM_MAX:
+            self._flush()
+            self._batch = bytearray()
+        self._batch += data
+        return None
+
+    def _sendto(self, data: bytes | bytearray) -> None:
         try:
-            self.sock.sendto(msg.pack(self.mav), self.peer)
-            self.sent += 1
+            self.sock.sendto(data, self.peer)
         except OSError:  # nobody listening (ICMP refused): PX4 keeps streaming
             self._reject("send_failed")
 
+    def _flush(self) -> None:
+        if self._batch:
+            self._sendto(self._batch)
+        self._batch = None
+
     def _due(self, name: str, now: float) -> bool:
-        rate = self.vehicle.config.rates_hz.get(name, 0.0)
+        rate = self.rates.get(name, 0.0)
         if rate <= 0 or now < self._next.get(name, -math.inf):
             return False
         self._next[name] = max(self._next.get(name, now) + 1.0 / rate, now)
@@ -208,6 +249,13 @@ class Px4Link:
 
     def stream(self, now: float) -> None:
         """The telemetry due at ``now`` and any STATUSTEXT the commander queued."""
+        self._batch = bytearray()  # one datagram per tick, as PX4's UDP transport packs them
+        try:
+            self._stream(now)
+        finally:
+            self._flush()
+
+    def _stream(self, now: float) -> None:
         v, c = self.vehicle, self.vehicle.commander
         boot_ms = int((now - (v.boot if v.boot is not None else now)) * 1000.0) & 0xFFFFFFFF
         while c.texts:

@@ -60,6 +60,8 @@ class Px4Options:
     """Where PX4's local origin is in the task's world frame (ENU, m)."""
     max_thrust: Positive = 4.0 * C.MAX_THRUST
     """N of collective thrust at normalized thrust 1 (PX4 maps 0..1 to its motors' range)."""
+    state_hz: Positive = 100.0
+    """Hz asked of ATTITUDE_QUATERNION and LOCAL_POSITION_NED (one state per position)."""
     stream_before_s: Positive = 1.2
     """s of setpoints before asking for OFFBOARD."""
     ack_timeout: Positive = 1.5
@@ -78,7 +80,7 @@ class Px4Options:
 class Px4Backend(RobotBackend):
     robot = "drone"
     protocol = "MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust, COMMAND_ACK checked"
-    state_rate = 50.0
+    state_rate = 100.0  # asked for on connect (Px4Options.state_hz)
     close_seconds = 10.0
 
     def __init__(self, action_mode: str = "ctbr", options: dict[str, Any] | None = None) -> None:
@@ -96,6 +98,8 @@ class Px4Backend(RobotBackend):
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stream_results: dict[str, str] = {}
+        """MAVLink message id -> the result of asking for it at ``state_hz``."""
         self._counts = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0, "landings": 0,
                         "estops_sent": 0, "link_lost": 0}
 
@@ -113,7 +117,11 @@ class Px4Backend(RobotBackend):
         self._stop.clear()
         self._thread = threading.Thread(target=self._stream_loop, name="px4-stream", daemon=True)
         self._thread.start()
-        while time.monotonic() < deadline and (link.mode is None or self.state() is None):
+        while time.monotonic() < deadline and link.mode is None:
+            time.sleep(0.01)
+        if link.mode is not None:
+            self._request_streams(link, deadline)
+        while time.monotonic() < deadline and self.state() is None:
             time.sleep(0.01)
         if link.mode is None or self.state() is None:
             why = "no PX4 HEARTBEAT" if link.mode is None else "no state (ATTITUDE_QUATERNION + LOCAL_POSITION_NED)"
@@ -121,6 +129,16 @@ class Px4Backend(RobotBackend):
             raise HardwareError(f"PX4 at {self.cfg.url}: {why} within {timeout:.1f} s")
         with self._io:
             self._set_phase(Phase.CONNECTED, "")
+
+    def _request_streams(self, link: Px4Link, deadline: float) -> None:
+        """The state streams at ``state_hz`` (MAV_CMD_SET_MESSAGE_INTERVAL; PX4's defaults
+        are slower than the filter's watchdog wants). A refusal is not fatal: it shows in
+        :meth:`detail` and in the pre-flight check's measured rate."""
+        for message in (mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, mavlink.MAVLINK_MSG_ID_LOCAL_POSITION_NED):
+            left = max(min(self.cfg.ack_timeout, deadline - time.monotonic()), 0.0)
+            result = link.command(mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, [float(message), 1e6 / self.cfg.state_hz],
+                                  left)
+            self._stream_results[str(message)] = result_name(result)
 
     def enable(self) -> None:
         link = self._checked_link()
@@ -273,4 +291,6 @@ class Px4Backend(RobotBackend):
         now = time.monotonic()
         return {"url": self.cfg.url, "mode": link.mode, "armed": link.armed, "landing": self._landing,
                 "heartbeat_hz": round(link.heartbeat_rate(now), 2), "landed_state": link.landed_state,
-                "battery_remaining": link.battery_remaining, "statustext": [text for _, text in list(link.texts)[-3:]]}
+                "battery_remaining": link.battery_remaining,
+                "stream_requests": dict(self._stream_results),
+                "statustext": [text for _, text in list(link.texts)[-3:]]}

@@ -11,6 +11,7 @@ through one lock (``mavutil``'s sequence number and socket are not thread-safe).
 from __future__ import annotations
 
 import math
+import select
 import threading
 import time
 from collections import deque
@@ -105,16 +106,31 @@ class Px4Link:
         return sum(1 for t in self.heartbeats if now - t <= window) / window
 
     def _read_loop(self) -> None:
+        # Every datagram waiting is read and parsed in one go (not mavutil's recv_match, one
+        # message per call): in a process running the whole graph each wake-up may wait
+        # for the GIL, and at one wake-up per message the reader fell seconds behind.
+        port = self.conn.port
         while not self._stop.is_set():
             try:
-                msg = self.conn.recv_match(blocking=True, timeout=0.05)
+                select.select([port], [], [], 0.05)
+                while not self._stop.is_set():
+                    data = self.conn.recv()
+                    if not data:
+                        break
+                    self._parse(bytes(data), time.monotonic())
             except (OSError, ValueError):
                 if self._stop.is_set():
                     return
                 self.counters["bad_data"] += 1
-                continue
-            if msg is not None:
-                self._handle(msg, time.monotonic())
+
+    def _parse(self, data: bytes, now: float) -> None:
+        try:
+            msgs = self.conn.mav.parse_buffer(data) or []
+        except mavlink.MAVError:
+            self.counters["bad_data"] += 1
+            return
+        for msg in msgs:
+            self._handle(msg, now)
 
     def _handle(self, msg: Any, now: float) -> None:
         kind = msg.get_type()

@@ -77,6 +77,11 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
     try:
         backend.connect(timeout=5.0)
         assert backend.phase is Phase.CONNECTED and backend.health().state_age < 0.2
+        assert set(backend.detail()["stream_requests"].values()) == {"ACCEPTED"}
+        states: list[float] = []
+        backend.on_state(lambda m: states.append(time.monotonic()))
+        time.sleep(1.0)
+        assert 80 <= len(states) <= 110, len(states)  # asked for at state_hz (100), PX4's default is slower
         state = backend.state()
         assert state is not None and state.base_pos is not None
         assert abs(float(state.base_pos[2])) < 0.05  # on the ground at PX4's local origin

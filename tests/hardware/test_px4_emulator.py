@@ -273,3 +273,21 @@ def test_malformed_and_unknown_messages_are_counted_and_ignored(bench: Bench) ->
     before = len(bench.gcs.of("HEARTBEAT"))
     bench.run(1.1)  # still alive
     assert len(bench.gcs.of("HEARTBEAT")) > before
+
+
+def test_set_message_interval_changes_a_streams_rate(bench: Bench) -> None:
+    conn = bench.gcs.conn
+    conn.mav.command_long_send(1, 1, M.MAV_CMD_SET_MESSAGE_INTERVAL, 0, M.MAVLINK_MSG_ID_LOCAL_POSITION_NED,
+                               10_000, 0, 0, 0, 0, 0)
+    assert bench.ack(M.MAV_CMD_SET_MESSAGE_INTERVAL) == M.MAV_RESULT_ACCEPTED
+    conn.mav.command_long_send(1, 1, M.MAV_CMD_SET_MESSAGE_INTERVAL, 0, M.MAVLINK_MSG_ID_HIGHRES_IMU, -1,
+                               0, 0, 0, 0, 0)
+    assert bench.ack(M.MAV_CMD_SET_MESSAGE_INTERVAL) == M.MAV_RESULT_ACCEPTED
+    conn.mav.command_long_send(1, 1, M.MAV_CMD_SET_MESSAGE_INTERVAL, 0, M.MAVLINK_MSG_ID_GPS_RAW_INT, 10_000,
+                               0, 0, 0, 0, 0)
+    assert bench.ack(M.MAV_CMD_SET_MESSAGE_INTERVAL) == M.MAV_RESULT_DENIED  # a stream it does not have
+    before = {k: len(bench.gcs.of(k)) for k in ("LOCAL_POSITION_NED", "ATTITUDE_QUATERNION", "HIGHRES_IMU")}
+    bench.run(1.0)
+    counts = {k: len(bench.gcs.of(k)) - n for k, n in before.items()}
+    assert 95 <= counts["LOCAL_POSITION_NED"] <= 105 and 45 <= counts["ATTITUDE_QUATERNION"] <= 55, counts
+    assert counts["HIGHRES_IMU"] == 0, counts
