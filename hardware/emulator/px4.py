@@ -30,7 +30,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset
+from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset, episode_summary
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.px4_commander import Commander
 from sim2real.hardware.emulator.px4_control import Px4Control, Target
@@ -121,6 +121,12 @@ class Px4Emulator(Emulator):
         self.ticks = self.overruns = 0
         self.realtime: dict[str, Any] = {}
         self.onset = MotionOnset(threshold=0.01)
+        self._ticks_per_control = max(1, round(C.CONTROL_DT / cfg.tick))
+        self.control_steps = 0
+        self.episodes: list[bool] = []
+        self.episode_ends: list[float] = []
+        self.crashes = 0
+        self._flown = False
         self._closed = False
 
     @classmethod
@@ -180,9 +186,30 @@ class Px4Emulator(Emulator):
         mujoco.mj_step(self.model, d, self._substeps)
         self.ticks += 1
         self.onset.observe(now, d.qpos[:3], bool(d.ctrl.any()))
+        self._flown |= self.commander.armed
+        if self._flown and self.ticks % self._ticks_per_control == 0:
+            self._evaluate()
         for frame in self.faults.due(now, self._read(d, self.env.engine.phys)):
             self.frame = frame
         self.link.stream(now)
+
+    def _evaluate(self) -> None:
+        """The task's episode bookkeeping (crash, success), once per control period from the
+        first arming on (the stopwatch starts when the host starts flying, not while it
+        connects and checks). A crash puts the drone back on its pad, disarmed."""
+        result = self.task.evaluate(self.env.engine.phys, np.zeros((1, 4)))
+        self.control_steps += 1
+        crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))
+        if crashed or self.control_steps * C.CONTROL_DT >= self.task.episode_seconds:
+            self.episodes.append(bool(result.success[0]) and not crashed)
+            self.episode_ends.append(time.monotonic())
+            self.control_steps = 0
+            self.task.time_in_tolerance[:] = 0.0
+            if crashed:
+                self.crashes += 1
+                self.env.reset()
+                self.control.reset()
+                self.commander.disarm("crashed")
 
     def specific_force(self) -> np.ndarray:
         """The accelerometer (body FLU, m/s^2)."""
@@ -231,7 +258,8 @@ class Px4Emulator(Emulator):
                 return
 
     def mission(self) -> Mission | None:
-        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy())
+        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(),
+                       episodes=len(self.episodes), successes=sum(self.episodes))
 
     def summary(self) -> dict[str, Any]:
         c = self.commander
@@ -240,7 +268,8 @@ class Px4Emulator(Emulator):
                 "simulated_s": round(self.ticks * self.config.tick, 3), "mode": c.mode, "armed": c.armed,
                 "failsafe": c.failsafe, "commander": dict(c.counters), "accepted": dict(self.link.accepted),
                 "rejected": dict(self.link.rejected), "sent": self.link.sent,
-                "battery_charge": round(self.charge, 4), **self.onset.summary()}
+                "battery_charge": round(self.charge, 4), **episode_summary(self.episodes, self.episode_ends),
+                "crashes": self.crashes, **self.onset.summary()}
 
     def close(self) -> None:
         if self._closed:

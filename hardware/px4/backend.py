@@ -39,6 +39,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
 from sim2real.hardware.px4.link import Px4Link, result_name, text_since
+from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Positive
 from sim2real.sim.drone import constants as C
@@ -98,6 +99,8 @@ class Px4Backend(RobotBackend):
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self.realtime: dict[str, Any] = {}
+        """The stream thread's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self._stream_results: dict[str, str] = {}
         """MAVLink message id -> the result of asking for it at ``state_hz``."""
         self._counts = {"setpoints_sent": 0, "commands_rejected": 0, "commands_ignored": 0, "landings": 0,
@@ -242,6 +245,13 @@ class Px4Backend(RobotBackend):
 
     # -- the stream thread: heartbeats, setpoints, watchdogs, the landing ------------------------------
     def _stream_loop(self) -> None:
+        # At real-time priority where permitted, as the reader (:mod:`.link`): on a loaded
+        # host a normal-priority thread missed the 0.15 s state deadline within a minute.
+        with realtime_thread("px4 setpoint stream", WRITER_PRIORITY) as status:
+            self.realtime = status.as_dict()
+            self._stream()
+
+    def _stream(self) -> None:
         next_heartbeat = 0.0
         while not self._stop.is_set():
             self._wake.wait(STREAM_PERIOD)
@@ -289,7 +299,8 @@ class Px4Backend(RobotBackend):
         if link is None:
             return {"url": self.cfg.url, "link": "closed"}
         now = time.monotonic()
-        return {"url": self.cfg.url, "mode": link.mode, "armed": link.armed, "landing": self._landing,
+        return {"url": self.cfg.url, "realtime": {"stream": dict(self.realtime), "reader": dict(link.realtime)},
+                "mode": link.mode, "armed": link.armed, "landing": self._landing,
                 "heartbeat_hz": round(link.heartbeat_rate(now), 2), "landed_state": link.landed_state,
                 "battery_remaining": link.battery_remaining,
                 "stream_requests": dict(self._stream_results),

@@ -22,6 +22,7 @@ from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
 from sim2real.hardware.px4 import frames, modes
+from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.deployment import Measurements
 
 OFFBOARD_SYSTEM, OFFBOARD_COMPONENT = 255, mavlink.MAV_COMP_ID_ONBOARD_COMPUTER
@@ -57,6 +58,8 @@ class Px4Link:
         self.last_frame = -math.inf
         self.counters: dict[str, int] = {"received": 0, "bad_data": 0, "sent": 0}
         self._attitude: tuple[np.ndarray, np.ndarray, float] | None = None
+        self.realtime: dict[str, Any] = {}
+        """The reader's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self._stop = threading.Event()
         self._reader = threading.Thread(target=self._read_loop, name="px4-mavlink-reader", daemon=True)
         self._reader.start()
@@ -109,6 +112,11 @@ class Px4Link:
         # Every datagram waiting is read and parsed in one go (not mavutil's recv_match, one
         # message per call): in a process running the whole graph each wake-up may wait
         # for the GIL, and at one wake-up per message the reader fell seconds behind.
+        with realtime_thread("px4 mavlink reader", WRITER_PRIORITY - 1) as status:
+            self.realtime = status.as_dict()
+            self._read_all()
+
+    def _read_all(self) -> None:
         port = self.conn.port
         while not self._stop.is_set():
             try:
