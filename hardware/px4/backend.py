@@ -120,7 +120,7 @@ class Px4Backend(RobotBackend):
         self._stop.clear()
         self._thread = threading.Thread(target=self._stream_loop, name="px4-stream", daemon=True)
         self._thread.start()
-        while time.monotonic() < deadline and link.mode is None:
+        while time.monotonic() < deadline and link.mode is None:  # set by PX4's first HEARTBEAT
             time.sleep(0.01)
         if link.mode is not None:
             self._request_streams(link, deadline)

@@ -32,9 +32,24 @@ def custom_mode(name: str) -> int:
     return (main << 16) | (sub << 24)
 
 
-def mode_name(custom: int) -> str | None:
-    """The mode name of a HEARTBEAT ``custom_mode`` (None: not one of :data:`MODES`)."""
-    return from_command((int(custom) >> 16) & 0xFF, (int(custom) >> 24) & 0xFF)
+MAIN_NAMES = {MAIN_MANUAL: "MANUAL", MAIN_ALTCTL: "ALTCTL", MAIN_POSCTL: "POSCTL", MAIN_AUTO: "AUTO",
+              MAIN_ACRO: "ACRO", MAIN_OFFBOARD: "OFFBOARD", MAIN_STABILIZED: "STABILIZED", 8: "RATTITUDE"}
+AUTO_NAMES = {SUB_AUTO_READY: "READY", SUB_AUTO_TAKEOFF: "TAKEOFF", SUB_AUTO_LOITER: "LOITER",
+              SUB_AUTO_MISSION: "MISSION", SUB_AUTO_RTL: "RTL", SUB_AUTO_LAND: "LAND", 7: "RTGS",
+              8: "FOLLOW_TARGET", 9: "PRECLAND", 10: "VTOL_TAKEOFF"}
+"""Every mode PX4 reports (``px4_custom_mode.h``), to name what a HEARTBEAT says, beyond
+the modes :data:`MODES` commands."""
+
+
+def mode_name(custom: int) -> str:
+    """The name of a HEARTBEAT ``custom_mode``: ``AUTO.LAND``, ``STABILIZED``...;
+    ``custom 0x...`` for a mode PX4 does not define."""
+    main, sub = (int(custom) >> 16) & 0xFF, (int(custom) >> 24) & 0xFF
+    if main == MAIN_AUTO and sub in AUTO_NAMES:
+        return f"AUTO.{AUTO_NAMES[sub]}"
+    if main in MAIN_NAMES and main != MAIN_AUTO:
+        return MAIN_NAMES[main]
+    return f"custom 0x{int(custom) & 0xFFFFFFFF:08x}"
 
 
 def from_command(param2: float, param3: float) -> str | None:

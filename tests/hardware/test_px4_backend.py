@@ -216,3 +216,27 @@ def test_deploy_emulate_flies_the_px4_backend_through_the_graph(tmp_path: Path) 
     assert emulator["first_motion_at"] is not None and emulator["failsafe"] == "", emulator
     success = summary["task_success"]  # the 10 s hover episodes that ended while the graph ran
     assert success["episodes"] >= 1 and success["successes"] == success["episodes"], success
+
+
+def test_a_heartbeat_in_a_mode_outside_our_table_still_counts() -> None:
+    """PX4 in a mode the emulator does not fly (STABILIZED, ACRO, AUTO.TAKEOFF, ...) is
+    still a PX4 answering: its HEARTBEAT is seen and its mode named, not taken for none."""
+    import socket
+
+    from pymavlink.dialects.v20 import common as mavlink
+
+    from sim2real.hardware.px4.link import Px4Link
+
+    link = Px4Link("udpin:127.0.0.1:0", np.zeros(3), lambda m: None)
+    try:
+        port = link.conn.port.getsockname()[1]
+        mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+        stabilized = 7 << 16
+        hb = mav.heartbeat_encode(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4,
+                                  mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, stabilized, mavlink.MAV_STATE_STANDBY)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.sendto(hb.pack(mav), ("127.0.0.1", port))
+            assert _wait(lambda: link.heartbeat_at > 0, 2.0)
+        assert link.mode == "STABILIZED" and not link.armed
+    finally:
+        link.close()
