@@ -139,7 +139,7 @@ class Commander:
                 self.mode = action
             verb = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "DISARM": "disarming"}[action]
             self._say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no offboard signal, {verb}")
-        self.landed_since = (self.landed_since or now) if landed else None
+        self.landed_since = (now if self.landed_since is None else self.landed_since) if landed else None
         delay = self.params["COM_DISARM_LAND"]
         if (self.armed and self.mode == "AUTO.LAND" and self.landed_since is not None and delay >= 0
                 and now - self.landed_since >= delay):

@@ -291,3 +291,14 @@ def test_set_message_interval_changes_a_streams_rate(bench: Bench) -> None:
     counts = {k: len(bench.gcs.of(k)) - n for k, n in before.items()}
     assert 95 <= counts["LOCAL_POSITION_NED"] <= 105 and 45 <= counts["ATTITUDE_QUATERNION"] <= 55, counts
     assert counts["HIGHRES_IMU"] == 0, counts
+
+
+def test_auto_land_disarms_com_disarm_land_after_touch_down_whatever_the_clock() -> None:
+    from sim2real.hardware.emulator.px4_commander import Commander
+
+    commander = Commander(lambda: [], mode="AUTO.LAND", armed=True)
+    for k in range(20):  # landed from t = 0.0 on (a clock that starts at zero)
+        commander.update(k * 0.1, landed=True)
+        assert commander.armed
+    commander.update(2.0, landed=True)
+    assert not commander.armed  # COM_DISARM_LAND = 2 s after touch-down, not after the second tick
