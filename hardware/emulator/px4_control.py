@@ -22,13 +22,31 @@ from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.position_control import CascadedPID, CascadedPIDGains
 from sim2real.sim.drone.rate_control import BodyRateController
 
+ATTITUDE_P = np.array([6.5, 6.5, 2.8])
+"""1/s, attitude error -> body rate (PX4's ``MC_ROLL_P``, ``MC_PITCH_P``, ``MC_YAW_P`` defaults)."""
+
 
 @dataclass(frozen=True)
 class AttitudeTarget:
-    """A decoded ``SET_ATTITUDE_TARGET``: body rates in our FLU (rad/s) and thrust 0..1."""
+    """A decoded ``SET_ATTITUDE_TARGET``: body rates in our FLU (rad/s) and thrust 0..1, or
+    an attitude (ours, FLU to ENU, w x y z) that the attitude loop turns into rates."""
 
     rates: np.ndarray
     thrust: float
+    attitude: np.ndarray | None = None
+
+
+def attitude_rates(quat: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Body rates (FLU, rad/s) towards ``target`` from ``quat``: PX4's quaternion attitude
+    controller without its yaw de-weighting (error q^-1 * q_sp, the shorter way round)."""
+    w1, x1, y1, z1 = (float(v) for v in quat)
+    w2, x2, y2, z2 = (float(v) for v in target)
+    # conj(q) * q_sp
+    w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
+    v = np.array([w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2,
+                  w1 * y2 + x1 * z2 - y1 * w2 - z1 * x2,
+                  w1 * z2 - x1 * y2 + y1 * x2 - z1 * w2])
+    return 2.0 * (1.0 if w >= 0 else -1.0) * v * ATTITUDE_P
 
 
 @dataclass(frozen=True)
@@ -69,7 +87,9 @@ class Px4Control:
         if mode == "OFFBOARD":
             if isinstance(target, AttitudeTarget):
                 collective = float(np.clip(target.thrust, 0.0, 1.0)) * 4.0 * self.max_rotor_thrust
-                return self.rates(np.array([collective]), target.rates[None], gyro[None])[0]
+                rates = target.rates if target.attitude is None else np.clip(  # PX4's MC_*RATE_MAX
+                    attitude_rates(quat, target.attitude), -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
+                return self.rates(np.array([collective]), rates[None], gyro[None])[0]
             if isinstance(target, PositionTarget):
                 return self._track(target.position, target.velocity, position, velocity, quat, gyro)
             return np.zeros(4)

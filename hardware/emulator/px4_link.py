@@ -165,12 +165,16 @@ class Px4Link:
         rates = np.array([msg.body_roll_rate, msg.body_pitch_rate, msg.body_yaw_rate], dtype=np.float64)
         if not (np.all(np.isfinite(rates)) and math.isfinite(msg.thrust)):
             return "non_finite"
-        if not mask & ATT_IGNORE_ATTITUDE:
-            return "attitude_setpoint_unsupported"  # body rates only, for now (the ctbr)
+        attitude = None
+        if not mask & ATT_IGNORE_ATTITUDE:  # the attitude wins; its rate fields are not used
+            q = np.array(msg.q, dtype=np.float64)
+            if not (np.all(np.isfinite(q)) and abs(np.linalg.norm(q) - 1.0) < 1e-3):
+                return "bad_quaternion"
+            attitude = frames.quat_ned_frd_to_enu_flu(q)
         rates[[bool(mask & (1 << i)) for i in range(3)]] = 0.0
         thrust = 0.0 if mask & ATT_IGNORE_THRUST else float(msg.thrust)
         self.vehicle.commander.setpoint(now)
-        self.vehicle.target = AttitudeTarget(frames.frd_to_flu(rates), thrust)
+        self.vehicle.target = AttitudeTarget(frames.frd_to_flu(rates), thrust, attitude)
         return None
 
     def _on_set_position_target_local_ned(self, msg: Any, now: float) -> str | None:

@@ -302,3 +302,33 @@ def test_auto_land_disarms_com_disarm_land_after_touch_down_whatever_the_clock()
         assert commander.armed
     commander.update(2.0, landed=True)
     assert not commander.armed  # COM_DISARM_LAND = 2 s after touch-down, not after the second tick
+
+
+def test_attitude_quaternion_setpoint_is_flown_in_frd_ned(bench: Bench) -> None:
+    """SET_ATTITUDE_TARGET with its attitude: 10 deg right wing down, heading north (NED)."""
+    bench.run(1.2, thrust=0.0)
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
+    bench.run(0.6, thrust=0.6)  # off the ground, below the geofence's ceiling
+    roll = math.radians(10.0)
+    q = [math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0]  # FRD -> NED: roll about x, yaw 0 (north)
+    conn = bench.gcs.conn
+    dt = bench.emu.config.tick
+    for k in range(round(1.5 / dt)):
+        if k % 5 == 0:
+            conn.mav.set_attitude_target_send(0, 1, 1, 0b0000_0111, q, 0, 0, 0, HOVER)
+        bench.emu.poll(0.0, bench.now)
+        bench.emu.tick(bench.now)
+        bench.now += dt
+    bench.gcs.drain()
+    att = bench.gcs.of("ATTITUDE_QUATERNION")[-1]
+    w, x, y, z = att.q1, att.q2, att.q3, att.q4
+    got_roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    got_yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    assert math.degrees(got_roll) == pytest.approx(10.0, abs=2.0)
+    assert math.degrees(got_yaw) == pytest.approx(0.0, abs=3.0)
+    pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
+    assert pos.vy > 0.1  # right wing down in a north heading: it slides east (+y in NED)
+    assert bench.emu.crashes == 0
