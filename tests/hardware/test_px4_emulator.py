@@ -332,3 +332,29 @@ def test_attitude_quaternion_setpoint_is_flown_in_frd_ned(bench: Bench) -> None:
     pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
     assert pos.vy > 0.1  # right wing down in a north heading: it slides east (+y in NED)
     assert bench.emu.crashes == 0
+
+
+def test_position_setpoint_local_ned_is_flown(bench: Bench) -> None:
+    """SET_POSITION_TARGET_LOCAL_NED (position only): 0.5 m north, 1 m up."""
+    conn, dt = bench.gcs.conn, bench.emu.config.tick
+    position_only = 0b0000_1111_1111_1000  # velocity, acceleration, yaw and yaw rate ignored
+
+    def stream(seconds: float) -> None:
+        for k in range(round(seconds / dt)):
+            if k % 5 == 0:
+                conn.mav.set_position_target_local_ned_send(0, 1, 1, M.MAV_FRAME_LOCAL_NED, position_only,
+                                                            0.5, 0.0, -1.0, 0, 0, 0, 0, 0, 0, 0, 0)
+            bench.emu.poll(0.0, bench.now)
+            bench.emu.tick(bench.now)
+            bench.now += dt
+        bench.gcs.drain()
+
+    stream(1.2)
+    bench.gcs.set_mode("OFFBOARD")
+    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
+    bench.gcs.arm()
+    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
+    stream(5.0)
+    pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
+    assert (pos.x, pos.y, pos.z) == pytest.approx((0.5, 0.0, -1.0), abs=0.15), pos
+    assert bench.emu.crashes == 0
