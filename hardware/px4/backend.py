@@ -41,7 +41,7 @@ from sim2real.hardware.options import load_options
 from sim2real.hardware.px4.link import Px4Link, result_name, text_since
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.schema import Positive
+from sim2real.sim.core.schema import Fraction, Positive
 from sim2real.sim.drone import constants as C
 
 FORCE_DISARM = 21196.0
@@ -68,6 +68,10 @@ class Px4Options:
     ack_timeout: Positive = 1.5
     stale_after: Positive = 0.15
     state_timeout: Positive = 0.15
+    battery_land: Fraction = 0.15
+    """Charge (0..1, BATTERY_STATUS) under which the backend lands while enabled and refuses
+    to enable (PX4's ``BAT_LOW_THR``; PX4 itself only warns there by default,
+    ``COM_LOW_BAT_ACT`` 0)."""
     link_timeout: Positive = 1.0
     """s without any state after which the link counts as lost (DISCONNECTED)."""
 
@@ -149,6 +153,8 @@ class Px4Backend(RobotBackend):
             raise HardwareError("cannot enable: no fresh state")
         if link.armed:
             raise HardwareError(f"cannot enable: the vehicle is already armed ({link.mode})")
+        if self._battery_low(link):
+            raise HardwareError(f"cannot enable: the battery is low ({link.battery_remaining} %): charge it")
         with self._io:
             self._still_connected()
             self._setpoint = (0.0, np.zeros(3))  # PX4 wants the stream before OFFBOARD
@@ -234,6 +240,10 @@ class Px4Backend(RobotBackend):
         if link is not None:
             link.close()
 
+    def _battery_low(self, link: Px4Link) -> bool:
+        remaining = link.battery_remaining
+        return remaining is not None and 0 <= remaining < 100 * self.cfg.battery_land  # -1: not reported
+
     def _checked_link(self) -> Px4Link:
         with self._io:
             self._still_connected()
@@ -273,6 +283,8 @@ class Px4Backend(RobotBackend):
         if self._phase is Phase.ENABLED and now - self._last_command > self.cfg.stale_after:
             self.safe(f"stale command: none for {now - self._last_command:.3f} s")
         silent = now - link.last_frame
+        if self._phase is Phase.ENABLED and self._battery_low(link):
+            self.safe(f"battery low: {link.battery_remaining} % (BATTERY_STATUS)")
         if self._phase is Phase.ENABLED and silent > self.cfg.state_timeout:
             self.safe(f"state stale: none for {silent:.3f} s")
         if self._phase is Phase.ENABLED and link.heartbeat_at > self._enabled_at and link.mode != "OFFBOARD":

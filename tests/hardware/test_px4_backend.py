@@ -143,7 +143,7 @@ def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: Vehicle) -> None
         assert "no state" in str(exc)
     vehicle.emu.charge = 0.05
     vehicle.emu.set_estimate(True)
-    backend = _backend(vehicle)
+    backend = _backend(vehicle, battery_land=0.0)  # PX4's own check, not the backend's
     try:
         backend.connect(timeout=5.0)
         with pytest.raises(HardwareError, match=r"ARM refused \(DENIED\).*battery low"):
@@ -240,3 +240,22 @@ def test_a_heartbeat_in_a_mode_outside_our_table_still_counts() -> None:
         assert link.mode == "STABILIZED" and not link.armed
     finally:
         link.close()
+
+
+def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: Vehicle) -> None:
+    backend = _backend(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        vehicle.emu.charge = 0.1  # under BAT_LOW_THR: PX4 only warns by default
+        end = time.monotonic() + 2.0  # BATTERY_STATUS comes at 1 Hz
+        while backend.phase is Phase.ENABLED and time.monotonic() < end:
+            _fly(backend, 0.05, C.HOVER_THRUST)
+        assert backend.phase is Phase.CONNECTED and "battery low" in backend.health().reason
+        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert _wait(lambda: not backend.detail()["landing"], 8.0)  # landed and disarmed by PX4
+        with pytest.raises(HardwareError, match="battery is low"):
+            backend.enable()
+    finally:
+        backend.close()
