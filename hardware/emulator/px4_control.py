@@ -19,7 +19,7 @@ import numpy as np
 
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.position_control import CascadedPID, CascadedPIDGains
+from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.rate_control import BodyRateController
 
 ATTITUDE_P = np.array([6.5, 6.5, 2.8])
@@ -65,7 +65,9 @@ class Px4Control:
 
     def __init__(self, tick: float, max_rotor_thrust: float = C.MAX_THRUST) -> None:
         self.rates = BodyRateController(1, tick)
-        self.position = CascadedPID(1, dt=tick, gains=CascadedPIDGains(integral_zone=(1.0, 1.5)))
+        # The integrator only near a steady state (the simulator's default zone): a wider one
+        # wound up on the landing's constant velocity offset and doubled its sink rate.
+        self.position = CascadedPID(1, dt=tick)
         self.max_rotor_thrust = max_rotor_thrust
         self.hold: np.ndarray | None = None
         """Where the current hold or landing began (world ENU)."""
@@ -93,7 +95,7 @@ class Px4Control:
             if isinstance(target, PositionTarget):
                 return self._track(target.position, target.velocity, position, velocity, quat, gyro)
             return np.zeros(4)
-        if mode == "AUTO.LAND":
+        if mode == "AUTO.LAND":  # hold x, y; descend at land_speed (the velocity loop's setpoint)
             goal = np.array([self.hold[0], self.hold[1], position[2]])
             return self._track(goal, np.array([0.0, 0.0, -land_speed]), position, velocity, quat, gyro)
         return self._track(self.hold, np.zeros(3), position, velocity, quat, gyro)
