@@ -23,6 +23,9 @@ from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.sim.drone import constants as C
 
+CLIMB = 1.2 * C.HOVER_THRUST
+"""N: about 1 m up in a second, well below the task's 4 m ceiling."""
+
 
 class Vehicle:
     """The emulator served in real time on a thread of its own."""
@@ -88,7 +91,7 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
         backend.enable()
         assert backend.phase is Phase.ENABLED
         assert vehicle.emu.commander.mode == "OFFBOARD" and vehicle.emu.commander.armed
-        _fly(backend, 1.5, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 1.0, CLIMB)
         state = backend.state()
         assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
         assert float(state.base_pos[2]) > 0.3 and float(state.base_lin_vel[2]) > 0.2  # up is +z (ENU)
@@ -97,7 +100,7 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
         assert backend.phase is Phase.CONNECTED and backend.health().reason == "test"
         assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert _wait(lambda: not vehicle.emu.commander.armed, 8.0)  # landed, then disarmed by PX4
-        assert vehicle.emu.landed()
+        assert vehicle.emu.landed() and vehicle.emu.crashes == 0
     finally:
         backend.close()
     assert backend.phase is Phase.DISCONNECTED
@@ -108,7 +111,7 @@ def test_stale_commands_hand_over_to_px4s_landing(vehicle: Vehicle) -> None:
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 0.8, CLIMB)
         assert _wait(lambda: backend.phase is Phase.CONNECTED, 1.0)  # none for stale_after
         assert "stale command" in backend.health().reason
         assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
@@ -122,7 +125,7 @@ def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: Vehicle) -> Non
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 0.8, CLIMB)
         assert not vehicle.emu.landed()
         backend.estop("test")
         assert backend.phase is Phase.ESTOPPED
@@ -168,13 +171,14 @@ def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: Vehicle
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 1.0, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 1.0, CLIMB)
         vehicle.emu.set_link(False, downlink_only=True)
-        _fly(backend, 0.3, 1.4 * C.HOVER_THRUST)  # the policy still commands; the state is stale
+        _fly(backend, 0.3, CLIMB)  # the policy still commands; the state is stale
         assert backend.phase is not Phase.ENABLED and "state stale" in backend.health().reason
         assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert vehicle.emu.commander.failsafe == ""
         assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+        assert vehicle.emu.crashes == 0
     finally:
         vehicle.emu.set_link(True, downlink_only=True)
         backend.close()
@@ -185,16 +189,17 @@ def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: Vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 1.0, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 1.0, CLIMB)
         vehicle.emu.set_link(False)
         start = time.monotonic()
-        _fly(backend, 0.3, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 0.3, CLIMB)
         assert _wait(lambda: backend.phase is Phase.DISCONNECTED, 2.0)
         assert "link lost" in backend.health().reason
         assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 2.0)
         assert vehicle.emu.commander.failsafe == "offboard_loss"
         assert 0.8 <= time.monotonic() - start <= 2.5  # COM_OF_LOSS_T (1 s) after the last setpoint
         assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+        assert vehicle.emu.crashes == 0
     finally:
         vehicle.emu.set_link(True)
         backend.close()
@@ -247,7 +252,7 @@ def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: Vehicle) -> No
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, 1.4 * C.HOVER_THRUST)
+        _fly(backend, 0.8, CLIMB)
         vehicle.emu.charge = 0.1  # under BAT_LOW_THR: PX4 only warns by default
         end = time.monotonic() + 2.0  # BATTERY_STATUS comes at 1 Hz
         while backend.phase is Phase.ENABLED and time.monotonic() < end:
