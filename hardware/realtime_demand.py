@@ -129,12 +129,12 @@ class RealtimeDemand:
         """``cores`` the real-time threads used, the machine's ``cores``, ``warning`` when
         they used more than :data:`SAFE_SHARE` of them, and the busiest threads."""
         threads, machine = self.threads(), os.cpu_count() or 1
-        used = sum(u.cores for u in threads)
+        used = round(sum(u.cores for u in threads), 2)  # the figure reported is the one judged
         warning = ""
         if used > SAFE_SHARE * machine:
             warning = (f"real-time threads used {used:.2f} of {machine} cores: the kernel stalls all of them "
                        "for tens of ms about once a second to run normal threads (watchdogs will trip); "
                        "run on more cores or fewer real-time loops")
-        return {"cores": round(used, 2), "machine_cores": machine, "warning": warning,
+        return {"cores": used, "machine_cores": machine, "warning": warning,
                 "busiest": [{"process": u.process, "thread": u.thread, "cores": round(u.cores, 3)}
                             for u in threads[:busiest] if u.cores >= 0.005]}

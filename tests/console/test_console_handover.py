@@ -81,13 +81,20 @@ def policy_again(graph: PolicyGraph) -> Iterator[None]:
             t.control.give_back("cleanup", time.monotonic())
 
 
-def _held(g: PolicyGraph, page: Any, key: str, seconds: float = 0.7) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Press ``key`` (Space alone: ``""``) for ``seconds``: what the console sent, and the
-    filter's commands from the first of those on."""
+def _held(g: PolicyGraph, page: Any, key: str, seconds: float = 0.7, vz: float | None = None
+          ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Press ``key`` (Space alone: ``""``) for ``seconds``, or with ``vz`` until the console
+    has sent that vertical speed (10 s at most: the blend is the page's clock, which a
+    loaded machine slows): what the console sent, and the filter's commands from the
+    first of those on."""
     if key:
         page.keyboard.down(key)
     t0 = time.monotonic()
-    time.sleep(seconds)
+    if vz is None:
+        time.sleep(seconds)
+    else:
+        g.wait(lambda: any(float(c[2]) == pytest.approx(vz) for c in g.teleop_after(t0)), 10.0)
+        time.sleep(0.1)  # and a little after it
     teleop = [c[:6] for c in g.teleop_after(t0)]
     filtered = [c[:6] for _, c in g.after(t0 + 0.06)]  # one filter period for the first teleop message
     return teleop, filtered
@@ -103,7 +110,7 @@ def _check_from_zero(g: PolicyGraph, page: Any, cause: str) -> None:
     worst = max(teleop, key=lambda c: float(np.abs(c).max()))
     assert np.all(worst == 0.0), f"after {cause}, Space alone sent {np.round(worst, 3).tolist()}"
     assert all(np.all(c == 0.0) for c in filtered), f"after {cause}, the robot got {filtered[0].tolist()}"
-    teleop, filtered = _held(g, page, "KeyR")
+    teleop, filtered = _held(g, page, "KeyR", vz=0.15)
     for sent in (teleop, filtered):
         vz = [float(c[2]) for c in sent]
         assert sent and min(vz) >= 0.0, f"after {cause}, R (+z) sent vz {min(vz):.3f}"

@@ -44,5 +44,5 @@ def test_only_real_time_threads_count() -> None:
     assert spinners["rr"].pid in counted and counted[spinners["rr"].pid] > 0.1  # 0.4 s of CPU in about 1 s
     assert spinners["normal"].pid not in counted
     summary = demand.summary()
-    assert summary["cores"] >= counted[spinners["rr"].pid] - 1e-3
+    assert summary["cores"] >= round(counted[spinners["rr"].pid], 2)  # reported to 0.01 core
     assert (summary["cores"] > SAFE_SHARE * summary["machine_cores"]) == bool(summary["warning"])
