@@ -27,11 +27,20 @@ ROGUE = np.r_[0.3, 0.0, -0.3, 0.0, 0.0, 0.0, 0.04]
 """0.42 m/s towards the table: what another process commands."""
 
 
-def _node(name: str, domain: int, *extra: str) -> subprocess.Popen:
+def _node(name: str, domain: int, log: Path, *extra: str) -> subprocess.Popen:
+    """One node as ``ros2 launch`` starts it, its output appended to ``log`` (shown when
+    the test fails: a node that never publishes says why there)."""
     cmd = [sys.executable, "-m", "sim2real", "deploy", "--node", name, "--", "--ros-args", "-r", f"__node:={name}",
            "--params-file", str(config_dir() / "arm.yaml"), *extra]
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log, "ab") as out:
+        out.write(f"--- {name} started at {time.monotonic():.3f}\n".encode())
+        out.flush()
+        return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _tail(log: Path, chars: int = 3000) -> str:
+    return log.read_text(errors="replace")[-chars:] if log.exists() else "(no log)"
 
 
 @pytest.mark.heavy
@@ -47,7 +56,8 @@ def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enabl
 
     domain = unique_domain_id()
     latch = ["-p", f"latch_file:={tmp_path / 'latch.json'}"]
-    procs = [_node("sim_bridge", domain), _node("safety_filter", domain, *latch)]
+    bridge_log, filter_log = tmp_path / "sim_bridge.log", tmp_path / "safety_filter.log"
+    procs = [_node("sim_bridge", domain, bridge_log), _node("safety_filter", domain, filter_log, *latch)]
     h = Harness(domain)
     try:
         monitor = h.add(Monitor(context=h.context))
@@ -89,11 +99,13 @@ def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enabl
             probe.destroy_publisher(rogue)
             time.sleep(0.2)  # the last samples
             assert travelled() < 0.01, f"{signal.Signals(sig).name}: another process moved the arm {travelled():.3f} m"
-            procs[1] = _node("safety_filter", domain, *latch)  # the filter starts again
+            procs[1] = _node("safety_filter", domain, filter_log, *latch)  # the filter starts again
             received = bridge("commands_received")
             refused = bridge("commands_refused")
-            assert wait_for(lambda refused=refused: bridge("commands_refused") > refused + 50, 90.0, step=0.1), \
-                "the restarted filter never published"  # its commands are refused, not obeyed
+            assert wait_for(lambda refused=refused: bridge("commands_refused") > refused + 50, 90.0, step=0.1), (
+                f"{signal.Signals(sig).name}: the restarted filter never published (refused "  # refused, not obeyed
+                f"{bridge('commands_refused'):.0f}, filter alive: {procs[1].poll() is None}, bridge report "
+                f"{monitor.statuses.get('sim_bridge', {})}):\n{_tail(filter_log)}\n--- bridge:\n{_tail(bridge_log)}")
             assert bridge("commands_received") == received, f"{signal.Signals(sig).name}: obeyed before an enable"
             assert travelled() < 0.01, f"{signal.Signals(sig).name}: the arm moved {travelled():.3f} m"
 
