@@ -118,9 +118,15 @@ class RealtimeDemand:
             if entry[3] in REALTIME_POLICIES:  # real-time at any sample: it counts as real-time
                 self._realtime.add(key)
 
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of the measured window (so far, before :meth:`stop`)."""
+        end = self._window[1] or time.monotonic()
+        return max(end - self._window[0], 1e-9)
+
     def threads(self) -> list[ThreadUse]:
         """The real-time threads, busiest first."""
-        seconds = max(self._window[1] - self._window[0], 1e-9)
+        seconds = self.seconds
         uses = [ThreadUse(*k, self._last[k][0], self._last[k][1], (self._last[k][2] - self._first[k]) / seconds)
                 for k in self._realtime]
         return sorted(uses, key=lambda u: -u.cores)

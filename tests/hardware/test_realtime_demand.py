@@ -16,7 +16,7 @@ SPIN = """
 import os, sys, time
 if sys.argv[1] == "rr":
     os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
-end = time.process_time() + 0.4
+end = time.process_time() + 0.4  # after the start-up
 while time.process_time() < end:
     pass
 time.sleep(0.3)  # sampled once more before it ends
@@ -41,7 +41,9 @@ def test_only_real_time_threads_count() -> None:
         spinner.wait(30)
     demand.stop()
     counted = {u.pid: u.cores for u in demand.threads()}
-    assert spinners["rr"].pid in counted and counted[spinners["rr"].pid] > 0.1  # 0.4 s of CPU in about 1 s
+    # 0.4 s of CPU after it turned real-time, less up to one 0.1 s period before it was first
+    # sampled; judged in CPU seconds, however long a loaded machine took to give them
+    assert spinners["rr"].pid in counted and counted[spinners["rr"].pid] * demand.seconds >= 0.25
     assert spinners["normal"].pid not in counted
     summary = demand.summary()
     assert summary["cores"] >= round(counted[spinners["rr"].pid], 2)  # reported to 0.01 core
