@@ -35,21 +35,19 @@ import numpy as np
 
 from sim2real.hardware.crazyflie import crtp
 from sim2real.hardware.crazyflie.thrust import CURVES, PWM_FULL
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset, episode_summary
+from sim2real.hardware.emulator.base import EmulatorSettings, MotionOnset
 from sim2real.hardware.emulator.crazyflie_battery import Battery, BatteryConfig
 from sim2real.hardware.emulator.crazyflie_firmware import Firmware, attitude
 from sim2real.hardware.emulator.crazyflie_ports import CrtpPorts
 from sim2real.hardware.emulator.crazyflie_toc import LogSubsystem, ParamSubsystem
 from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.emulator.simulated_drone import DroneEmulator, SimulatedDrone, check_tick
 from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.timing import TimingRecord
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
-from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.registry import REGISTRY
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.base import DroneTask
 
 
 @dataclass
@@ -81,37 +79,24 @@ class CrazyflieEmulatorConfig:
     def validate(self) -> None:
         if not 0 <= int(self.port) <= 65535:
             raise ConfigError("port", f"must be 0..65535, got {self.port}")
-        steps = self.tick / C.PHYSICS_DT
-        if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
-            raise ConfigError("tick", f"must be a multiple of the physics step {C.PHYSICS_DT}, got {self.tick}")
+        check_tick(self.tick)
         if self.propellers not in CURVES:
             raise ConfigError("propellers", f"one of {', '.join(CURVES)}, got {self.propellers!r}")
         if not 0.0 <= self.battery.charge <= 1.0:
             raise ConfigError("battery.charge", f"must be in 0..1, got {self.battery.charge}")
 
 
-class CrazyflieEmulator(Emulator):
+class CrazyflieEmulator(DroneEmulator):
     """One simulated Crazyflie behind a UDP socket. :meth:`serve` runs it in real time;
     :meth:`handle` and :meth:`tick` are its steps (tests drive them with their own clock)."""
 
-    robot = "drone"
 
     def __init__(self, config: CrazyflieEmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
         self.config = cfg = config or CrazyflieEmulatorConfig()
         cfg.validate()
         self.faults = faults or StreamFaults()
-        self.env = SimEnv(REGISTRY.get(cfg.task), action_mode="ctbr", dr=cfg.dr, seed=cfg.seed, start=cfg.start)
-        if not isinstance(self.env.task, DroneTask):
-            raise ConfigError("task", f"{cfg.task} is not a drone task")
-        self.task: DroneTask = self.env.task
-        self.env.reset(seed=cfg.seed)
-        self.model, self.data = self.env.model, self.env.data
-        self._read = robot_deployment("drone").state_reader(self.task, self.model)
-        sensor = mujoco.mjtObj.mjOBJ_SENSOR
-        self._gyro = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "gyro")])
-        self._acc = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "accelerometer")])
-        self._substeps = round(cfg.tick / C.PHYSICS_DT)
-        self._ticks_per_control = max(1, round(C.CONTROL_DT / cfg.tick))
+        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start, dr=cfg.dr)
+        self.env, self.task, self.model, self.data = self.drone.env, self.drone.task, self.drone.model, self.drone.data
         self.params = ParamSubsystem()
         self.logs = LogSubsystem()
         self.motor = CURVES[cfg.propellers]
@@ -130,7 +115,7 @@ class CrazyflieEmulator(Emulator):
         self.downlink_up = True
         """False: nothing reaches the host (logs, replies) while the drone still hears it."""
         self.boot: float | None = None
-        self.ticks = self.overruns = self.control_steps = 0
+        self.ticks = self.overruns = 0
         self.timing = TimingRecord(cfg.tick, capacity=50_000)
         """When each real-time tick ran, and how late."""
         self.realtime: dict[str, Any] = {}
@@ -141,10 +126,6 @@ class CrazyflieEmulator(Emulator):
         self.accepted: dict[str, int] = {}
         self.rejected: dict[str, int] = {}
         self.sent = 0
-        self.episodes: list[bool] = []
-        self.episode_ends: list[float] = []
-        self.crashes = 0
-        """Episodes the task ended as crashes (a hard landing, a flip, the geofence)."""
         self._closed = False
 
     @classmethod
@@ -209,32 +190,31 @@ class CrazyflieEmulator(Emulator):
             self.battery_model.start(now)
         d = self.data
         if self.battery_model.shut_down:  # the firmware powered itself off: motors, radio and logs
-            d.ctrl[:] = 0.0
             self.link_up = False
-            mujoco.mj_step(self.model, d, self._substeps)
+            self.drone.step(np.zeros(4))
             return
-        acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        acc = self.drone.specific_force() / C.GRAVITY
         vbat = self.battery_model.voltage()
         self.firmware.high_level_tick(now, d.qpos[:3])
         self.firmware.supervise(now, float(acc[2]), float(np.linalg.norm(acc)))
-        self.duties = self.firmware.motor_duties(now, d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3], vbat,
+        self.duties = self.firmware.motor_duties(now, d.qpos[3:7], self.drone.gyro(), vbat,
                                                  position=d.qpos[:3], velocity=d.qvel[:3])
         # The motors: Bitcraze's thrust for the voltage each gets, within what the simulated rotor makes.
         thrusts = np.array([self.motor.thrust(vbat * duty) for duty in self.duties])
-        d.ctrl[:] = np.minimum(thrusts / C.MAX_THRUST, 1.0)
+        commands = np.minimum(thrusts / C.MAX_THRUST, 1.0)
         if self.firmware.applied_thrust > 0:
             self._thrust_sum += self.firmware.applied_thrust
             self._thrust_n += 1
         self.battery_model.step(now, self.config.tick, np.minimum(thrusts, C.MAX_THRUST))
-        mujoco.mj_step(self.model, d, self._substeps)
+        self.drone.step(commands)
         self.ticks += 1
         if d.ctrl.any():
             self.motor_seconds += self.config.tick
         self.onset.observe(now, d.qpos[:3], bool(d.ctrl.any()))
-        if self.ticks % self._ticks_per_control == 0:
+        if self.ticks % self.drone.ticks_per_control == 0:
             self._evaluate()
         if self.logs.streaming and self.peer is not None and self.link_up and self.downlink_up:
-            for frame in self.faults.due(now, self._read(d, self.env.engine.phys)):
+            for frame in self.faults.due(now, self.drone.state()):
                 blocks = self.logs.due(now)
                 if not blocks:
                     break
@@ -247,20 +227,11 @@ class CrazyflieEmulator(Emulator):
         """The task's episode bookkeeping (crash, success), once per control period, from
         the first powered setpoint on (the stopwatch starts when the host starts flying,
         not while it is still connecting and checking)."""
-        if not self.episodes and self.control_steps == 0 and self.firmware.motors_last_on == -math.inf:
+        d = self.drone
+        if not d.episodes and d.control_steps == 0 and self.firmware.motors_last_on == -math.inf:
             return
-        result = self.task.evaluate(self.env.engine.phys, np.zeros((1, 4)))
-        self.control_steps += 1
-        crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))
-        if crashed or self.control_steps * C.CONTROL_DT >= self.task.episode_seconds:
-            self.episodes.append(bool(result.success[0]) and not crashed)
-            self.episode_ends.append(time.monotonic())
-            self.control_steps = 0
-            self.task.time_in_tolerance[:] = 0.0
-            if crashed:  # back on the pad (a person picks the drone up); the firmware keeps its state
-                self.crashes += 1
-                self.env.reset()
-                self.firmware.rate_controller.reset()
+        if d.evaluate():  # back on the pad; the firmware keeps its state
+            self.firmware.rate_controller.reset()
 
     def log_values(self, frame: Measurements) -> dict[str, float]:
         """Every log variable's value for one (possibly faulty) state frame, in the firmware's units."""
@@ -274,7 +245,7 @@ class CrazyflieEmulator(Emulator):
             values[f"gyro.{axis}"] = math.degrees(float(rates[i]))
         for i, name in enumerate(("qw", "qx", "qy", "qz")):
             values[f"stateEstimate.{name}"] = float(quat[i])
-        body_acc = d.sensordata[self._acc:self._acc + 3] / C.GRAVITY
+        body_acc = self.drone.specific_force() / C.GRAVITY
         true_quat = d.qpos[3:7]
         world = np.zeros(3)
         mujoco.mju_rotVecQuat(world, body_acc, true_quat)
@@ -334,10 +305,6 @@ class CrazyflieEmulator(Emulator):
                     return
                 raise
 
-    def mission(self) -> Mission | None:
-        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(),
-                       episodes=len(self.episodes), successes=sum(self.episodes))
-
     def summary(self) -> dict[str, Any]:
         fw = self.firmware
         return {"robot": "drone", "address": f"{self.address[0]}:{self.address[1]}", "task": self.config.task,
@@ -345,8 +312,7 @@ class CrazyflieEmulator(Emulator):
                 "realtime": self.realtime, "simulated_s": round(self.ticks * self.config.tick, 3),
                 "state": fw.state, "lock_reason": fw.lock_reason, "thrust_locked": fw.thrust_locked,
                 "accepted": dict(self.accepted), "rejected": dict(self.rejected), "sent": self.sent,
-                "firmware": dict(fw.counters), **episode_summary(self.episodes, self.episode_ends),
-                "crashes": self.crashes, "battery_v": round(self.battery(), 3),
+                "firmware": dict(fw.counters), **self.drone.summary(), "battery_v": round(self.battery(), 3),
                 "battery_charge": round(self.battery_model.charge, 4), "pm_state": self.battery_model.state,
                 "mean_thrust_command": round(self._thrust_sum / self._thrust_n) if self._thrust_n else None,
                 **self.onset.summary()}
@@ -356,4 +322,4 @@ class CrazyflieEmulator(Emulator):
             return
         self._closed = True
         self.sock.close()
-        self.env.close()
+        self.drone.close()

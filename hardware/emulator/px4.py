@@ -27,23 +27,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import mujoco
 import numpy as np
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset, episode_summary
+from sim2real.hardware.emulator.base import EmulatorSettings, MotionOnset
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.px4_commander import Commander
 from sim2real.hardware.emulator.px4_control import Px4Control, Target
 from sim2real.hardware.emulator.px4_link import Px4Link
+from sim2real.hardware.emulator.simulated_drone import DroneEmulator, SimulatedDrone, check_tick
 from sim2real.hardware.px4 import frames
 from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
-from sim2real.sim.core.env import SimEnv
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.registry import REGISTRY
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.base import DroneTask
 
 RATES_HZ: dict[str, float] = {"HEARTBEAT": 1.0, "ATTITUDE_QUATERNION": 50.0, "LOCAL_POSITION_NED": 50.0,
                               "HIGHRES_IMU": 50.0, "EXTENDED_SYS_STATE": 5.0, "BATTERY_STATUS": 1.0}
@@ -74,9 +71,7 @@ class Px4EmulatorConfig:
         for name in ("port", "gcs_port"):
             if not 0 <= int(getattr(self, name)) <= 65535:
                 raise ConfigError(name, f"must be 0..65535, got {getattr(self, name)}")
-        steps = self.tick / C.PHYSICS_DT
-        if not (math.isfinite(steps) and steps >= 1 and abs(steps - round(steps)) < 1e-9):
-            raise ConfigError("tick", f"must be a multiple of the physics step {C.PHYSICS_DT}, got {self.tick}")
+        check_tick(self.tick)
         if not 0.0 <= self.battery_charge <= 1.0:
             raise ConfigError("battery_charge", f"must be in 0..1, got {self.battery_charge}")
         unknown = set(self.rates_hz) - set(RATES_HZ)
@@ -84,27 +79,17 @@ class Px4EmulatorConfig:
             raise ConfigError("rates_hz", f"streams of {sorted(RATES_HZ)} at rates > 0, got {self.rates_hz}")
 
 
-class Px4Emulator(Emulator):
+class Px4Emulator(DroneEmulator):
     """One simulated PX4 multicopter behind a UDP socket. :meth:`serve` runs it in real
     time; :meth:`poll` and :meth:`tick` are its steps."""
 
-    robot = "drone"
 
     def __init__(self, config: Px4EmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
         self.config = cfg = config or Px4EmulatorConfig()
         cfg.validate()
         self.faults = faults or StreamFaults()
-        self.env = SimEnv(REGISTRY.get(cfg.task), action_mode="ctbr", seed=cfg.seed, start=cfg.start)
-        if not isinstance(self.env.task, DroneTask):
-            raise ConfigError("task", f"{cfg.task} is not a drone task")
-        self.task: DroneTask = self.env.task
-        self.env.reset(seed=cfg.seed)
-        self.model, self.data = self.env.model, self.env.data
-        self._read = robot_deployment("drone").state_reader(self.task, self.model)
-        sensor = mujoco.mjtObj.mjOBJ_SENSOR
-        self._gyro = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "gyro")])
-        self._acc = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "accelerometer")])
-        self._substeps = round(cfg.tick / C.PHYSICS_DT)
+        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start)
+        self.env, self.task, self.model, self.data = self.drone.env, self.drone.task, self.drone.model, self.drone.data
         self.origin = np.array(self.data.qpos[:3], dtype=np.float64)
         """Where it booted (world ENU): the local NED frame's origin, as PX4's EKF origin."""
         self.commander = Commander(self.prearm_failures)
@@ -121,11 +106,6 @@ class Px4Emulator(Emulator):
         self.ticks = self.overruns = 0
         self.realtime: dict[str, Any] = {}
         self.onset = MotionOnset(threshold=0.01)
-        self._ticks_per_control = max(1, round(C.CONTROL_DT / cfg.tick))
-        self.control_steps = 0
-        self.episodes: list[bool] = []
-        self.episode_ends: list[float] = []
-        self.crashes = 0
         self._flown = False
         self._closed = False
 
@@ -178,42 +158,26 @@ class Px4Emulator(Emulator):
         self.commander.update(now, landed)
         thrusts = self.control.thrusts(self.commander.mode, self.commander.armed, landed, self.target,
                                        self.commander.params["MPC_LAND_SPEED"], d.qpos[:3], d.qvel[:3],
-                                       d.qpos[3:7], d.sensordata[self._gyro:self._gyro + 3])
+                                       d.qpos[3:7], self.drone.gyro())
         thrusts = np.clip(np.nan_to_num(thrusts), 0.0, C.MAX_THRUST)
-        d.ctrl[:] = thrusts / C.MAX_THRUST
         self.charge = max(0.0, self.charge - float(thrusts.sum()) / C.HOVER_THRUST * self.config.tick
                           / self.config.battery_seconds)
-        mujoco.mj_step(self.model, d, self._substeps)
+        self.drone.step(thrusts / C.MAX_THRUST)
         self.ticks += 1
         self.onset.observe(now, d.qpos[:3], bool(d.ctrl.any()))
         self._flown |= self.commander.armed
-        if self._flown and self.ticks % self._ticks_per_control == 0:
-            self._evaluate()
-        for frame in self.faults.due(now, self._read(d, self.env.engine.phys)):
+        # The episodes count from the first arming on (the stopwatch starts when the host
+        # starts flying, not while it connects and checks).
+        if self._flown and self.ticks % self.drone.ticks_per_control == 0 and self.drone.evaluate():
+            self.control.reset()
+            self.commander.disarm("crashed")
+        for frame in self.faults.due(now, self.drone.state()):
             self.frame = frame
         self.link.stream(now)
 
-    def _evaluate(self) -> None:
-        """The task's episode bookkeeping (crash, success), once per control period from the
-        first arming on (the stopwatch starts when the host starts flying, not while it
-        connects and checks). A crash puts the drone back on its pad, disarmed."""
-        result = self.task.evaluate(self.env.engine.phys, np.zeros((1, 4)))
-        self.control_steps += 1
-        crashed = bool(result.terminated[0]) or not np.all(np.isfinite(self.data.qpos))
-        if crashed or self.control_steps * C.CONTROL_DT >= self.task.episode_seconds:
-            self.episodes.append(bool(result.success[0]) and not crashed)
-            self.episode_ends.append(time.monotonic())
-            self.control_steps = 0
-            self.task.time_in_tolerance[:] = 0.0
-            if crashed:
-                self.crashes += 1
-                self.env.reset()
-                self.control.reset()
-                self.commander.disarm("crashed")
-
     def specific_force(self) -> np.ndarray:
         """The accelerometer (body FLU, m/s^2)."""
-        return np.array(self.data.sensordata[self._acc:self._acc + 3], dtype=np.float64)
+        return self.drone.specific_force()
 
     def local_position(self, frame: Measurements) -> tuple[np.ndarray, np.ndarray]:
         """(position, velocity) of a state frame in PX4's local NED."""
@@ -257,10 +221,6 @@ class Px4Emulator(Emulator):
             if left <= 0:
                 return
 
-    def mission(self) -> Mission | None:
-        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(),
-                       episodes=len(self.episodes), successes=sum(self.episodes))
-
     def summary(self) -> dict[str, Any]:
         c = self.commander
         return {"robot": "drone", "address": f"{self.address[0]}:{self.address[1]}", "task": self.config.task,
@@ -268,13 +228,12 @@ class Px4Emulator(Emulator):
                 "simulated_s": round(self.ticks * self.config.tick, 3), "mode": c.mode, "armed": c.armed,
                 "failsafe": c.failsafe, "commander": dict(c.counters), "accepted": dict(self.link.accepted),
                 "rejected": dict(self.link.rejected), "sent": self.link.sent,
-                "battery_charge": round(self.charge, 4), **episode_summary(self.episodes, self.episode_ends),
-                "crashes": self.crashes, **self.onset.summary()}
+                "battery_charge": round(self.charge, 4), **self.drone.summary(), **self.onset.summary()}
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self.link.close()
-        self.env.close()
+        self.drone.close()
 
