@@ -30,7 +30,7 @@ FORBIDDEN = {
 
 # Where a robot's own wire protocol is ROS 2 (ros2_control's topics), its backend and
 # emulator speak rclpy: that is the protocol, not a dependency on the ROS layer.
-ALLOWED = {"hardware": {"hardware/ros2_control": ("rclpy",), "hardware/emulator/ros2_control_arm.py": ("rclpy",)}}
+ALLOWED = {"hardware": {"hardware/ros2_control": ("rclpy",), "hardware/emulator/ros2_control": ("rclpy",)}}
 
 
 def imported_modules(path: Path) -> list[str]:

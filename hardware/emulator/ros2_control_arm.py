@@ -41,7 +41,6 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
@@ -55,7 +54,8 @@ from sim2real.hardware.emulator.base import (
     PoseListener,
     episode_summary,
 )
-from sim2real.hardware.emulator.faults import SAMPLED, StreamFaults
+from sim2real.hardware.emulator.ros2_control_manager import SimClock, forward_command, joint_state_message
+from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
@@ -208,11 +208,9 @@ class Ros2ControlArmEmulator(Emulator):
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
-        q = np.asarray(msg.data, dtype=np.float64)
-        if q.shape != (7,):
-            return self._reject("forward_size")
-        if not np.all(np.isfinite(q)):
-            return self._reject("forward_non_finite")
+        q = forward_command(msg, 7)
+        if isinstance(q, str):
+            return self._reject(q)
         now = time.monotonic()
         with self._lock:
             self.target.forward(q, now, ARM.VELOCITY_LIMIT)
@@ -352,16 +350,9 @@ class Ros2ControlArmEmulator(Emulator):
         for frame in self.faults.due(now, m):
             if frame.joint_pos is None or frame.joint_vel is None:
                 continue
-            msg = JointState()
-            # Stamped when sampled, as the controller manager stamps its update: a delayed
-            # frame arrives with an old stamp (what the pre-flight check's latency reads).
-            age = Duration(seconds=max(now - frame.stamps.get(SAMPLED, now), 0.0))
-            msg.header.stamp = (self.ros.node.get_clock().now() - age).to_msg()
             n = 7 if self.stock else 9  # franka_ros2: the broadcaster has the arm's joints only
-            msg.name = [*self.arm_names, *self.finger_names][:n]
-            msg.position = [float(x) for x in frame.joint_pos[:n]]
-            msg.velocity = [float(x) for x in frame.joint_vel[:n]]
-            msg.effort = [] if frame.joint_effort is None else [float(x) for x in frame.joint_effort[:n]]
+            msg = joint_state_message([*self.arm_names, *self.finger_names][:n], frame, now,
+                                      self.ros.node.get_clock())
             self.pub_state.publish(msg)
             self.counters["states_published"] += 1
             if self.stock:
@@ -403,18 +394,13 @@ class Ros2ControlArmEmulator(Emulator):
     def _serve(self, duration: float, should_stop: Callable[[], bool] | None) -> None:
         schedule = PeriodicSchedule(1.0 / self.config.state_rate_hz, self.timing)
         start = schedule.next
-        sim_start = self._substeps
+        clock = SimClock(ARM.PHYSICS_DT, start)
         while not self._closed and not (should_stop is not None and should_stop()):
             now = schedule.sleep()
             if duration > 0 and now - start >= duration:
                 return
-            due = int((now - start) / ARM.PHYSICS_DT) - (self._substeps - sim_start)
-            if due > 10:
-                # Behind by more than 10 steps: catch up 10 and forgive the rest (the
-                # simulation then runs slower than the wall clock instead of racing it).
-                self.counters["overruns"] += 1
-                sim_start -= due - 10
-                due = 10
+            due = clock.due(now)
+            self.counters["overruns"] = clock.overruns
             self._serve_scene_requests()
             if due > 0:
                 self._physics(now, due)

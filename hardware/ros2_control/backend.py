@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
@@ -58,14 +58,16 @@ from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 
 
-def within_reach(q_target: np.ndarray, q_measured: np.ndarray) -> np.ndarray:
-    """``q_target`` at most one period's motion (``JOINT_DELTA_MAX``) ahead of the measured
+def within_reach(q_target: np.ndarray, q_measured: np.ndarray,
+                 delta_max: np.ndarray = C.JOINT_DELTA_MAX) -> np.ndarray:
+    """``q_target`` at most one period's motion (``delta_max``: the velocity limits times
+    the period) ahead of the measured
     joints, as the simulator bounds its setpoints, so a blocked arm winds up no force.
     Scaled back as a whole toward the measured joints, never clipped joint by joint: a
     per-joint clip changes the direction of the step and so bends the hand's path (a
     15 cm move along x through the emulated arm sank 1-4 cm; scaled, 0.2-0.6 cm)."""
     ahead = q_target - q_measured
-    ratio = float(np.max(np.abs(ahead) / C.JOINT_DELTA_MAX))
+    ratio = float(np.max(np.abs(ahead) / delta_max))
     return q_measured + ahead / ratio if ratio > 1.0 else q_target
 
 
@@ -75,23 +77,21 @@ class Ros2ControlArm(RobotBackend):
     robot = "arm"
     protocol = "ROS 2 ros2_control (franka_ros2): joint_state_broadcaster, joint_trajectory_controller, franka_gripper"
     state_rate = T.ARM_STATE_RATE  # the arm's stream; each stream's own: stream_rates()
+    options_class: ClassVar[type[Ros2ControlArmOptions]] = Ros2ControlArmOptions
+    """The options it takes (a subclass's robot: its own, derived from these)."""
 
     def __init__(self, action_mode: str, options: dict[str, Any] | None = None) -> None:
         super().__init__(action_mode, options)
         if action_mode != "ee_delta":
-            raise ConfigError("action_mode", f"the ros2_control arm backend drives ee_delta, not {action_mode!r}")
-        (self.opt,) = load_options(self.options, [(Ros2ControlArmOptions, "")], "ros2_control arm")
-        self.arm_names = T.arm_joint_names(self.opt.arm_id)
-        self.finger_names = T.finger_joint_names(self.opt.arm_id)
-        self.names = (*self.arm_names, *self.finger_names)
+            raise ConfigError("action_mode", f"the {type(self).__name__} backend drives ee_delta, not {action_mode!r}")
+        (self.opt,) = load_options(self.options, [(self.options_class, "")], self.options_class.robot_label)
         self.stock = self.opt.topology == "franka_ros2"
         self.gripper_states = f"{self.opt.gripper_node}/joint_states"
         self._fingers: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and positions of the latest finger state (franka_gripper's stream)."""
         self._width_sent: float | None = None
         self._next_read = -np.inf
-        self._fk = ArmKinematics()  # the executor thread's
-        self._ik = ArmKinematics()  # command()'s
+        self._configure_robot()
         self._control = threading.RLock()
         """Phase changes, targets and publishing: command(), the streaming thread, safe()."""
         self._ros: T.RosThread | None = None
@@ -100,8 +100,6 @@ class Ros2ControlArm(RobotBackend):
         self._counts: dict[str, int] = {"states": 0, "gripper_states": 0, "commands": 0, "commands_ignored": 0,
                                         "commands_invalid": 0, "targets_sent": 0, "gripper_sent": 0, "holds": 0,
                                         "internal_errors": 0, "states_skipped": 0}
-        self._q_cmd = C.HOME_QPOS.copy()
-        self._posture = C.HOME_QPOS.copy()
         self._target_pos = np.zeros(3)
         self._target_quat = np.array([0.0, 1.0, 0.0, 0.0])
         self._segment: tuple[float, np.ndarray, np.ndarray] | None = None
@@ -119,6 +117,33 @@ class Ros2ControlArm(RobotBackend):
         self.last_hold: dict[str, Any] = {}
         """The latest hold: reason, monotonic time, seconds after the last command."""
 
+    def _configure_robot(self) -> None:
+        """The arm's joints, kinematics and limits: a Franka's under franka_ros2 here; a
+        subclass for another arm behind ros2_control sets its own."""
+        self.arm_names = T.arm_joint_names(self.opt.arm_id)
+        self.finger_names = T.finger_joint_names(self.opt.arm_id)
+        self.names = (*self.arm_names, *self.finger_names)
+        self.dof = len(self.arm_names)
+        self._delta_max = C.JOINT_DELTA_MAX
+        self._fk = ArmKinematics()  # the executor thread's
+        self._ik = ArmKinematics()  # command()'s
+        self._q_cmd = C.HOME_QPOS.copy()
+        self._posture = C.HOME_QPOS.copy()
+
+    def _make_endpoints(self, node: Any) -> None:
+        """The robot's topics on ``node``: ``self._pub_q`` (the arm's joint targets) and
+        the state subscriptions."""
+        if self.stock:
+            self._pub_q = node.create_publisher(JointTrajectory, T.TRAJECTORY, T.controller_qos())
+            node.create_subscription(JointState, T.ARM_STATES, self._on_arm_states, T.state_qos())
+            if self.opt.gripper:
+                self._pub_grip = node.create_publisher(Float64, T.GRIPPER_WIDTH, T.controller_qos())
+                node.create_subscription(JointState, self.gripper_states, self._on_gripper_states, T.state_qos())
+        else:
+            self._pub_q = node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
+            self._pub_grip = node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
+            node.create_subscription(JointState, T.JOINT_STATES, self._on_joint_states, T.state_qos())
+
     # -- life cycle ---------------------------------------------------------------------
     def connect(self, timeout: float) -> None:
         self.safe("reconnecting")
@@ -132,17 +157,7 @@ class Ros2ControlArm(RobotBackend):
             ros = T.RosThread("sim2real_ros2_control_arm", T.domain_id(
                 {} if self.opt.domain_id is None else {"domain_id": self.opt.domain_id}), self.opt.namespace,
                 realtime=("ros2_control joint_states", EXECUTOR_PRIORITY))
-            node = ros.node
-            if self.stock:
-                self._pub_q = node.create_publisher(JointTrajectory, T.TRAJECTORY, T.controller_qos())
-                node.create_subscription(JointState, T.ARM_STATES, self._on_arm_states, T.state_qos())
-                if self.opt.gripper:
-                    self._pub_grip = node.create_publisher(Float64, T.GRIPPER_WIDTH, T.controller_qos())
-                    node.create_subscription(JointState, self.gripper_states, self._on_gripper_states, T.state_qos())
-            else:
-                self._pub_q = node.create_publisher(Float64MultiArray, T.POSITION_COMMANDS, T.controller_qos())
-                self._pub_grip = node.create_publisher(Float64MultiArray, T.GRIPPER_COMMANDS, T.controller_qos())
-                node.create_subscription(JointState, T.JOINT_STATES, self._on_joint_states, T.state_qos())
+            self._make_endpoints(ros.node)
             self._ros = ros
         with self._lock:
             self._latest = None
@@ -188,7 +203,7 @@ class Ros2ControlArm(RobotBackend):
                 self._still_connected()
                 m = self._fresh_state()
                 if m is not None and m.joint_pos is not None and m.ee_pos is not None and m.ee_quat is not None:
-                    q = m.joint_pos[:7].copy()
+                    q = m.joint_pos[:self.dof].copy()
                     self._q_cmd, self._posture = q.copy(), q.copy()
                     self._target_pos, self._target_quat = m.ee_pos.copy(), m.ee_quat.copy()
                     self._segment = None
@@ -219,9 +234,9 @@ class Ros2ControlArm(RobotBackend):
         dt = self.opt.control_dt
         pos, quat = cartesian_setpoint(target_pos[None], target_quat[None], m.ee_pos[None], m.ee_quat[None],
                                        v[None, 0:3] * dt, v[None, 3:6] * dt)
-        q_meas = m.joint_pos[:7]
+        q_meas = m.joint_pos[:self.dof]
         q_new = self._ik.step(q_cmd, pos[0], quat[0], dt, posture)
-        q_new = within_reach(q_new, q_meas)
+        q_new = within_reach(q_new, q_meas, self._delta_max)
         with self._control:
             if self._phase != Phase.ENABLED or generation != self._generation:
                 self._counts["commands_ignored"] += 1  # held (or enabled again) meanwhile
@@ -272,7 +287,7 @@ class Ros2ControlArm(RobotBackend):
         being streamed, where the arm is heading) sent once as the target; then silence."""
         now = time.monotonic()
         m = self._fresh_state()
-        q = m.joint_pos[:7] if m is not None and m.joint_pos is not None else self._segment_point(now)
+        q = m.joint_pos[:self.dof] if m is not None and m.joint_pos is not None else self._segment_point(now)
         self._segment = None
         self._generation += 1
         self._send_q(q)  # to the trajectory controller: a point one stream period ahead
@@ -424,7 +439,7 @@ class Ros2ControlArm(RobotBackend):
     def _publish_state(self, now: float, pos: np.ndarray, vel: np.ndarray, eff: np.ndarray | None,
                        stamps: dict[str, float]) -> None:
         try:
-            ee_pos, ee_quat = self._fk.forward(pos[:7])
+            ee_pos, ee_quat = self._fk.forward(pos[:self.dof])
             with self._control:
                 enabled = self._phase == Phase.ENABLED
                 desired = (self._target_pos.copy(), self._target_quat.copy()) if enabled else (ee_pos, ee_quat)

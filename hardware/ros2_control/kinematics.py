@@ -8,6 +8,10 @@ does for a real Franka. Using the simulator's own model means the pose the backe
 reports (``ee_pose``) is the pose the simulator's sensor would report for the same
 joint angles, which ``tests/hardware/test_ros2_control_kinematics.py`` checks.
 
+The same code serves every arm with joint position control: a :class:`JointChain` names
+the model and the limits (the Franka-scale arm's by default; the UR5e's:
+:func:`ur5e_chain`).
+
 Not thread-safe: every :class:`ArmKinematics` owns one ``MjData`` scratch; make one
 per thread.
 """
@@ -21,6 +25,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.arm import constants as C
+from sim2real.sim.arm import ur5e
 from sim2real.sim.arm.model import load_arm_spec
 from sim2real.sim.arm.rotations import quat_conj, quat_mul, quat_to_rotvec
 
@@ -29,6 +34,30 @@ from sim2real.sim.arm.rotations import quat_conj, quat_mul, quat_to_rotvec
 def arm_model() -> mujoco.MjModel:
     """The arm's model (joint-position actuators; compiled once per process, read-only)."""
     return load_arm_spec("joint_position").compile()
+
+
+@dataclass(frozen=True)
+class JointChain:
+    """An arm's model and limits as its IK needs them: the first ``len(lower)`` joints of
+    ``model`` are the arm's."""
+
+    model: mujoco.MjModel
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity_limit: np.ndarray
+    """rad/s per joint."""
+
+
+@functools.cache
+def franka_chain() -> JointChain:
+    """The Franka-scale arm (7 joints; the simulated arm's model and limits)."""
+    return JointChain(arm_model(), C.JOINT_LOWER, C.JOINT_UPPER, C.VELOCITY_LIMIT)
+
+
+@functools.cache
+def ur5e_chain() -> JointChain:
+    """The UR5e (6 joints, :mod:`sim2real.sim.arm.ur5e`)."""
+    return JointChain(ur5e.load_ur5e_spec().compile(), ur5e.JOINT_LOWER, ur5e.JOINT_UPPER, ur5e.VELOCITY_LIMIT)
 
 
 @dataclass
@@ -57,21 +86,25 @@ class IkConfig:
 
 
 class ArmKinematics:
-    """FK of the ``ee`` site and differential IK over the 7 arm joints."""
+    """FK of the ``ee`` site and differential IK over the arm's joints (the Franka-scale
+    arm's 7 unless ``chain`` says otherwise)."""
 
-    def __init__(self, config: IkConfig | None = None, site: str = "ee") -> None:
+    def __init__(self, config: IkConfig | None = None, site: str = "ee", chain: JointChain | None = None) -> None:
         self.config = config or IkConfig()
-        self.model = arm_model()
+        chain = chain or franka_chain()
+        self.model = chain.model
+        self.n = len(chain.lower)
+        self.velocity_limit = chain.velocity_limit
         self.data = mujoco.MjData(self.model)
         self.site = self.model.site(site).id
         self._body = int(self.model.site_bodyid[self.site])
-        self.lower = C.JOINT_LOWER + self.config.limit_margin
-        self.upper = C.JOINT_UPPER - self.config.limit_margin
+        self.lower = chain.lower + self.config.limit_margin
+        self.upper = chain.upper - self.config.limit_margin
         self._jp = np.zeros((3, self.model.nv))
         self._jr = np.zeros((3, self.model.nv))
 
     def _set(self, q: np.ndarray) -> None:
-        self.data.qpos[:7] = q
+        self.data.qpos[:self.n] = q
         mujoco.mj_kinematics(self.model, self.data)
 
     def _pose(self) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +117,7 @@ class ArmKinematics:
 
     def forward(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fingertip position (m, world) and orientation (w, x, y, z) at joint angles ``q``."""
-        self._set(np.asarray(q, dtype=np.float64)[:7])
+        self._set(np.asarray(q, dtype=np.float64)[:self.n])
         return self._pose()
 
     def error(self, q: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -94,11 +127,11 @@ class ArmKinematics:
         return np.concatenate([pos - p, quat_to_rotvec(quat_mul(quat, quat_conj(r)))])
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
-        """``[6, 7]`` site Jacobian (linear rows, then angular, world frame)."""
+        """``[6, n]`` site Jacobian (linear rows, then angular, world frame)."""
         self._set(q)
         mujoco.mj_comPos(self.model, self.data)
         mujoco.mj_jacSite(self.model, self.data, self._jp, self._jr, self.site)
-        return np.vstack([self._jp, self._jr])[:, :7]
+        return np.vstack([self._jp, self._jr])[:, :self.n]
 
     def step(self, q: np.ndarray, pos: np.ndarray, quat: np.ndarray, dt: float,
              posture: np.ndarray | None = None) -> np.ndarray:
@@ -108,8 +141,8 @@ class ArmKinematics:
         joint is scaled down as a whole, keeping its direction). Never raises: an
         unreachable target gives the closest feasible step (a singular arm stays put)."""
         cfg = self.config
-        q0 = np.clip(np.asarray(q, dtype=np.float64)[:7], self.lower, self.upper)
-        step_max = cfg.velocity_scale * C.VELOCITY_LIMIT * dt
+        q0 = np.clip(np.asarray(q, dtype=np.float64)[:self.n], self.lower, self.upper)
+        step_max = cfg.velocity_scale * self.velocity_limit * dt
         w = np.array([1.0, 1.0, 1.0, cfg.rotation_weight, cfg.rotation_weight, cfg.rotation_weight])
         qk = q0.copy()
         for _ in range(max(1, cfg.iterations)):
@@ -119,8 +152,8 @@ class ArmKinematics:
             jac = self.jacobian(qk) * w[:, None]
             dq = jac.T @ np.linalg.solve(jac @ jac.T + cfg.damping**2 * np.eye(6), e)
             if posture is not None:
-                null = np.eye(7) - np.linalg.pinv(jac) @ jac
-                dq += cfg.posture_gain * null @ (np.asarray(posture)[:7] - qk)
+                null = np.eye(self.n) - np.linalg.pinv(jac) @ jac
+                dq += cfg.posture_gain * null @ (np.asarray(posture)[:self.n] - qk)
             # Too fast for a joint: the whole step shrinks, so the hand still moves along
             # the commanded direction, only slower (clipping per joint would bend its path).
             delta = qk + dq - q0

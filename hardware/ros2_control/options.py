@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.sim.arm import constants as C
@@ -13,6 +13,9 @@ from sim2real.sim.core.schema import Bounds, Positive
 
 @dataclass
 class Ros2ControlArmOptions:
+    robot_label: ClassVar[str] = "ros2_control arm"
+    """How an unknown option's error names the backend."""
+
     topology: T.Topology = "franka_ros2"
     """What the robot publishes and subscribes (:mod:`.topics`): ``franka_ros2``, franka_bringup's
     franka.launch.py (the arm on ``franka/joint_states``, the gripper on
