@@ -9,17 +9,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from px4_rig import ServedVehicle, wait_for
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
 from sim2real.hardware.backend import HardwareError, Phase, backend_class
-from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.sim.drone import constants as C
 
@@ -27,32 +26,16 @@ CLIMB = 1.2 * C.HOVER_THRUST
 """N: about 1 m up in a second, well below the task's 4 m ceiling."""
 
 
-class Vehicle:
-    """The emulator served in real time on a thread of its own."""
-
-    def __init__(self) -> None:
-        self.emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=9))  # port 9 (discard): silent until spoken to
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.emu.serve, kwargs={"should_stop": self._stop.is_set},
-                                        daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.emu.close()
-
-
 @pytest.fixture
-def vehicle() -> Iterator[Vehicle]:
-    v = Vehicle()
+def vehicle() -> Iterator[ServedVehicle]:
+    v = ServedVehicle()
     try:
         yield v
     finally:
         v.close()
 
 
-def _backend(vehicle: Vehicle, **options: object) -> Px4Backend:
+def _backend(vehicle: ServedVehicle, **options: object) -> Px4Backend:
     cls = backend_class("px4")
     backend = cls("ctbr", {**vehicle.emu.connect_options(), "stale_after": 0.5, **options})
     assert isinstance(backend, Px4Backend)
@@ -66,16 +49,7 @@ def _fly(backend: Px4Backend, seconds: float, thrust: float) -> None:
         time.sleep(0.02)
 
 
-def _wait(condition: Callable[[], bool], timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
+def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: ServedVehicle) -> None:
     backend = _backend(vehicle)
     try:
         backend.connect(timeout=5.0)
@@ -98,29 +72,29 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: Vehicle) -> None:
         assert float(state.base_pos[2]) == pytest.approx(vehicle.emu.data.qpos[2] - vehicle.emu.origin[2], abs=0.1)
         backend.safe("test")
         assert backend.phase is Phase.CONNECTED and backend.health().reason == "test"
-        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
-        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0)  # landed, then disarmed by PX4
+        assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 8.0)  # landed, then disarmed by PX4
         assert vehicle.emu.landed() and vehicle.emu.crashes == 0
     finally:
         backend.close()
     assert backend.phase is Phase.DISCONNECTED
 
 
-def test_stale_commands_hand_over_to_px4s_landing(vehicle: Vehicle) -> None:
+def test_stale_commands_hand_over_to_px4s_landing(vehicle: ServedVehicle) -> None:
     backend = _backend(vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
         _fly(backend, 0.8, CLIMB)
-        assert _wait(lambda: backend.phase is Phase.CONNECTED, 1.0)  # none for stale_after
+        assert wait_for(lambda: backend.phase is Phase.CONNECTED, 1.0)  # none for stale_after
         assert "stale command" in backend.health().reason
-        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert vehicle.emu.commander.failsafe == ""  # our landing, before PX4's own offboard loss
     finally:
         backend.close()
 
 
-def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: Vehicle) -> None:
+def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: ServedVehicle) -> None:
     backend = _backend(vehicle)
     try:
         backend.connect(timeout=5.0)
@@ -129,14 +103,14 @@ def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: Vehicle) -> Non
         assert not vehicle.emu.landed()
         backend.estop("test")
         assert backend.phase is Phase.ESTOPPED
-        assert _wait(lambda: not vehicle.emu.commander.armed, 1.0)
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 1.0)
         with pytest.raises(HardwareError, match="estopped"):
             backend.enable()
     finally:
         backend.close()
 
 
-def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: Vehicle) -> None:
+def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: ServedVehicle) -> None:
     vehicle.emu.set_estimate(False)
     backend = _backend(vehicle)
     try:
@@ -164,7 +138,7 @@ def test_connect_times_out_without_a_vehicle() -> None:
     assert time.monotonic() - start < 2.5
 
 
-def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: Vehicle) -> None:
+def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: ServedVehicle) -> None:
     """The downlink gone (no state), the uplink alive: the backend's AUTO.LAND reaches PX4,
     which lands on its own estimate (not its offboard-loss failsafe)."""
     backend = _backend(vehicle, stale_after=0.15)
@@ -175,16 +149,16 @@ def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: Vehicle
         vehicle.emu.set_link(False, downlink_only=True)
         _fly(backend, 0.3, CLIMB)  # the policy still commands; the state is stale
         assert backend.phase is not Phase.ENABLED and "state stale" in backend.health().reason
-        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert vehicle.emu.commander.failsafe == ""
-        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
         assert vehicle.emu.crashes == 0
     finally:
         vehicle.emu.set_link(True, downlink_only=True)
         backend.close()
 
 
-def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: Vehicle) -> None:
+def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: ServedVehicle) -> None:
     backend = _backend(vehicle)
     try:
         backend.connect(timeout=5.0)
@@ -193,12 +167,12 @@ def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: Vehicle)
         vehicle.emu.set_link(False)
         start = time.monotonic()
         _fly(backend, 0.3, CLIMB)
-        assert _wait(lambda: backend.phase is Phase.DISCONNECTED, 2.0)
+        assert wait_for(lambda: backend.phase is Phase.DISCONNECTED, 2.0)
         assert "link lost" in backend.health().reason
-        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 2.0)
+        assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 2.0)
         assert vehicle.emu.commander.failsafe == "offboard_loss"
         assert 0.8 <= time.monotonic() - start <= 2.5  # COM_OF_LOSS_T (1 s) after the last setpoint
-        assert _wait(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 8.0) and vehicle.emu.landed()
         assert vehicle.emu.crashes == 0
     finally:
         vehicle.emu.set_link(True)
@@ -241,13 +215,13 @@ def test_a_heartbeat_in_a_mode_outside_our_table_still_counts() -> None:
                                   mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, stabilized, mavlink.MAV_STATE_STANDBY)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.sendto(hb.pack(mav), ("127.0.0.1", port))
-            assert _wait(lambda: link.heartbeat_at > 0, 2.0)
+            assert wait_for(lambda: link.heartbeat_at > 0, 2.0)
         assert link.mode == "STABILIZED" and not link.armed
     finally:
         link.close()
 
 
-def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: Vehicle) -> None:
+def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: ServedVehicle) -> None:
     backend = _backend(vehicle)
     try:
         backend.connect(timeout=5.0)
@@ -258,8 +232,8 @@ def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: Vehicle) -> No
         while backend.phase is Phase.ENABLED and time.monotonic() < end:
             _fly(backend, 0.05, C.HOVER_THRUST)
         assert backend.phase is Phase.CONNECTED and "battery low" in backend.health().reason
-        assert _wait(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
-        assert _wait(lambda: not backend.detail()["landing"], 8.0)  # landed and disarmed by PX4
+        assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
+        assert wait_for(lambda: not backend.detail()["landing"], 8.0)  # landed and disarmed by PX4
         with pytest.raises(HardwareError, match="battery is low"):
             backend.enable()
     finally:

@@ -7,117 +7,32 @@ test sleeps through a timeout."""
 from __future__ import annotations
 
 import math
-import os
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("MAVLINK20", "1")  # mavutil speaks MAVLink 2, as PX4 and MAVSDK do
-
+from px4_rig import HOVER, POSITION_ONLY, Bench, Gcs, ServedVehicle
 from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as M
 
-import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
 from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
 from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.emulator.px4_link import ATT_IGNORE_ATTITUDE
 from sim2real.hardware.px4 import frames
-from sim2real.sim.drone import constants as C
-
-HOVER = C.HOVER_THRUST / (4 * C.MAX_THRUST)
-"""Normalized thrust that holds the simulated drone up."""
-
-
-class Gcs:
-    """mavutil listening as an offboard computer does (``udpin``); the emulator sends to it."""
-
-    def __init__(self, emulator_port: int = 0) -> None:
-        self.conn: Any = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=255, source_component=190)
-        self.port: int = self.conn.port.getsockname()[1]
-        self.messages: list[Any] = []
-
-    def drain(self) -> list[Any]:
-        out = []
-        while (msg := self.conn.recv_match(blocking=False)) is not None:
-            out.append(msg)
-        self.messages += out
-        return out
-
-    def of(self, kind: str) -> list[Any]:
-        return [m for m in self.messages if m.get_type() == kind]
-
-    def rates(self, thrust: float, rates_frd: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
-        self.conn.mav.set_attitude_target_send(0, 1, 1, ATT_IGNORE_ATTITUDE, [1.0, 0.0, 0.0, 0.0], *rates_frd, thrust)
-
-    def set_mode(self, name: str) -> None:
-        main, sub = {"OFFBOARD": (6, 0), "AUTO.LAND": (4, 6), "POSCTL": (3, 0)}[name]
-        self.conn.mav.command_long_send(1, 1, M.MAV_CMD_DO_SET_MODE, 0, M.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
-                                        main, sub, 0, 0, 0, 0)
-
-    def arm(self, arm: bool = True, force: bool = False) -> None:
-        self.conn.mav.command_long_send(1, 1, M.MAV_CMD_COMPONENT_ARM_DISARM, 0, float(arm),
-                                        21196.0 if force else 0.0, 0, 0, 0, 0, 0)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-class Bench:
-    """The emulator driven by the test's clock; the GCS talks to it over real UDP."""
-
-    def __init__(self, emulator: Px4Emulator, gcs: Gcs) -> None:
-        self.emu, self.gcs, self.now = emulator, gcs, 100.0
-
-    def run(self, seconds: float, thrust: float | None = None, every: float = 0.05) -> None:
-        """Tick for ``seconds``, a SET_ATTITUDE_TARGET every ``every`` s (thrust None: silence)."""
-        dt = self.emu.config.tick
-        per = max(1, round(every / dt))
-        for k in range(round(seconds / dt)):
-            if thrust is not None and k % per == 0:
-                self.gcs.rates(thrust)
-            self.emu.poll(0.0, self.now)
-            self.emu.tick(self.now)
-            self.now += dt
-            if k % 25 == 0:
-                self.gcs.drain()
-        self.gcs.drain()
-
-    def ack(self, command: int) -> int:
-        """The result of the last COMMAND_ACK for ``command``, after a tick to answer it."""
-        self.run(self.emu.config.tick)
-        acks = [m for m in self.gcs.of("COMMAND_ACK") if m.command == command]
-        assert acks, f"no COMMAND_ACK for {command}"
-        return int(acks[-1].result)
-
-    def mode(self) -> str:
-        hb = self.gcs.of("HEARTBEAT")[-1]
-        return mavutil.interpret_px4_mode(hb.base_mode, hb.custom_mode)
 
 
 @pytest.fixture
 def bench() -> Iterator[Bench]:
-    gcs = Gcs()
-    emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=gcs.port))
-    bench = Bench(emu, gcs)
-    bench.run(0.1)  # its first heartbeat tells mavutil where the vehicle is
+    bench = Bench()
     try:
         yield bench
     finally:
-        emu.close()
-        gcs.close()
+        bench.close()
 
 
 def _climb(bench: Bench) -> None:
-    bench.run(1.2, thrust=0.0)
-    bench.gcs.set_mode("OFFBOARD")
-    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
-    bench.gcs.arm()
-    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
-    bench.run(0.8, thrust=0.6)  # ~0.7 m up, climbing (well below the task's 4 m ceiling)
+    bench.take_off(lambda: bench.gcs.rates(0.6))  # ~0.7 m up, climbing (well below the task's 4 m ceiling)
 
 
 def test_real_time_heartbeat_and_telemetry_rates_over_udp() -> None:
@@ -125,10 +40,7 @@ def test_real_time_heartbeat_and_telemetry_rates_over_udp() -> None:
     emu = emulator_class("px4").launch(EmulatorSettings(port=0))
     assert isinstance(emu, Px4Emulator)
     emu.close()
-    emu = Px4Emulator(Px4EmulatorConfig(port=0, gcs_port=gcs.port))
-    stop = threading.Event()
-    thread = threading.Thread(target=emu.serve, kwargs={"should_stop": stop.is_set}, daemon=True)
-    thread.start()
+    vehicle = ServedVehicle(Px4EmulatorConfig(port=0, gcs_port=gcs.port))
     try:
         hb = gcs.conn.recv_match(type="HEARTBEAT", blocking=True, timeout=3)
         assert hb is not None and hb.autopilot == M.MAV_AUTOPILOT_PX4 and hb.type == M.MAV_TYPE_QUADROTOR
@@ -148,9 +60,7 @@ def test_real_time_heartbeat_and_telemetry_rates_over_udp() -> None:
         assert gcs.of("EXTENDED_SYS_STATE")[-1].landed_state == M.MAV_LANDED_STATE_ON_GROUND
         assert gcs.of("BATTERY_STATUS")[-1].battery_remaining == 100
     finally:
-        stop.set()
-        thread.join(timeout=5)
-        emu.close()
+        vehicle.close()
         gcs.close()
 
 
@@ -202,7 +112,7 @@ def test_attitude_target_thrust_climbs_and_telemetry_shows_it_in_ned(bench: Benc
 
 def test_offboard_loss_lands_after_com_of_loss_t(bench: Bench) -> None:
     conn = bench.gcs.conn
-    conn.mav.param_set_send(1, 1, b"COM_OF_LOSS_T", 0.5, M.MAV_PARAM_TYPE_REAL32)
+    bench.gcs.set_param("COM_OF_LOSS_T", 0.5)
     conn.mav.param_request_read_send(1, 1, b"COM_OBL_RC_ACT", -1)
     bench.run(0.02)
     values = {m.param_id: m.param_value for m in bench.gcs.of("PARAM_VALUE")}
@@ -310,23 +220,11 @@ def test_auto_land_disarms_com_disarm_land_after_touch_down_whatever_the_clock()
 
 def test_attitude_quaternion_setpoint_is_flown_in_frd_ned(bench: Bench) -> None:
     """SET_ATTITUDE_TARGET with its attitude: 10 deg right wing down, heading north (NED)."""
-    bench.run(1.2, thrust=0.0)
-    bench.gcs.set_mode("OFFBOARD")
-    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
-    bench.gcs.arm()
-    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
-    bench.run(0.6, thrust=0.6)  # off the ground, below the geofence's ceiling
+    bench.take_off(lambda: bench.gcs.rates(0.6), climb=0.6)  # off the ground, below the geofence's ceiling
     roll = math.radians(10.0)
     q = [math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0]  # FRD -> NED: roll about x, yaw 0 (north)
-    conn = bench.gcs.conn
-    dt = bench.emu.config.tick
-    for k in range(round(1.5 / dt)):
-        if k % 5 == 0:
-            conn.mav.set_attitude_target_send(0, 1, 1, 0b0000_0111, q, 0, 0, 0, HOVER)
-        bench.emu.poll(0.0, bench.now)
-        bench.emu.tick(bench.now)
-        bench.now += dt
-    bench.gcs.drain()
+    bench.run(1.5, every=0.02,
+              send=lambda: bench.gcs.conn.mav.set_attitude_target_send(0, 1, 1, 0b0000_0111, q, 0, 0, 0, HOVER))
     att = bench.gcs.of("ATTITUDE_QUATERNION")[-1]
     w, x, y, z = att.q1, att.q2, att.q3, att.q4
     got_roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
@@ -340,25 +238,7 @@ def test_attitude_quaternion_setpoint_is_flown_in_frd_ned(bench: Bench) -> None:
 
 def test_position_setpoint_local_ned_is_flown(bench: Bench) -> None:
     """SET_POSITION_TARGET_LOCAL_NED (position only): 0.5 m north, 1 m up."""
-    conn, dt = bench.gcs.conn, bench.emu.config.tick
-    position_only = 0b0000_1111_1111_1000  # velocity, acceleration, yaw and yaw rate ignored
-
-    def stream(seconds: float) -> None:
-        for k in range(round(seconds / dt)):
-            if k % 5 == 0:
-                conn.mav.set_position_target_local_ned_send(0, 1, 1, M.MAV_FRAME_LOCAL_NED, position_only,
-                                                            0.5, 0.0, -1.0, 0, 0, 0, 0, 0, 0, 0, 0)
-            bench.emu.poll(0.0, bench.now)
-            bench.emu.tick(bench.now)
-            bench.now += dt
-        bench.gcs.drain()
-
-    stream(1.2)
-    bench.gcs.set_mode("OFFBOARD")
-    assert bench.ack(M.MAV_CMD_DO_SET_MODE) == M.MAV_RESULT_ACCEPTED
-    bench.gcs.arm()
-    assert bench.ack(M.MAV_CMD_COMPONENT_ARM_DISARM) == M.MAV_RESULT_ACCEPTED
-    stream(5.0)
+    bench.take_off(lambda: bench.gcs.local_ned(POSITION_ONLY, (0.5, 0.0, -1.0)), climb=5.0, every=0.02)
     pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
     assert (pos.x, pos.y, pos.z) == pytest.approx((0.5, 0.0, -1.0), abs=0.15), pos
     assert bench.emu.crashes == 0
