@@ -207,6 +207,7 @@ class RobotBackend(abc.ABC):
 
 BACKENDS: dict[str, str] = {
     "ros2_control": "sim2real.hardware.ros2_control.backend:Ros2ControlArm",
+    "ur": "sim2real.hardware.ros2_control.ur:UrArm",
     "unitree_go2": "sim2real.hardware.go2.backend:Go2Backend",
     "crazyflie": "sim2real.hardware.crazyflie.backend:CrazyflieBackend",
     "px4": "sim2real.hardware.px4.backend:Px4Backend",

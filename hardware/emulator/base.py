@@ -151,6 +151,7 @@ class Emulator(abc.ABC):
 
 EMULATORS: dict[str, str] = {
     "ros2_control": "sim2real.hardware.emulator.ros2_control_arm:Ros2ControlArmEmulator",
+    "ur": "sim2real.hardware.emulator.ros2_control_ur:UrDriverEmulator",
     "unitree_go2": "sim2real.hardware.emulator.go2:Go2Emulator",
     "crazyflie": "sim2real.hardware.emulator.crazyflie:CrazyflieEmulator",
     "px4": "sim2real.hardware.emulator.px4:Px4Emulator",

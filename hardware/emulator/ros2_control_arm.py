@@ -54,8 +54,8 @@ from sim2real.hardware.emulator.base import (
     PoseListener,
     episode_summary,
 )
-from sim2real.hardware.emulator.ros2_control_manager import SimClock, forward_command, joint_state_message
 from sim2real.hardware.emulator.faults import StreamFaults
+from sim2real.hardware.emulator.ros2_control_manager import SimClock, forward_command, joint_state_message
 from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
