@@ -130,6 +130,14 @@ class UrArm(Ros2ControlArm):
         if self._phase in (Phase.ENABLED, Phase.CONNECTED):
             self.estop(f"ur_robot_driver: {reason}; connect() again once the robot runs")
 
+    def enable(self) -> None:
+        # The driver's status comes on topics of its own, which may arrive after the first
+        # joint state connect() waited for: heard within controller_wait, as a fresh state is.
+        end = time.monotonic() + self.opt.controller_wait
+        while (self._program_running is None or self._speed_scaling is None) and time.monotonic() < end:
+            time.sleep(0.01)
+        super().enable()
+
     def _still_connected(self) -> None:
         """Besides every backend's rule: the program runs and the speed scaling, fresh, is above 0."""
         super()._still_connected()

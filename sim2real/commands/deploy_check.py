@@ -87,7 +87,7 @@ def run_check(argv: list[str]) -> int:
 
 def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
     from sim2real.hardware.backend import HardwareError, backend_class
-    from sim2real.hardware.preflight import Preflight, robot_writers_item
+    from sim2real.hardware.preflight import Preflight, driver_items, robot_writers_item
     from sim2real.sim import robot_deployment
 
     info = robot_deployment(args.robot)
@@ -105,7 +105,8 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
                 time.sleep(0.05)
         detail = backend.health().detail
         found = robot_writers_item(detail.get("robot_writers"))
-        items = [*preflight.items(), realtime_item(detail.get("realtime")), *([found] if found else [])]
+        items = [*preflight.items(), realtime_item(detail.get("realtime")), *([found] if found else []),
+                 *driver_items(detail.get("driver"))]
     finally:
         backend.close()
     latest = [m for _, m in preflight.samples()]

@@ -16,6 +16,7 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator, UrDriverEmulatorConfig
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.hardware.ros2_control.ur import UrArm
@@ -65,17 +66,20 @@ class UrRig:
 
     def reach(self, seconds: float, stop_when: Any = None) -> None:
         """The classical reach through the backend at the control rate for ``seconds``
-        (stopping early when ``stop_when()``), toward the emulator's goal."""
+        (stopping early when ``stop_when()``), toward the emulator's goal. At the control
+        path's real-time priority, as the deployment graph's policy and filter run: at a
+        normal priority a loaded machine delays a command past the backend's deadman."""
         controller = UrReachController()
         end = time.monotonic() + seconds
         next_at = time.monotonic()
-        while time.monotonic() < end and not (stop_when is not None and stop_when()):
-            m = self.backend.state()
-            mission = self.emulator.mission()
-            if m is not None and m.ee_pos is not None and mission is not None and mission.goal is not None:
-                self.backend.command(controller.command(m.ee_pos, mission.goal))
-            next_at += PERIOD
-            time.sleep(max(next_at - time.monotonic(), 0.0))
+        with realtime_thread("ur test host", EXECUTOR_PRIORITY, cpu=None):
+            while time.monotonic() < end and not (stop_when is not None and stop_when()):
+                m = self.backend.state()
+                mission = self.emulator.mission()
+                if m is not None and m.ee_pos is not None and mission is not None and mission.goal is not None:
+                    self.backend.command(controller.command(m.ee_pos, mission.goal))
+                next_at += PERIOD
+                time.sleep(max(next_at - time.monotonic(), 0.0))
 
     def flange_speed(self, seconds: float = 0.2) -> float:
         """Mean flange speed (m/s) over the next ``seconds``, measured at the robot."""
@@ -92,7 +96,9 @@ def ur_rig(config: UrDriverEmulatorConfig | None = None, connect: bool = True) -
     thread = threading.Thread(target=emulator.serve, daemon=True)
     thread.start()
     backend = UrArm("ee_delta", {"domain_id": domain})
-    client = DriverClient(T.RosThread("ur_test_client", domain, ""))
+    # At real-time priority like every thread of this process that takes the GIL: a
+    # normal-priority holder preempted on a loaded machine stalls the real-time loops.
+    client = DriverClient(T.RosThread("ur_test_client", domain, "", realtime=("ur test client", EXECUTOR_PRIORITY - 1)))
     try:
         if connect:
             backend.connect(5.0)
