@@ -92,6 +92,8 @@ class UrDriverEmulator(Emulator):
         self._lock = threading.Lock()
         """Guards the driver's state below between the executor (commands, services) and the serve thread."""
         self.target = JointTarget(U.HOME_QPOS.copy())
+        self._q_measured = U.HOME_QPOS.copy()
+        """The joints after the latest physics update (the serve thread's; read under the lock)."""
         self.program_running = cfg.program_running
         self.protective_stopped_at: float | None = None
         """Monotonic time of the protective stop in force (None: none)."""
@@ -153,7 +155,7 @@ class UrDriverEmulator(Emulator):
 
     def _hold_here(self) -> None:
         """The arm stops where it is (its brakes; the controller deactivated): called locked."""
-        self.target = JointTarget(self.data.qpos[:6].copy())
+        self.target = JointTarget(self._q_measured.copy())
 
     def protective_stop(self) -> None:
         """A protective stop, as a collision or a safety limit triggers it on the robot."""
@@ -212,6 +214,8 @@ class UrDriverEmulator(Emulator):
         self.data.ctrl[:6] = np.clip(q_d + U.JOINT_KD / U.JOINT_KP * qd_d, U.JOINT_LOWER, U.JOINT_UPPER)
         mujoco.mj_step(self.model, self.data, nstep=steps)
         self.counters["physics_steps"] += steps
+        with self._lock:
+            self._q_measured = self.data.qpos[:6].copy()
         self.onset.observe(now, self.data.qpos[:6], self.last_command is not None)
         self._reach(now)
 
