@@ -41,6 +41,7 @@ from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import airframe
 
 RATES_HZ: dict[str, float] = {"HEARTBEAT": 1.0, "ATTITUDE_QUATERNION": 50.0, "LOCAL_POSITION_NED": 50.0,
                               "HIGHRES_IMU": 50.0, "EXTENDED_SYS_STATE": 5.0, "BATTERY_STATUS": 1.0}
@@ -56,6 +57,8 @@ class Px4EmulatorConfig:
     gcs_port: int = 14540
     """UDP port it sends to before anyone has spoken to it (the offboard API's)."""
     task: str = "DroneHover"
+    airframe: str = "crazyflie"
+    """The quadrotor it flies (:mod:`sim2real.sim.drone.airframe`: ``crazyflie``, ``x500``)."""
     seed: int = 0
     start: str = "ground"
     tick: float = C.INNER_DT
@@ -72,6 +75,7 @@ class Px4EmulatorConfig:
             if not 0 <= int(getattr(self, name)) <= 65535:
                 raise ConfigError(name, f"must be 0..65535, got {getattr(self, name)}")
         check_tick(self.tick)
+        airframe(self.airframe)
         if not 0.0 <= self.battery_charge <= 1.0:
             raise ConfigError("battery_charge", f"must be in 0..1, got {self.battery_charge}")
         unknown = set(self.rates_hz) - set(RATES_HZ)
@@ -88,12 +92,13 @@ class Px4Emulator(DroneEmulator):
         self.config = cfg = config or Px4EmulatorConfig()
         cfg.validate()
         self.faults = faults or StreamFaults()
-        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start)
+        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start, airframe=cfg.airframe)
+        self.airframe = self.drone.task.airframe
         self.env, self.task, self.model, self.data = self.drone.env, self.drone.task, self.drone.model, self.drone.data
         self.origin = np.array(self.data.qpos[:3], dtype=np.float64)
         """Where it booted (world ENU): the local NED frame's origin, as PX4's EKF origin."""
         self.commander = Commander(self.prearm_failures)
-        self.control = Px4Control(cfg.tick)
+        self.control = Px4Control(cfg.tick, self.airframe)
         self.target: Target | None = None
         self.charge = cfg.battery_charge
         self.estimate_valid = True
@@ -118,7 +123,8 @@ class Px4Emulator(DroneEmulator):
 
     def connect_options(self) -> dict[str, Any]:
         return {"url": f"udpout:{self.address[0]}:{self.address[1]}",
-                "home": [round(float(v), 6) for v in self.origin]}  # PX4's local origin in the task's frame
+                "home": [round(float(v), 6) for v in self.origin],  # PX4's local origin in the task's frame
+                "airframe": self.airframe.name}  # the thrust that normalized thrust 1 means
 
     # -- the vehicle's state ----------------------------------------------------------------------
     def prearm_failures(self) -> list[str]:
@@ -159,10 +165,11 @@ class Px4Emulator(DroneEmulator):
         thrusts = self.control.thrusts(self.commander.mode, self.commander.armed, landed, self.target,
                                        self.commander.params["MPC_LAND_SPEED"], d.qpos[:3], d.qvel[:3],
                                        d.qpos[3:7], self.drone.gyro())
-        thrusts = np.clip(np.nan_to_num(thrusts), 0.0, C.MAX_THRUST)
-        self.charge = max(0.0, self.charge - float(thrusts.sum()) / C.HOVER_THRUST * self.config.tick
+        af = self.airframe
+        thrusts = np.clip(np.nan_to_num(thrusts), 0.0, af.max_thrust)
+        self.charge = max(0.0, self.charge - float(thrusts.sum()) / af.hover_thrust * self.config.tick
                           / self.config.battery_seconds)
-        self.drone.step(thrusts / C.MAX_THRUST)
+        self.drone.step(thrusts / af.max_thrust)
         self.ticks += 1
         self.onset.observe(now, d.qpos[:3], bool(d.ctrl.any()))
         self._flown |= self.commander.armed

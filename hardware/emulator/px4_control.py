@@ -4,7 +4,8 @@ OFFBOARD with ``SET_ATTITUDE_TARGET``: body rates (FRD, rad/s, turned into our F
 normalized collective thrust (0..1 of the rotors' full thrust) go to the simulator's own
 body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateController`,
 the ``ctbr`` path), as PX4's rate controller takes them. OFFBOARD with
-``SET_POSITION_TARGET_LOCAL_NED`` (position, optionally velocity feedforward), AUTO.LOITER,
+``SET_POSITION_TARGET_LOCAL_NED`` (position, optionally velocity feedforward, or a
+velocity alone), AUTO.LOITER,
 POSCTL without sticks (hold where the mode began) and AUTO.LAND (hold x, y; descend at
 ``MPC_LAND_SPEED``) go through the simulator's cascaded PID
 (:class:`~sim2real.sim.drone.position_control.CascadedPID`) on the true state, standing
@@ -19,6 +20,7 @@ import numpy as np
 
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.rate_control import BodyRateController
 
@@ -51,9 +53,10 @@ def attitude_rates(quat: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PositionTarget:
-    """A decoded ``SET_POSITION_TARGET_LOCAL_NED``, in our world ENU (m, m/s)."""
+    """A decoded ``SET_POSITION_TARGET_LOCAL_NED``, in our world ENU (m, m/s): a position
+    with a velocity feed-forward (zero when not given), or (position None) a velocity alone."""
 
-    position: np.ndarray
+    position: np.ndarray | None
     velocity: np.ndarray
 
 
@@ -63,12 +66,14 @@ Target = AttitudeTarget | PositionTarget
 class Px4Control:
     """The rotor thrusts (N) for one tick of one mode."""
 
-    def __init__(self, tick: float, max_rotor_thrust: float = C.MAX_THRUST) -> None:
-        self.rates = BodyRateController(1, tick)
+    def __init__(self, tick: float, airframe: Airframe = CRAZYFLIE) -> None:
+        self.rates = BodyRateController(1, tick, inertia=airframe.inertia, max_thrust=airframe.max_thrust,
+                                        mixer=airframe.mixer)
         # The integrator only near a steady state (the simulator's default zone): a wider one
         # wound up on the landing's constant velocity offset and doubled its sink rate.
-        self.position = CascadedPID(1, dt=tick)
-        self.max_rotor_thrust = max_rotor_thrust
+        self.position = CascadedPID(1, dt=tick, mass=airframe.mass,
+                                    max_collective_thrust=airframe.max_collective_thrust)
+        self.max_collective_thrust = airframe.max_collective_thrust
         self.hold: np.ndarray | None = None
         """Where the current hold or landing began (world ENU)."""
         self._mode = ""
@@ -88,12 +93,13 @@ class Px4Control:
         gyro = np.asarray(gyro, dtype=np.float64)
         if mode == "OFFBOARD":
             if isinstance(target, AttitudeTarget):
-                collective = float(np.clip(target.thrust, 0.0, 1.0)) * 4.0 * self.max_rotor_thrust
+                collective = float(np.clip(target.thrust, 0.0, 1.0)) * self.max_collective_thrust
                 rates = target.rates if target.attitude is None else np.clip(  # PX4's MC_*RATE_MAX
                     attitude_rates(quat, target.attitude), -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
                 return self.rates(np.array([collective]), rates[None], gyro[None])[0]
-            if isinstance(target, PositionTarget):
-                return self._track(target.position, target.velocity, position, velocity, quat, gyro)
+            if isinstance(target, PositionTarget):  # a velocity alone: no position error, as PX4's velocity loop
+                goal = position if target.position is None else target.position
+                return self._track(goal, target.velocity, position, velocity, quat, gyro)
             return np.zeros(4)
         if mode == "AUTO.LAND":  # hold x, y; descend at land_speed (the velocity loop's setpoint)
             goal = np.array([self.hold[0], self.hold[1], position[2]])
@@ -106,5 +112,5 @@ class Px4Control:
         error = np.asarray(goal) - position + np.asarray(feedforward) / gains.kp_pos
         obs = np.concatenate([error, velocity, rotation(quat).reshape(9), gyro, np.zeros(4)])
         action = self.position.act(obs)
-        thrust = (action[0] + 1.0) / 2.0 * C.MAX_COLLECTIVE_THRUST
+        thrust = (action[0] + 1.0) / 2.0 * self.max_collective_thrust
         return self.rates(np.array([thrust]), (action[1:] * C.MAX_BODY_RATE)[None], gyro[None])[0]

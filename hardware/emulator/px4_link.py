@@ -16,6 +16,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from sim2real.hardware.emulator.px4_commander import FORCE_MAGIC, PARAMS, Commander
 from sim2real.hardware.emulator.px4_control import AttitudeTarget, PositionTarget, Target
 from sim2real.hardware.px4 import frames, modes
+from sim2real.hardware.px4.setpoints import IGNORE_POSITION, IGNORE_VELOCITY
 from sim2real.sim.core.deployment import Measurements
 
 SYSTEM_ID, COMPONENT_ID = 1, 1
@@ -24,8 +25,6 @@ ATT_IGNORE_RATES = 0b0000_0111
 ATT_IGNORE_THRUST, ATT_IGNORE_ATTITUDE = 1 << 6, 1 << 7
 DATAGRAM_MAX = 1400
 """Bytes per telemetry datagram (under the Ethernet MTU, as PX4's)."""
-POS_IGNORE_POSITION, POS_IGNORE_VELOCITY = 0b111, 0b111 << 3
-"""SET_POSITION_TARGET_LOCAL_NED type_mask bits 0-2 (x, y, z) and 3-5 (vx, vy, vz)."""
 
 
 class _Config(Protocol):
@@ -179,14 +178,16 @@ class Px4Link:
 
     def _on_set_position_target_local_ned(self, msg: Any, now: float) -> str | None:
         mask = int(msg.type_mask)
-        if msg.coordinate_frame != mavlink.MAV_FRAME_LOCAL_NED or mask & POS_IGNORE_POSITION:
-            return "position_setpoint_unsupported"  # position (+ velocity feedforward) in LOCAL_NED only
-        pos = np.array([msg.x, msg.y, msg.z], dtype=np.float64)
-        vel = np.zeros(3) if mask & POS_IGNORE_VELOCITY else np.array([msg.vx, msg.vy, msg.vz], dtype=np.float64)
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+        use_position, use_velocity = not mask & IGNORE_POSITION, not mask & IGNORE_VELOCITY
+        if msg.coordinate_frame != mavlink.MAV_FRAME_LOCAL_NED or not (use_position or use_velocity):
+            return "position_setpoint_unsupported"  # position and/or velocity in LOCAL_NED only
+        pos = np.array([msg.x, msg.y, msg.z], dtype=np.float64) if use_position else None
+        vel = np.array([msg.vx, msg.vy, msg.vz], dtype=np.float64) if use_velocity else None
+        if not all(np.all(np.isfinite(v)) for v in (pos, vel) if v is not None):
             return "non_finite"
         self.vehicle.commander.setpoint(now)
-        self.vehicle.target = PositionTarget(frames.ned_to_enu(pos) + self.vehicle.origin, frames.ned_to_enu(vel))
+        self.vehicle.target = PositionTarget(None if pos is None else frames.ned_to_enu(pos) + self.vehicle.origin,
+                                             np.zeros(3) if vel is None else frames.ned_to_enu(vel))
         return None
 
     def _on_param_request_read(self, msg: Any, now: float) -> str | None:

@@ -1,5 +1,6 @@
 """A PX4 multicopter through MAVLink offboard control (pymavlink): CTBR commands as
-SET_ATTITUDE_TARGET body rates and normalized thrust.
+SET_ATTITUDE_TARGET body rates and normalized thrust; position and velocity setpoints
+as SET_POSITION_TARGET_LOCAL_NED.
 
 Life cycle (see :mod:`sim2real.hardware.backend`):
 
@@ -13,8 +14,11 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
   e-stop or fault that came while it waited is never overridden (``_still_connected``
   under the lock before each step and before ENABLED);
 * ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` (body FLU) -> normalized thrust
-  (``thrust / max_thrust``, clipped to 0..1) and FRD rates, sent at once; the stream
-  repeats the newest while it is fresh;
+  (``thrust / max_thrust``: the airframe model's four rotors at full unless set; clipped
+  to 0..1) and FRD rates, sent at once; the stream repeats the newest while it is fresh;
+* ``command_position`` / ``command_velocity``: a position (optionally with a velocity
+  feed-forward) or a velocity in the task's world ENU, as SET_POSITION_TARGET_LOCAL_NED
+  (:mod:`.setpoints`) for PX4's own position controller; streamed and watched as ``command``'s;
 * ``safe``: PX4's own AUTO.LAND (acked; repeated by the stream thread until the HEARTBEAT
   shows it), also by itself while enabled when no command came for ``stale_after`` s or
   no state for ``state_timeout`` s;
@@ -30,7 +34,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,10 +42,11 @@ from pymavlink.dialects.v20 import common as mavlink
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
 from sim2real.hardware.px4.link import Px4Link, result_name, text_since
+from sim2real.hardware.px4.options import Px4Options
+from sim2real.hardware.px4.setpoints import LocalSetpoint, RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.core.schema import Fraction, Positive
-from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import airframe
 
 FORCE_DISARM = 21196.0
 STREAM_PERIOD = 0.02
@@ -53,38 +57,10 @@ HEARTBEAT_LOST = 2.5
 """s without PX4's HEARTBEAT (1 Hz) after which close() stops waiting for its landing."""
 
 
-@dataclass
-class Px4Options:
-    url: str = "udpin:127.0.0.1:14540"
-    """``mavutil`` connection string (loopback: PX4 SITL on this machine)."""
-    home: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
-    """Where PX4's local origin is in the task's world frame (ENU, m)."""
-    max_thrust: Positive = 4.0 * C.MAX_THRUST
-    """N of collective thrust at normalized thrust 1 (PX4 maps 0..1 to its motors' range)."""
-    state_hz: Positive = 100.0
-    """Hz asked of ATTITUDE_QUATERNION and LOCAL_POSITION_NED (one state per position)."""
-    stream_before_s: Positive = 1.2
-    """s of setpoints before asking for OFFBOARD."""
-    ack_timeout: Positive = 1.5
-    stale_after: Positive = 0.15
-    state_timeout: Positive = 0.15
-    battery_land: Fraction = 0.15
-    """Charge (0..1, BATTERY_STATUS) under which the backend lands while enabled and refuses
-    to enable (PX4's ``BAT_LOW_THR``; PX4 itself only warns there by default,
-    ``COM_LOW_BAT_ACT`` 0)."""
-    link_timeout: Positive = 1.0
-    """s without any state after which the link counts as lost (DISCONNECTED)."""
-
-    def validate(self) -> None:
-        if not str(self.url).startswith(("udpin:", "udpout:", "udp:", "tcp:", "serial:", "/dev/")):
-            raise ConfigError("url", f"not a mavutil connection string: {self.url!r}")
-        if len(self.home) != 3 or not all(math.isfinite(float(v)) for v in self.home):
-            raise ConfigError("home", f"three finite numbers (m), got {self.home!r}")
-
-
 class Px4Backend(RobotBackend):
     robot = "drone"
-    protocol = "MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust, COMMAND_ACK checked"
+    protocol = ("MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust or "
+                "SET_POSITION_TARGET_LOCAL_NED, COMMAND_ACK checked")
     state_rate = 100.0  # asked for on connect (Px4Options.state_hz)
     close_seconds = 10.0
 
@@ -93,11 +69,13 @@ class Px4Backend(RobotBackend):
         if action_mode not in ("ctbr", "ctbr_residual"):
             raise ConfigError("action_mode", f"the PX4 backend takes ctbr commands, got {action_mode!r}")
         (self.cfg,) = load_options(self.options, [(Px4Options, "")], "PX4")
+        self.max_thrust = self.cfg.max_thrust or airframe(self.cfg.airframe).max_collective_thrust
+        """N at normalized thrust 1."""
         self.link: Px4Link | None = None
         self._io = threading.RLock()
         """Orders phase changes and what goes out: nothing is sent after safe() or estop()."""
-        self._setpoint: tuple[float, np.ndarray] | None = None
-        """(normalized thrust, FLU rates) the stream repeats; None: no stream."""
+        self._setpoint: Setpoint | None = None
+        """What the stream repeats; None: no stream."""
         self._last_command = self._enabled_at = self._land_sent = -math.inf
         self._landing = False
         self._stop = threading.Event()
@@ -157,7 +135,7 @@ class Px4Backend(RobotBackend):
             raise HardwareError(f"cannot enable: the battery is low ({link.battery_remaining} %): charge it")
         with self._io:
             self._still_connected()
-            self._setpoint = (0.0, np.zeros(3))  # PX4 wants the stream before OFFBOARD
+            self._setpoint = RatesSetpoint(0.0, np.zeros(3))  # PX4 wants the stream before OFFBOARD
         try:
             time.sleep(self.cfg.stream_before_s)
             self._step(link, "OFFBOARD", lambda: link.set_mode("OFFBOARD", self.cfg.ack_timeout))
@@ -189,6 +167,37 @@ class Px4Backend(RobotBackend):
         if v.shape != (4,) or not np.all(np.isfinite(v)):
             self._counts["commands_rejected"] += 1
             raise ValueError(f"a PX4 command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
+        self._stream_while_enabled(RatesSetpoint(float(np.clip(v[0] / self.max_thrust, 0.0, 1.0)), v[1:].copy()))
+
+    def command_position(self, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
+        """Fly to ``position`` (the task's world ENU, m; ``velocity``: an optional feed-forward,
+        m/s) by PX4's position controller: SET_POSITION_TARGET_LOCAL_NED, streamed as
+        :meth:`command`'s are (the same staleness watchdog).
+
+        Raises:
+            ValueError: not 3 finite numbers each.
+        """
+        self._local(position, velocity)
+
+    def command_velocity(self, velocity: np.ndarray) -> None:
+        """Fly at ``velocity`` (world ENU, m/s) by PX4's velocity controller (position ignored).
+
+        Raises:
+            ValueError: not 3 finite numbers.
+        """
+        self._local(None, velocity)
+
+    def _local(self, position: np.ndarray | None, velocity: np.ndarray | None) -> None:
+        try:
+            setpoint = LocalSetpoint(None if position is None else np.array(position, dtype=np.float64),
+                                     None if velocity is None else np.array(velocity, dtype=np.float64))
+        except (ValueError, TypeError) as exc:
+            self._counts["commands_rejected"] += 1
+            raise ValueError(str(exc)) from None
+        self._stream_while_enabled(setpoint)
+
+    def _stream_while_enabled(self, setpoint: Setpoint) -> None:
+        """The stream's setpoint from now on, sent at once; ignored (counted) unless enabled."""
         if self._phase is not Phase.ENABLED:
             self._counts["commands_ignored"] += 1
             return
@@ -196,7 +205,7 @@ class Px4Backend(RobotBackend):
             if self._phase is not Phase.ENABLED:
                 self._counts["commands_ignored"] += 1
                 return
-            self._setpoint = (float(np.clip(v[0] / self.cfg.max_thrust, 0.0, 1.0)), v[1:].copy())
+            self._setpoint = setpoint
             self._last_command = time.monotonic()
         self._wake.set()
 
@@ -276,7 +285,7 @@ class Px4Backend(RobotBackend):
                     next_heartbeat = now + HEARTBEAT_PERIOD
                 self._watch(link, now)
                 if self._setpoint is not None:
-                    link.rates_setpoint(*self._setpoint)
+                    link.setpoint(self._setpoint)
                     self._counts["setpoints_sent"] += 1
 
     def _watch(self, link: Px4Link, now: float) -> None:

@@ -22,6 +22,7 @@ from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
 from sim2real.hardware.px4 import frames, modes
+from sim2real.hardware.px4.setpoints import RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.deployment import Measurements
 
@@ -75,12 +76,18 @@ class Px4Link:
         self.send("heartbeat", mavlink.MAV_TYPE_ONBOARD_CONTROLLER, mavlink.MAV_AUTOPILOT_INVALID, 0, 0,
                   mavlink.MAV_STATE_ACTIVE)
 
-    def rates_setpoint(self, thrust: float, rates_flu: np.ndarray) -> None:
-        """SET_ATTITUDE_TARGET: body rates (ours FLU, sent FRD) and normalized thrust."""
-        p, q, r = (float(x) for x in frames.flu_to_frd(rates_flu))
+    def setpoint(self, setpoint: Setpoint) -> None:
+        """One offboard setpoint (:mod:`.setpoints`): SET_ATTITUDE_TARGET (body rates, ours
+        FLU, sent FRD, and normalized thrust) or SET_POSITION_TARGET_LOCAL_NED."""
         ms = int(time.monotonic() * 1000) & 0xFFFFFFFF
-        self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
-                  float(thrust))
+        if isinstance(setpoint, RatesSetpoint):
+            p, q, r = (float(x) for x in frames.flu_to_frd(setpoint.rates))
+            self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
+                      float(setpoint.thrust))
+            return
+        (x, y, z), (vx, vy, vz) = setpoint.ned(self.home)
+        self.send("set_position_target_local_ned", ms, *self.target, mavlink.MAV_FRAME_LOCAL_NED,
+                  setpoint.type_mask(), x, y, z, vx, vy, vz, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def command(self, command: int, params: list[float], timeout: float) -> int | None:
         """COMMAND_LONG until acked: its MAV_RESULT, or None when no ack came in ``timeout`` s."""

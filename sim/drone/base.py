@@ -38,6 +38,8 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
+from sim2real.sim.drone.airframe import airframe as get_airframe
 from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
@@ -45,8 +47,8 @@ from sim2real.sim.drone.rate_control import BodyRateController
 START_MODES = ("ground", "air", "mixed")
 _NOT_OPTIONS = ("self", "num_envs", "action_mode", "options")
 
-HOVER_COMMAND: float = C.HOVER_THRUST / (4.0 * C.MAX_THRUST)
-"""Rotor command in ``[0, 1]`` that balances the nominal weight."""
+HOVER_COMMAND: float = CRAZYFLIE.hover_command
+"""Rotor command in ``[0, 1]`` that balances the Crazyflie's nominal weight."""
 
 
 def _tilt_gate(value: tuple[float, float] | list[float] | None) -> tuple[float, float] | None:
@@ -106,6 +108,9 @@ class DroneTask(Task):
             nothing at ``zero``. ``None``: no gate. Large learned corrections at large tilts
             turned recoveries into tilt-overs under unseen disturbances; the PID alone
             recovers them (docs/BENCHMARKS.md, "Gating the residual by tilt").
+        airframe: the quadrotor flown (:mod:`.airframe`): ``"crazyflie"`` (every shipped
+            policy's) or ``"x500"`` (a PX4-class Holybro X500 V2); thrust, mixer and
+            resting height follow it.
     """
 
     robot: ClassVar[str] = "drone"
@@ -123,13 +128,16 @@ class DroneTask(Task):
 
     def __init__(
         self, num_envs: int, action_mode: str | None = None, start: str = "ground", residual_scale: float = 0.3,
-        residual_tilt_gate: tuple[float, float] | list[float] | None = None, **options: Any,
+        residual_tilt_gate: tuple[float, float] | list[float] | None = None, airframe: str = "crazyflie",
+        **options: Any,
     ) -> None:
         if options:
             classes = [k for k in type(self).__mro__ if isinstance(k, type) and issubclass(k, DroneTask)]
             known = sorted({p for k in classes for p in inspect.signature(k.__init__).parameters} - set(_NOT_OPTIONS))
             raise ConfigError(next(iter(options)), f"unknown option for drone/{self.name}; known: {known}")
         super().__init__(num_envs, action_mode)
+        self.airframe: Airframe = get_airframe(airframe)
+        af = self.airframe
         if start not in START_MODES:
             raise ConfigError("start", f"must be one of {list(START_MODES)}, got {start!r}")
         self.start = start
@@ -141,9 +149,10 @@ class DroneTask(Task):
         self.time_in_tolerance = np.zeros(B)
         self.prev_vel = np.zeros((B, 3))
         self.wind = np.zeros((B, 3))
-        self.mass = np.full(B, C.MASS)
+        self.mass = np.full(B, af.mass)
         self.thrust_scale = np.ones((B, 4))
-        self.rate_controller = BodyRateController(B, C.INNER_DT)
+        self.rate_controller = BodyRateController(B, C.INNER_DT, inertia=af.inertia, max_thrust=af.max_thrust,
+                                                  mixer=af.mixer)
         if not np.isfinite(residual_scale) or not 0.0 < residual_scale <= 2.0:
             raise ConfigError("residual_scale", f"must be in (0, 2], got {residual_scale}")
         self.residual_scale = float(residual_scale)
@@ -151,7 +160,8 @@ class DroneTask(Task):
         self._rot_zz = layout_slices(self.observation_layout())["rot_mat"].start + 8  # row-major, last entry
         self.reference: CascadedPID | None = None
         if self.action_mode == "ctbr_residual":
-            self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt)
+            self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt, mass=af.mass,
+                                         max_collective_thrust=af.max_collective_thrust)
         self._gyro = slice(0, 3)
         self._touch = 0
         self._drone = 1
@@ -159,6 +169,8 @@ class DroneTask(Task):
     # -- model ---------------------------------------------------------------------------
     def build_model(self) -> mujoco.MjModel:
         spec = mujoco.MjSpec.from_file(str(C.MODEL_XML))
+        if self.airframe is not CRAZYFLIE:  # drone.xml is the Crazyflie's, number for number
+            self.airframe.apply(spec)
         self.add_task_bodies(spec)
         model = spec.compile()
         adr = model.sensor_adr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "gyro")]
@@ -201,12 +213,12 @@ class DroneTask(Task):
     def reset_env(self, env_id: int, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         self.wind[env_id] = model.opt.wind
         self.mass[env_id] = model.body_mass[self._drone]
-        self.thrust_scale[env_id] = model.actuator_gainprm[:, 0] / C.MAX_THRUST
+        self.thrust_scale[env_id] = model.actuator_gainprm[:, 0] / self.airframe.max_thrust
         self.sample_task(env_id, data, rng)
         on_ground = self.start == "ground" or (self.start == "mixed" and rng.random() < 0.5)
         if on_ground:
             xy = rng.uniform(-0.05, 0.05, 2)
-            data.qpos[:3] = [xy[0], xy[1], C.REST_HEIGHT]
+            data.qpos[:3] = [xy[0], xy[1], self.airframe.rest_height]
             data.qpos[3:7] = yaw_quat(rng.uniform(-np.pi, np.pi))
         else:
             data.qpos[:3] = self.air_start_position(env_id, rng)
@@ -216,7 +228,7 @@ class DroneTask(Task):
             mujoco.mju_mulQuat(data.qpos[3:7], heading, tilt_quat / np.linalg.norm(tilt_quat))
             data.qvel[:3] = rng.uniform(-0.2, 0.2, 3)
             data.qvel[3:6] = rng.uniform(-0.3, 0.3, 3)
-            data.act[:] = HOVER_COMMAND
+            data.act[:] = self.airframe.hover_command
         self.time_in_tolerance[env_id] = 0.0
         self.prev_vel[env_id] = 0.0
         self.prev_action[env_id] = 0.0
@@ -243,7 +255,7 @@ class DroneTask(Task):
         self.prev_action = phys.last_action.copy()
         if self.action_mode == "rotor_thrust":
             return 0.5 * (action + 1.0)
-        collective = 0.5 * (action[:, 0] + 1.0) * C.MAX_COLLECTIVE_THRUST
+        collective = 0.5 * (action[:, 0] + 1.0) * self.airframe.max_collective_thrust
         return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE])
 
     def _with_reference(self, action: np.ndarray, obs: np.ndarray) -> np.ndarray:
@@ -275,7 +287,7 @@ class DroneTask(Task):
     def inner_control(self, setpoint: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         # The gyro, as on the real flight controller (one physics step old, see task.py).
         thrust = self.rate_controller(setpoint[:, 0], setpoint[:, 1:], phys.sensordata[:, self._gyro])
-        return thrust / C.MAX_THRUST
+        return thrust / self.airframe.max_thrust
 
     # -- observation ---------------------------------------------------------------------
     def observe(self, phys: PhysicsBatch) -> np.ndarray:
@@ -302,7 +314,7 @@ class DroneTask(Task):
         """
         pos, vel = phys.qpos[:, :3], phys.qvel[:, :3]
         up_z = quat_to_mat(phys.qpos[:, 3:7])[:, 2, 2]
-        near_ground = pos[:, 2] < C.REST_HEIGHT + C.GROUND_BAND
+        near_ground = pos[:, 2] < self.airframe.rest_height + C.GROUND_BAND
         touching = phys.sensordata[:, self._touch] > 0.0
         sink = np.maximum(-vel[:, 2], -self.prev_vel[:, 2])
         slide = np.maximum(np.linalg.norm(vel[:, :2], axis=1), np.linalg.norm(self.prev_vel[:, :2], axis=1))

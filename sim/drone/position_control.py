@@ -71,6 +71,7 @@ class CascadedPID:
         mass: Mass the thrust feedforward assumes (the integrator absorbs errors); one
             value, or one per environment.
         target_yaw: Heading to hold in rad; ``None`` keeps the current heading.
+        max_collective_thrust: N at collective action +1 (the airframe's four rotors at full).
     """
 
     def __init__(
@@ -81,7 +82,9 @@ class CascadedPID:
         dt: float = C.CONTROL_DT,
         mass: float | np.ndarray = C.MASS,
         target_yaw: float | None = 0.0,
+        max_collective_thrust: float = C.MAX_COLLECTIVE_THRUST,
     ) -> None:
+        self.max_collective_thrust = max_collective_thrust
         layout = observation_layout or HOVER_LAYOUT
         offsets = layout_slices(layout)
         missing = [b for b in REQUIRED_BLOCKS if b not in offsets]
@@ -138,7 +141,7 @@ class CascadedPID:
         e_rot = 0.5 * np.stack([skew[:, 2, 1], skew[:, 0, 2], skew[:, 1, 0]], axis=1)
         rates = np.clip(-g.k_att * e_rot, -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
 
-        action = np.column_stack([2.0 * collective / C.MAX_COLLECTIVE_THRUST - 1.0, rates / C.MAX_BODY_RATE])
+        action = np.column_stack([2.0 * collective / self.max_collective_thrust - 1.0, rates / C.MAX_BODY_RATE])
         action = np.clip(action, -1.0, 1.0)
         return action[0] if single else action
 

@@ -84,6 +84,7 @@ class BodyRateController:
         gains: PID gains; defaults tuned for the nominal model.
         inertia: Principal inertia used to turn angular accelerations into torques.
         max_thrust: Per-rotor thrust limit in N.
+        mixer: (collective, torques) -> rotor thrusts of the airframe's geometry.
     """
 
     def __init__(
@@ -93,8 +94,10 @@ class BodyRateController:
         gains: RateGains | None = None,
         inertia: tuple[float, float, float] = C.INERTIA,
         max_thrust: float = C.MAX_THRUST,
+        mixer: np.ndarray = C.MIXER,
     ) -> None:
         self.dt = dt
+        self.mixer = mixer
         self.gains = gains or RateGains()
         self.inertia = np.asarray(inertia, dtype=np.float64)
         self.max_thrust = max_thrust
@@ -125,4 +128,4 @@ class BodyRateController:
     def __call__(self, collective: np.ndarray, rate_cmd: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """Rotor thrusts ``[B, 4]`` (N) for collective thrust ``[B]`` (N) and body
         rate commands ``[B, 3]`` given measured body rates ``[B, 3]``."""
-        return mix(collective, self.torque(rate_cmd, rate), self.max_thrust)
+        return mix(collective, self.torque(rate_cmd, rate), self.max_thrust, self.mixer)

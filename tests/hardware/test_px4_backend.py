@@ -19,8 +19,10 @@ from px4_rig import ServedVehicle, wait_for
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
 from sim2real.hardware.backend import HardwareError, Phase, backend_class
+from sim2real.hardware.emulator.px4 import Px4EmulatorConfig
 from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import airframe
 
 CLIMB = 1.2 * C.HOVER_THRUST
 """N: about 1 m up in a second, well below the task's 4 m ceiling."""
@@ -236,5 +238,64 @@ def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: ServedVehicle)
         assert wait_for(lambda: not backend.detail()["landing"], 8.0)  # landed and disarmed by PX4
         with pytest.raises(HardwareError, match="battery is low"):
             backend.enable()
+    finally:
+        backend.close()
+
+
+def test_the_backend_normalizes_thrust_by_the_vehicles_airframe() -> None:
+    """Against the X500 model (connect options say so): 1.2 x its 19.6 N weight in newtons
+    climbs at 0.2 g, as the same command does on the Crazyflie; normalized by the
+    Crazyflie's 0.6 N it would be full thrust (0.74 g up, through the ceiling)."""
+    x500 = airframe("x500")
+    vehicle = ServedVehicle(Px4EmulatorConfig(port=0, gcs_port=9, airframe="x500"))
+    backend = _backend(vehicle)
+    try:
+        assert backend.max_thrust == pytest.approx(x500.max_collective_thrust)
+        backend.connect(timeout=5.0)
+        backend.enable()
+        _fly(backend, 1.0, 1.2 * x500.hover_thrust)
+        state = backend.state()
+        assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
+        assert 0.4 < float(state.base_pos[2]) < 1.6, state.base_pos  # 0.2 g for ~1 s: about 1 m, not 3.6
+        assert 1.0 < float(state.base_lin_vel[2]) < 2.8, state.base_lin_vel
+        _fly(backend, 0.5, x500.hover_thrust)  # its weight: the climb rate holds
+        after = backend.state()
+        assert after is not None and after.base_lin_vel is not None
+        assert abs(float(after.base_lin_vel[2]) - float(state.base_lin_vel[2])) < 0.5
+        backend.safe("test")
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 12.0) and vehicle.emu.crashes == 0
+    finally:
+        backend.close()
+        vehicle.close()
+
+
+def test_position_and_velocity_setpoints_stream_as_set_position_target_local_ned(vehicle: ServedVehicle) -> None:
+    """The backend's position setpoint (task's ENU, PX4's local NED on the wire) is flown to
+    within 0.15 m by PX4's position controller; its velocity setpoint (position ignored) is
+    flown at that velocity; a non-finite one is refused; safe still lands."""
+    backend = _backend(vehicle)
+    emu = vehicle.emu
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        goal = emu.origin + np.array([0.4, -0.3, 1.0])  # 0.4 m east, 0.3 m south, 1 m up (ENU)
+        end = time.monotonic() + 4.0
+        while time.monotonic() < end:
+            backend.command_position(goal)
+            time.sleep(0.02)
+        assert np.linalg.norm(emu.data.qpos[:3] - goal) < 0.15, emu.data.qpos[:3]
+        assert emu.link.accepted.get("SET_POSITION_TARGET_LOCAL_NED", 0) > 100
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            backend.command_velocity(np.array([0.0, 0.3, 0.0]))  # north at 0.3 m/s
+            time.sleep(0.02)
+        state = backend.state()
+        assert state is not None and state.base_lin_vel is not None
+        assert np.asarray(state.base_lin_vel) == pytest.approx([0.0, 0.3, 0.0], abs=0.08)
+        with pytest.raises(ValueError, match="finite"):
+            backend.command_position(np.array([np.nan, 0.0, 1.0]))
+        assert backend.phase is Phase.ENABLED
+        backend.safe("test")
+        assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
     finally:
         backend.close()

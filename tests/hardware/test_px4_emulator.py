@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from px4_rig import HOVER, POSITION_ONLY, Bench, Gcs, ServedVehicle
+from px4_rig import HOVER, POSITION_ONLY, VELOCITY_ONLY, Bench, Gcs, ServedVehicle
 from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as M
 
@@ -241,4 +241,36 @@ def test_position_setpoint_local_ned_is_flown(bench: Bench) -> None:
     bench.take_off(lambda: bench.gcs.local_ned(POSITION_ONLY, (0.5, 0.0, -1.0)), climb=5.0, every=0.02)
     pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
     assert (pos.x, pos.y, pos.z) == pytest.approx((0.5, 0.0, -1.0), abs=0.15), pos
+    assert bench.emu.crashes == 0
+
+
+def test_the_x500_airframe_holds_a_position_setpoint_at_its_own_hover_thrust() -> None:
+    """The emulator flying the X500 model (2 kg, 4 x 8.55 N): a LOCAL_NED position setpoint
+    1 m up is held, on rotors that carry its weight (the Crazyflie's 0.6 N could not)."""
+    bench = Bench(Px4EmulatorConfig(airframe="x500"))
+    try:
+        assert bench.emu.connect_options()["airframe"] == "x500"
+        assert bench.emu.model.body("drone").mass[0] == pytest.approx(2.0)
+        bench.take_off(lambda: bench.gcs.local_ned(POSITION_ONLY, (0.0, 0.0, -1.0)), climb=5.0, every=0.02)
+        pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
+        assert (pos.x, pos.y, pos.z) == pytest.approx((0.0, 0.0, -1.0), abs=0.1), pos
+        assert abs(pos.vz) < 0.1
+        thrust = float(bench.emu.data.actuator_force.sum())
+        assert thrust == pytest.approx(2.0 * 9.81, rel=0.05)  # its weight, not the Crazyflie's 0.26 N
+        assert bench.emu.crashes == 0
+    finally:
+        bench.close()
+
+
+def test_velocity_setpoint_local_ned_is_flown(bench: Bench) -> None:
+    """SET_POSITION_TARGET_LOCAL_NED with a velocity alone (position ignored): 0.3 m/s north
+    while climbing at 0.4 m/s, as PX4's velocity loop flies it."""
+    bench.take_off(lambda: bench.gcs.local_ned(VELOCITY_ONLY, velocity=(0.3, 0.0, -0.4)), climb=2.5, every=0.02)
+    target = bench.emu.target
+    assert target is not None and getattr(target, "position", 0) is None  # the position was ignored
+    pos = bench.gcs.of("LOCAL_POSITION_NED")[-1]
+    assert (pos.vx, pos.vy, pos.vz) == pytest.approx((0.3, 0.0, -0.4), abs=0.08), pos
+    assert pos.x > 0.3 and pos.z < -0.5
+    bench.run(0.1, send=lambda: bench.gcs.local_ned(0b111_111_111_111))  # neither position nor velocity
+    assert bench.emu.summary()["rejected"].get("position_setpoint_unsupported", 0) >= 1
     assert bench.emu.crashes == 0
