@@ -5,6 +5,7 @@ program does not run, a protective stop (or the program stopped, or the speed sc
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 
@@ -55,11 +56,13 @@ def test_enable_is_refused_while_the_program_does_not_run() -> None:
 
 def test_a_protective_stop_during_motion_latches_and_the_arm_stops(rig: UrRig) -> None:
     rig.backend.enable()
-    rig.reach(0.6)  # moving toward the first target
-    assert rig.flange_speed(0.1) > 0.03
+    host = threading.Thread(target=rig.reach, args=(1.2,))  # the host commands throughout
+    host.start()
+    time.sleep(0.5)
+    assert rig.flange_speed(0.1) > 0.03  # under way toward the first target
     rig.emulator.protective_stop()
     stopped = time.monotonic()
-    rig.reach(0.5)  # the host keeps commanding: nothing is sent
+    host.join()  # the rest of its commands: nothing is sent
     assert rig.backend.phase == Phase.ESTOPPED
     assert "ur_robot_driver" in rig.backend.health().reason
     assert rig.backend.last_hold["time"] - stopped < 3 * PERIOD
