@@ -98,7 +98,7 @@ class Px4Emulator(DroneEmulator):
         self.origin = np.array(self.data.qpos[:3], dtype=np.float64)
         """Where it booted (world ENU): the local NED frame's origin, as PX4's EKF origin."""
         self.commander = Commander(self.prearm_failures)
-        self.control = Px4Control(cfg.tick, self.airframe)
+        self.control = Px4Control(cfg.tick, self.airframe, home=self.origin)
         self.target: Target | None = None
         self.charge = cfg.battery_charge
         self.estimate_valid = True

@@ -8,12 +8,19 @@
 * Offboard loss: in OFFBOARD, no setpoint for ``COM_OF_LOSS_T`` s -> the failsafe action
   ``COM_OBL_RC_ACT`` (0 Position, 1 Altitude, 2 Manual, 3 Return, 4 Land, 5 Hold,
   6 Terminate, 7 Disarm). The emulator has no RC: the stick modes (0-2) are not
-  available, so they fall back to Land, as PX4's failsafe does without manual control;
-  Return lands where it is (the emulator's home is where it took off).
+  available, so they fall back to Land, as PX4's failsafe does without manual control.
+* Data-link loss: a ground station's HEARTBEAT (``MAV_TYPE_GCS``; an onboard controller's,
+  as our backend's, is not the data link, as in PX4) seen once and then none for
+  ``COM_DL_LOSS_T`` s -> ``NAV_DLL_ACT`` (0 Disabled: a warning only, 1 Hold, 2 Return,
+  3 Land, 5 Terminate, 6 Disarm; 4, unused by PX4, lands), while armed and in the air. It
+  never softens a failsafe already running (a landing stays a landing); no
+  ``COM_DLL_EXCEPT`` exceptions. The link's return is reported; the mode stays.
+* Return (``AUTO.RTL``) flies back over home (where it booted) at its altitude, then lands
+  (:mod:`.px4_control`; ``RTL_RETURN_ALT`` is not modelled: the arena's ceiling is 4 m).
 * Arming (``MAV_CMD_COMPONENT_ARM_DISARM``): refused when a pre-arm check fails (the
   vehicle's own list: no position estimate, battery below ``BAT_LOW_THR``), or in
   OFFBOARD without the offboard signal; param2 = 21196 forces it (disarm in flight).
-* Landed in AUTO.LAND for ``COM_DISARM_LAND`` s: disarmed.
+* Landed in AUTO.LAND or AUTO.RTL for ``COM_DISARM_LAND`` s: disarmed.
 """
 
 from __future__ import annotations
@@ -40,15 +47,22 @@ PARAMS: dict[str, tuple[float, int]] = {
     "COM_DISARM_LAND": (2.0, mavlink.MAV_PARAM_TYPE_REAL32),
     "BAT_LOW_THR": (0.15, mavlink.MAV_PARAM_TYPE_REAL32),
     "MPC_LAND_SPEED": (0.7, mavlink.MAV_PARAM_TYPE_REAL32),
+    "NAV_DLL_ACT": (0.0, mavlink.MAV_PARAM_TYPE_INT32),
+    "COM_DL_LOSS_T": (10.0, mavlink.MAV_PARAM_TYPE_REAL32),
 }
 """The parameters the emulator has: name -> (PX4's default, MAVLink type)."""
 PARAM_RANGES: dict[str, tuple[float, float]] = {
     "COM_OF_LOSS_T": (0.0, 60.0), "COM_OBL_RC_ACT": (0, 7), "COM_DISARM_LAND": (-1.0, 20.0),
-    "BAT_LOW_THR": (0.12, 0.5), "MPC_LAND_SPEED": (0.6, 4.0)}
+    "BAT_LOW_THR": (0.12, 0.5), "MPC_LAND_SPEED": (0.6, 4.0), "NAV_DLL_ACT": (0, 6), "COM_DL_LOSS_T": (5.0, 300.0)}
 """PX4's documented min/max; a PARAM_SET outside is refused (the old value is echoed)."""
-LOSS_ACTIONS = {0: "AUTO.LAND", 1: "AUTO.LAND", 2: "AUTO.LAND", 3: "AUTO.LAND", 4: "AUTO.LAND",
+LOSS_ACTIONS = {0: "AUTO.LAND", 1: "AUTO.LAND", 2: "AUTO.LAND", 3: "AUTO.RTL", 4: "AUTO.LAND",
                 5: "AUTO.LOITER", 6: "DISARM", 7: "DISARM"}
 """``COM_OBL_RC_ACT`` -> what the emulator (no RC) does."""
+DLL_ACTIONS = {1: "AUTO.LOITER", 2: "AUTO.RTL", 3: "AUTO.LAND", 5: "DISARM", 6: "DISARM"}
+"""``NAV_DLL_ACT`` -> the failsafe (0: none; anything else lands)."""
+SEVERITY = {"AUTO.LOITER": 1, "AUTO.RTL": 2, "AUTO.LAND": 3, "DISARM": 4}
+"""Failsafe actions from the mildest; a failsafe never replaces a more severe one."""
+VERBS = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "AUTO.RTL": "returning", "DISARM": "disarming"}
 
 Checks = Callable[[], list[str]]
 """The vehicle's failing pre-arm checks now (empty: all pass), as PX4 words them."""
@@ -67,6 +81,9 @@ class Commander:
     landed_since: float | None = None
     failsafe: str = ""
     """Why the last failsafe fired (empty: none)."""
+    gcs_seen_at: float | None = None
+    """When a ground station's HEARTBEAT last arrived (None: never)."""
+    data_link_lost: bool = False
     counters: dict[str, int] = field(default_factory=dict)
 
     def _say(self, severity: int, text: str) -> None:
@@ -126,24 +143,43 @@ class Commander:
             self._say(mavlink.MAV_SEVERITY_INFO, f"Disarmed ({why})")
 
     # -- once per tick ------------------------------------------------------------------------
+    def gcs_heartbeat(self, now: float) -> None:
+        """A ground station's HEARTBEAT: the data link is alive."""
+        if self.data_link_lost:
+            self.data_link_lost = False
+            self._say(mavlink.MAV_SEVERITY_INFO, "Data link regained")
+        self.gcs_seen_at = now
+
     def update(self, now: float, landed: bool) -> None:
-        """The offboard-loss failsafe and the auto-disarm after landing."""
+        """The offboard-loss and data-link-loss failsafes and the auto-disarm after landing."""
         if self.mode == "OFFBOARD" and now - self.last_setpoint > self.params["COM_OF_LOSS_T"]:
-            action = LOSS_ACTIONS.get(int(self.params["COM_OBL_RC_ACT"]), "AUTO.LAND")
-            self.failsafe = "offboard_loss"
-            self._count("offboard_loss")
-            if action == "DISARM":
-                self.mode = "AUTO.LOITER"
-                self.disarm("offboard loss")
+            self._failsafe("offboard_loss", LOSS_ACTIONS.get(int(self.params["COM_OBL_RC_ACT"]), "AUTO.LAND"),
+                           "no offboard signal")
+        if (self.gcs_seen_at is not None and not self.data_link_lost
+                and now - self.gcs_seen_at > self.params["COM_DL_LOSS_T"]):
+            self.data_link_lost = True
+            action = int(self.params["NAV_DLL_ACT"])
+            if action == 0 or not self.armed or landed:
+                self._say(mavlink.MAV_SEVERITY_WARNING, "Connection to ground station lost")
             else:
-                self.mode = action
-            verb = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "DISARM": "disarming"}[action]
-            self._say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: no offboard signal, {verb}")
+                self._failsafe("data_link_loss", DLL_ACTIONS.get(action, "AUTO.LAND"), "no ground station link")
         self.landed_since = (now if self.landed_since is None else self.landed_since) if landed else None
         delay = self.params["COM_DISARM_LAND"]
-        if (self.armed and self.mode == "AUTO.LAND" and self.landed_since is not None and delay >= 0
+        if (self.armed and self.mode in ("AUTO.LAND", "AUTO.RTL") and self.landed_since is not None and delay >= 0
                 and now - self.landed_since >= delay):
             self.disarm("landed")
+
+    def _failsafe(self, why: str, action: str, what: str) -> None:
+        if SEVERITY[action] <= SEVERITY.get(self.mode, 0):
+            return  # already doing as much (a landing stays a landing)
+        self.failsafe = why
+        self._count(why)
+        if action == "DISARM":
+            self.mode = "AUTO.LOITER"
+            self.disarm(why.replace("_", " "))
+        else:
+            self.mode = action
+        self._say(mavlink.MAV_SEVERITY_CRITICAL, f"Failsafe: {what}, {VERBS[action]}")
 
     # -- parameters ---------------------------------------------------------------------------
     def set_param(self, name: str, value: float) -> bool:

@@ -6,8 +6,8 @@ body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateContro
 the ``ctbr`` path), as PX4's rate controller takes them. OFFBOARD with
 ``SET_POSITION_TARGET_LOCAL_NED`` (position, optionally velocity feedforward, or a
 velocity alone), AUTO.LOITER,
-POSCTL without sticks (hold where the mode began) and AUTO.LAND (hold x, y; descend at
-``MPC_LAND_SPEED``) go through the simulator's cascaded PID
+POSCTL without sticks (hold where the mode began), AUTO.LAND (hold x, y; descend at
+``MPC_LAND_SPEED``) and AUTO.RTL (back over home at its altitude, then land) go through the simulator's cascaded PID
 (:class:`~sim2real.sim.drone.position_control.CascadedPID`) on the true state, standing
 in for PX4's position and velocity loops. Disarmed, or landed outside OFFBOARD: motors off.
 """
@@ -24,6 +24,8 @@ from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.rate_control import BodyRateController
 
+RTL_ARRIVED = 0.2
+"""m from over home at which AUTO.RTL starts its landing (PX4's acceptance radius, roughly)."""
 ATTITUDE_P = np.array([6.5, 6.5, 2.8])
 """1/s, attitude error -> body rate (PX4's ``MC_ROLL_P``, ``MC_PITCH_P``, ``MC_YAW_P`` defaults)."""
 
@@ -66,7 +68,7 @@ Target = AttitudeTarget | PositionTarget
 class Px4Control:
     """The rotor thrusts (N) for one tick of one mode."""
 
-    def __init__(self, tick: float, airframe: Airframe = CRAZYFLIE) -> None:
+    def __init__(self, tick: float, airframe: Airframe = CRAZYFLIE, home: np.ndarray | None = None) -> None:
         self.rates = BodyRateController(1, tick, inertia=airframe.inertia, max_thrust=airframe.max_thrust,
                                         mixer=airframe.mixer)
         # The integrator only near a steady state (the simulator's default zone): a wider one
@@ -74,8 +76,12 @@ class Px4Control:
         self.position = CascadedPID(1, dt=tick, mass=airframe.mass,
                                     max_collective_thrust=airframe.max_collective_thrust)
         self.max_collective_thrust = airframe.max_collective_thrust
+        self.home = np.zeros(3) if home is None else np.asarray(home, dtype=np.float64)
+        """Where AUTO.RTL returns to (world ENU): where the vehicle booted."""
         self.hold: np.ndarray | None = None
         """Where the current hold or landing began (world ENU)."""
+        self._over_home = False
+        """AUTO.RTL has arrived over home: it lands there."""
         self._mode = ""
 
     def reset(self) -> None:
@@ -86,6 +92,7 @@ class Px4Control:
                 position: np.ndarray, velocity: np.ndarray, quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
         if mode != self._mode or self.hold is None:
             self._mode, self.hold = mode, np.array(position, dtype=np.float64)
+            self._over_home = False
         if not armed or (landed and mode != "OFFBOARD"):
             self.reset()
             self.hold = np.array(position, dtype=np.float64)
@@ -101,7 +108,13 @@ class Px4Control:
                 goal = position if target.position is None else target.position
                 return self._track(goal, target.velocity, position, velocity, quat, gyro)
             return np.zeros(4)
-        if mode == "AUTO.LAND":  # hold x, y; descend at land_speed (the velocity loop's setpoint)
+        if mode == "AUTO.RTL":  # back over home at the altitude it began at, then land there
+            self._over_home |= bool(np.hypot(*(position[:2] - self.home[:2])) < RTL_ARRIVED)
+            if not self._over_home:
+                goal = np.array([self.home[0], self.home[1], self.hold[2]])
+                return self._track(goal, np.zeros(3), position, velocity, quat, gyro)
+            self.hold[:2] = self.home[:2]
+        if mode in ("AUTO.LAND", "AUTO.RTL"):  # hold x, y; descend at land_speed (the velocity loop's setpoint)
             goal = np.array([self.hold[0], self.hold[1], position[2]])
             return self._track(goal, np.array([0.0, 0.0, -land_speed]), position, velocity, quat, gyro)
         return self._track(self.hold, np.zeros(3), position, velocity, quat, gyro)

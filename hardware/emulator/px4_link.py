@@ -121,6 +121,8 @@ class Px4Link:
 
     def _on_heartbeat(self, msg: Any, now: float) -> str | None:
         self.gcs_heartbeat = now
+        if msg.type == mavlink.MAV_TYPE_GCS:  # PX4's data link is the ground station's, not an onboard computer's
+            self.vehicle.commander.gcs_heartbeat(now)
         return None
 
     def _on_command_long(self, msg: Any, now: float) -> str | None:

@@ -18,6 +18,7 @@ from ros2_control_rig import wait_for  # noqa: F401  (the hardware tests' one wa
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
 from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.emulator.px4_link import ATT_IGNORE_ATTITUDE
+from sim2real.hardware.px4.modes import MODES
 from sim2real.sim.drone import constants as C
 
 HOVER = C.HOVER_THRUST / (4 * C.MAX_THRUST)
@@ -55,8 +56,12 @@ class Gcs:
         self.conn.mav.set_position_target_local_ned_send(0, 1, 1, M.MAV_FRAME_LOCAL_NED, mask, *position, *velocity,
                                                          0, 0, 0, 0, 0)
 
+    def heartbeat(self) -> None:
+        """A ground station's HEARTBEAT (the data link PX4 watches)."""
+        self.conn.mav.heartbeat_send(M.MAV_TYPE_GCS, M.MAV_AUTOPILOT_INVALID, 0, 0, M.MAV_STATE_ACTIVE)
+
     def set_mode(self, name: str) -> None:
-        main, sub = {"OFFBOARD": (6, 0), "AUTO.LAND": (4, 6), "POSCTL": (3, 0)}[name]
+        main, sub = MODES[name]
         self.conn.mav.command_long_send(1, 1, M.MAV_CMD_DO_SET_MODE, 0, M.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
                                         main, sub, 0, 0, 0, 0)
 
@@ -83,7 +88,7 @@ class Bench:
         self.run(0.1)  # its first heartbeat tells mavutil where the vehicle is
 
     def run(self, seconds: float, thrust: float | None = None, every: float = 0.05,
-            send: Callable[[], None] | None = None) -> None:
+            send: Callable[[], object] | None = None) -> None:
         """Tick for ``seconds``; every ``every`` s a SET_ATTITUDE_TARGET of ``thrust`` or
         what ``send`` sends (neither: silence)."""
         dt = self.emu.config.tick
@@ -111,7 +116,7 @@ class Bench:
         hb = self.gcs.of("HEARTBEAT")[-1]
         return mavutil.interpret_px4_mode(hb.base_mode, hb.custom_mode)
 
-    def take_off(self, send: Callable[[], None], climb: float = 0.8, every: float = 0.05) -> None:
+    def take_off(self, send: Callable[[], object], climb: float = 0.8, every: float = 0.05) -> None:
         """Stream ``send``'s setpoints, OFFBOARD and ARM (each acked), then ``climb`` s of them."""
         self.run(1.2, send=send, every=every)
         self.gcs.set_mode("OFFBOARD")
