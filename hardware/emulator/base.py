@@ -65,6 +65,9 @@ class EmulatorSettings:
     interface: str = "lo"
     """Network interface of a robot speaking plain DDS (``lo``: this machine only; ``auto``:
     the interface on the robot's own network, as a real Go2 has)."""
+    airframe: str = ""
+    """The quadrotor a drone emulator flies (:mod:`sim2real.sim.drone.airframe`; empty: the
+    Crazyflie). Only PX4's flies another."""
     faults: StreamFaults = field(default_factory=StreamFaults)
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
 

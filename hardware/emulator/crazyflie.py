@@ -130,6 +130,8 @@ class CrazyflieEmulator(DroneEmulator):
 
     @classmethod
     def launch(cls, settings: EmulatorSettings) -> CrazyflieEmulator:
+        if settings.airframe not in ("", "crazyflie"):  # its firmware, motors and battery are the Crazyflie's
+            raise ConfigError("airframe", f"the Crazyflie emulator flies a Crazyflie, not {settings.airframe!r}")
         port = CrazyflieEmulatorConfig.port if settings.port is None else settings.port
         config = CrazyflieEmulatorConfig(host=settings.host, port=port,
                                          task=settings.task or robot_deployment("drone").task, seed=settings.seed)

@@ -118,7 +118,8 @@ class Px4Emulator(DroneEmulator):
     def launch(cls, settings: EmulatorSettings) -> Px4Emulator:
         port = Px4EmulatorConfig.port if settings.port is None else settings.port
         config = Px4EmulatorConfig(host=settings.host, port=port,
-                                   task=settings.task or robot_deployment("drone").task, seed=settings.seed)
+                                   task=settings.task or robot_deployment("drone").task, seed=settings.seed,
+                                   airframe=settings.airframe or Px4EmulatorConfig.airframe)
         return cls(config, settings.faults)
 
     def connect_options(self) -> dict[str, Any]:

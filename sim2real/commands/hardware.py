@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                        "unitree_go2, crazyflie)")
     emulate.add_argument("--task", default="", help="simulated task (default: the robot's deployment task)")
     emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated task")
+    emulate.add_argument("--airframe", default="", help="the drone emulated by px4: crazyflie (default) or x500 "
+                         "(sim/drone/airframe.py)")
     emulate.add_argument("--port", type=int, default=None,
                          help="UDP port where the protocol has one (default: the robot's own, the Crazyflie "
                               "simulators' 19850; 0: any free one)")
@@ -104,7 +106,7 @@ def start_emulator(args: argparse.Namespace) -> Any:
         raise ConfigError("--backend", f"{backend} emulates the {cls.robot}, not the {args.robot}")
     domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
     settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
-                                robot_domain_id=args.robot_domain_id, interface=args.interface,
+                                robot_domain_id=args.robot_domain_id, interface=args.interface, airframe=args.airframe,
                                 faults=parse_faults(args.fault))
     return cls.launch(settings), domain
 

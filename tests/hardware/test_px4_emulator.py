@@ -20,6 +20,7 @@ from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
 from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.emulator.px4_link import ATT_IGNORE_ATTITUDE
 from sim2real.hardware.px4 import frames
+from sim2real.sim.core.errors import ConfigError
 
 
 @pytest.fixture
@@ -335,3 +336,17 @@ def test_data_link_loss_disabled_warns_and_an_onboard_computers_silence_is_not_i
     bench.run(5.5, send=lambda: (onboard(), setpoint()), every=0.02)  # setpoints and an onboard computer only
     assert bench.emu.commander.mode == "AUTO.LAND" and bench.emu.commander.failsafe == "data_link_loss"
     assert bench.emu.commander.counters.get("offboard_loss", 0) == 0
+
+
+def test_the_airframe_is_an_emulator_setting_only_px4_takes_another_of() -> None:
+    """``sim2real hardware emulate --airframe x500`` reaches the PX4 emulator; the
+    Crazyflie's refuses it (its firmware, motors and battery are a Crazyflie's)."""
+    emu = emulator_class("px4").launch(EmulatorSettings(port=0, airframe="x500"))
+    try:
+        assert emu.connect_options()["airframe"] == "x500"
+    finally:
+        emu.close()
+    with pytest.raises(ConfigError, match="airframe"):
+        emulator_class("crazyflie").launch(EmulatorSettings(port=0, airframe="x500"))
+    with pytest.raises(ConfigError, match="airframe"):
+        emulator_class("px4").launch(EmulatorSettings(port=0, airframe="f450"))
