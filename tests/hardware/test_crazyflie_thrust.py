@@ -48,7 +48,7 @@ class Pilot:
 
     def state(self) -> dict[str, float]:
         e = self.emulator
-        return e.log_values(e._read(e.data, e.env.engine.phys))
+        return e.log_values(e.drone.state())
 
     def fly(self, seconds: float, thrust_for) -> None:  # type: ignore[no-untyped-def]
         """``seconds`` of 50 Hz commands ``[thrust N, p, q, r] = thrust_for(state)``."""
