@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, Positive, PositiveInt
 
-Robot = Literal["arm", "quadruped", "drone"]
+Robot = Literal["arm", "ur5e", "quadruped", "drone"]
 Port = Annotated[int, Bounds(ge=0, le=65535)]
 JpegQuality = Annotated[int, Bounds(ge=1, le=100)]
 ImageSide = Annotated[int, Bounds(ge=0, le=8192)]

@@ -10,12 +10,14 @@ import functools
 import gymnasium as gym
 
 from sim2real.sim import arm, drone, quadruped
+from sim2real.sim.arm import ur5e_robot
 from sim2real.sim.core.deployment import RobotDeployment
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY, gym_id, make, make_vec
 
-# The explicit registry: one line per robot package; each package lists its tasks.
-ROBOTS = {"arm": arm, "quadruped": quadruped, "drone": drone}
+# The explicit registry: one line per robot; each entry (a robot's package, or a module
+# for a robot sharing its class's folder: the UR5e in sim/arm/) has TASKS and DEPLOYMENT.
+ROBOTS = {"arm": arm, "ur5e": ur5e_robot, "quadruped": quadruped, "drone": drone}
 
 
 def robot_deployment(robot: str) -> RobotDeployment:

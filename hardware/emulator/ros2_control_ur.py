@@ -77,7 +77,7 @@ class UrDriverEmulatorConfig:
 class UrDriverEmulator(Emulator):
     """One simulated UR5e behind ur_robot_driver's topics and services, on its own rclpy context."""
 
-    robot = "arm"
+    robot = "ur5e"
 
     def __init__(self, config: UrDriverEmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
         self.config = cfg = config or UrDriverEmulatorConfig()
@@ -130,7 +130,10 @@ class UrDriverEmulator(Emulator):
 
     @classmethod
     def launch(cls, settings: EmulatorSettings) -> UrDriverEmulator:
-        return cls(UrDriverEmulatorConfig(seed=settings.seed, domain_id=settings.domain_id), settings.faults)
+        # ur_control.launch.py runs at the root namespace: the driver's /joint_states would
+        # meet the deployment graph's, so a run of its own gives the robot a domain apart.
+        domain = settings.domain_id if settings.robot_domain_id is None else settings.robot_domain_id
+        return cls(UrDriverEmulatorConfig(seed=settings.seed, domain_id=domain), settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
         return {"domain_id": self.domain, "namespace": self.config.namespace,
@@ -283,7 +286,7 @@ class UrDriverEmulator(Emulator):
 
     def summary(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self._started, 1e-9)
-        return {"robot": "arm", "backend": "ur", "model": "ur5e", **self.counters, "rejected": dict(self.rejected),
+        return {"robot": self.robot, "backend": "ur", "model": "ur5e", **self.counters, "rejected": dict(self.rejected),
                 **episode_summary(self.episodes, self.episode_ends),
                 "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
                 "tick_timing": self.timing.summary(), "realtime": self.realtime,

@@ -54,21 +54,9 @@ from sim2real.hardware.ros2_control.options import Ros2ControlArmOptions
 from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.control import cartesian_setpoint
+from sim2real.sim.arm.joint_ik import within_reach
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
-
-
-def within_reach(q_target: np.ndarray, q_measured: np.ndarray,
-                 delta_max: np.ndarray = C.JOINT_DELTA_MAX) -> np.ndarray:
-    """``q_target`` at most one period's motion (``delta_max``: the velocity limits times
-    the period) ahead of the measured
-    joints, as the simulator bounds its setpoints, so a blocked arm winds up no force.
-    Scaled back as a whole toward the measured joints, never clipped joint by joint: a
-    per-joint clip changes the direction of the step and so bends the hand's path (a
-    15 cm move along x through the emulated arm sank 1-4 cm; scaled, 0.2-0.6 cm)."""
-    ahead = q_target - q_measured
-    ratio = float(np.max(np.abs(ahead) / delta_max))
-    return q_measured + ahead / ratio if ratio > 1.0 else q_target
 
 
 class Ros2ControlArm(RobotBackend):

@@ -77,6 +77,7 @@ class UrArmOptions(Ros2ControlArmOptions):
 class UrArm(Ros2ControlArm):
     """A UR5e under ur_robot_driver (``backend: ur``)."""
 
+    robot = "ur5e"
     protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller, "
                 "speed_scaling_state_broadcaster, io_and_status_controller")
     state_rate = UT.STATE_RATE

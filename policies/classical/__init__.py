@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sim2real.policies.classical import arm, drone, quadruped
+from sim2real.policies.classical import arm, drone, quadruped, ur_reach
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
 
@@ -27,6 +27,7 @@ class Controller(Protocol):
 
 CONTROLLERS: dict[str, Callable[[Task, int], Controller]] = {
     "arm": arm.controller_for,
+    "ur5e": ur_reach.controller_for,
     "quadruped": quadruped.controller_for,
     "drone": drone.controller_for,
 }

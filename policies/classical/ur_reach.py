@@ -5,15 +5,22 @@ joints, a gripper and Cartesian impedance servos; the UR runs joint position str
 so the UR's reach is this controller: the flange's velocity toward the goal, proportional
 to the distance and capped, its orientation held (zero angular velocity: the backend's
 setpoint keeps the orientation it had when enabled). The backend's damped-least-squares
-IK on the UR5e's model turns it into joint targets (:mod:`sim2real.hardware.ros2_control.kinematics`),
+IK on the UR5e's model turns it into joint targets (:mod:`sim2real.sim.arm.joint_ik`; the simulated
+UR5e's reach runs the same step),
 and every command passes the same safety filter as a policy's would.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from sim2real.sim.arm import constants as ARM
+from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import layout_slices
+from sim2real.sim.core.task import Task
 
 
 @dataclass
@@ -31,3 +38,41 @@ class UrReachController:
         if speed > self.max_speed:
             v *= self.max_speed / speed
         return np.concatenate([v, np.zeros(4)])
+
+
+class UrReachPolicy:
+    """:class:`UrReachController` as a batched controller of the UR5e's reach task
+    (:class:`~sim2real.sim.arm.ur5e_task.Ur5eReach`): observations ``[B, O]`` -> actions
+    ``[B, 7]`` in [-1, 1], the commanded velocity over the command space's scale (the
+    arm's ``ee_delta``: ``EE_DELTA_POS_MAX`` per control period at action 1)."""
+
+    def __init__(self, task: Task, controller: UrReachController | None = None) -> None:
+        if task.action_mode != "ee_delta":
+            raise ConfigError("action_mode", f"the UR's reach controller acts in ee_delta, not {task.action_mode!r}")
+        self.controller = controller or UrReachController()
+        self.obs_index = layout_slices(task.observation_layout())
+        if "ee_pos" not in self.obs_index or "target_rel_ee" not in self.obs_index:
+            raise ConfigError("observation_layout", "the UR's reach controller needs 'ee_pos' and 'target_rel_ee'")
+        self.scale = np.r_[np.full(3, ARM.EE_DELTA_POS_MAX), np.full(3, ARM.EE_DELTA_ROT_MAX)] / task.control_dt
+
+    def reset(self, env_ids: Any = None) -> None:
+        """Stateless: nothing to forget between episodes."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.atleast_2d(np.asarray(obs, dtype=np.float64))
+        ee = obs[:, self.obs_index["ee_pos"]]
+        goal = ee + obs[:, self.obs_index["target_rel_ee"]]
+        out = np.zeros((len(obs), 7))
+        for i in range(len(obs)):
+            command = self.controller.command(ee[i], goal[i])
+            out[i, :6] = command[:6] / self.scale  # the gripper's action stays 0: the UR has none
+        return np.clip(out, -1.0, 1.0)
+
+
+def controller_for(task: Task, num_envs: int = 1) -> UrReachPolicy:
+    """The UR5e's classical controller for ``task`` (its reach, ``ee_delta``).
+
+    Raises:
+        ConfigError: another action mode, or an observation without the flange and target.
+    """
+    return UrReachPolicy(task)

@@ -22,6 +22,7 @@ from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.tightening import CEILING, FLOOR
 from sim2real.sim.arm import constants as ARM
+from sim2real.sim.arm import ur5e as UR5E
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import Bounds, NonNegative, Positive, PositiveInt, from_dict
 from sim2real.sim.drone import constants as DRONE
@@ -111,6 +112,31 @@ class ArmSafetyParams(CommonParams):
 
 
 @dataclass
+class Ur5eSafetyParams(ArmSafetyParams):
+    """The arm's filter with the UR5e's limits (:mod:`sim2real.sim.arm.ur5e`): its six
+    joints' ranges, speeds and torques, and a workspace box around its reach box."""
+
+    workspace_low: Annotated[list[float], FLOOR] = field(default_factory=lambda: [0.25, -0.40, 0.05])
+    """m, lower corner (x, y, z, base frame) of the box the flange's commands stay in
+    (the reach box, 0.35..0.60 x -0.25..0.25 x 0.15..0.45, with 10 cm to spare)."""
+    workspace_high: Annotated[list[float], CEILING] = field(default_factory=lambda: [0.70, 0.40, 0.60])
+    """m, upper corner of that box."""
+    joint_lower: Annotated[list[float], FLOOR] = field(default_factory=lambda: _list(UR5E.JOINT_LOWER))
+    """rad, lower joint limits (the UR5e's: +-360 deg, the elbow +-180 deg)."""
+    joint_upper: Annotated[list[float], CEILING] = field(default_factory=lambda: _list(UR5E.JOINT_UPPER))
+    """rad, upper joint limits."""
+    joint_max_velocity: Annotated[list[Positive], CEILING] = field(
+        default_factory=lambda: _list(UR5E.VELOCITY_LIMIT))
+    """rad/s, joint speed limits (180 deg/s on every UR5e joint)."""
+    max_effort: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(0.9 * UR5E.TORQUE_LIMIT))
+    """Nm (``joint_torque`` mode, which the UR's driver does not offer: kept for the shape)."""
+    hold_damping: list[NonNegative] = field(default_factory=lambda: _list(UR5E.JOINT_KD))
+    """Nm s/rad (``joint_torque`` mode's hold; the UR holds by its position target)."""
+    max_linear_speed: Annotated[float, Bounds(gt=0.0, le=ARM.CARTESIAN_SPEED_LIMIT), CEILING] = 0.5
+    """m/s, per axis, of the flange's velocity command (the reach asks at most 0.25)."""
+
+
+@dataclass
 class QuadrupedSafetyParams(CommonParams):
     joint_lower: Annotated[list[float], FLOOR] = field(default_factory=lambda: _list(QUAD.joint_ranges()[:, 0]))
     """rad, lower joint limits (FR, FL, RR, RL; hip, thigh, calf)."""
@@ -179,6 +205,7 @@ class DroneSafetyParams(CommonParams):
 
 PARAMS: dict[str, type[CommonParams]] = {
     "arm": ArmSafetyParams,
+    "ur5e": Ur5eSafetyParams,
     "quadruped": QuadrupedSafetyParams,
     "drone": DroneSafetyParams,
 }
@@ -246,7 +273,7 @@ def make_chain(space: CommandSpace, params: CommonParams | None = None, sources:
     watchdog = guards.Watchdog(
         guards.WatchdogParams(p.command_timeout_periods * dt, p.state_timeout_periods * dt, p.latch_watchdog)
     )
-    builder = {"arm": _arm, "quadruped": _quadruped, "drone": _drone}[space.robot]
+    builder = {"arm": _arm, "ur5e": _arm, "quadruped": _quadruped, "drone": _drone}[space.robot]
     g, lim, fb = builder(space, p, dt)
     return SafetyChain(space, watchdog, g, lim, fb, sources=sources, estop=estop)
 

@@ -19,6 +19,7 @@ arm        ee_delta      vx vy vz (m/s), wx wy wz (rad/s), gripper width (m)
 arm        ee_impedance  vx vy vz (m/s), wx wy wz (rad/s), kx ky kz (N/m),
                          krx kry krz (Nm/rad), gripper width (m)
 arm        joint_torque  tau1..tau7 (Nm), gripper width (m)
+ur5e       ee_delta      as the arm's (the gripper element is carried, the UR ignores it)
 quadruped  joint_pos     12 joint position targets (rad), FR FL RR RL x hip thigh calf
 drone      ctbr          collective thrust (N), roll/pitch/yaw rate (rad/s)
 =========  ============  ===================================================
@@ -100,6 +101,9 @@ class CommandSpace:
 
 
 ARM_TWIST = ("vx", "vy", "vz", "wx", "wy", "wz")
+EE_DELTA_ARMS = ("arm", "ur5e")
+"""Robots whose ``ee_delta`` commands move a setpoint by the arm's own law
+(:func:`sim2real.sim.arm.control.cartesian_setpoint`), so they share its command space."""
 ARM_STIFFNESS = ("kx", "ky", "kz", "krx", "kry", "krz")
 
 
@@ -113,7 +117,7 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
         ConfigError: the mode has no deployment command space (yet).
     """
     grip_off, grip_scale = ARM.GRIP_WIDTH_MAX / 2, ARM.GRIP_WIDTH_MAX / 2
-    if robot == "arm" and action_mode == "ee_delta":
+    if robot in EE_DELTA_ARMS and action_mode == "ee_delta":
         lin, ang = ARM.EE_DELTA_POS_MAX / ARM.CONTROL_DT, ARM.EE_DELTA_ROT_MAX / ARM.CONTROL_DT
         return CommandSpace(
             robot, action_mode, (*ARM_TWIST, "gripper"), ("m/s",) * 3 + ("rad/s",) * 3 + ("m",),
@@ -150,5 +154,6 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
             robot, action_mode, ("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
             offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, DRONE.MAX_BODY_RATE], control_dt=DRONE.CONTROL_DT,
         )
-    supported = "arm ee_delta|ee_impedance|joint_torque, quadruped joint_pos|gait_residual, drone ctbr|ctbr_residual"
+    supported = ("arm ee_delta|ee_impedance|joint_torque, ur5e ee_delta, quadruped joint_pos|gait_residual, "
+                 "drone ctbr|ctbr_residual")
     raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; supported: {supported}")

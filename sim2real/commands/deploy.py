@@ -26,7 +26,8 @@ from sim2real.commands.overrides import add_set_flag, parse_overrides
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "quadruped", "drone"], help="robot class (required for a run)")
+    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"],
+                        help="robot (required for a run)")
     parser.add_argument("--backend", choices=["sim", "real"], default="sim",
                         help="sim: start the sim bridge; real: the robot's driver provides the topics")
     parser.add_argument("--policy", default="",

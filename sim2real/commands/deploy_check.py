@@ -38,7 +38,7 @@ Z_WARN = 4.0
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sim2real deploy check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robot", choices=["arm", "quadruped", "drone"], required=True, help="robot class")
+    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], required=True, help="robot class")
     parser.add_argument("--backend", default="", help="the robot's protocol (default: its own)")
     parser.add_argument("--options", default="{}", help="backend options as JSON (default: loopback)")
     parser.add_argument("--policy", default="", help="exported policy whose training distribution to check "

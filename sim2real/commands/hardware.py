@@ -30,7 +30,7 @@ from typing import Any
 from sim2real.commands.output import add_json_flag, console, emit_json
 from sim2real.errors import ConfigError
 
-ROBOTS = ("arm", "quadruped", "drone")
+ROBOTS = ("arm", "ur5e", "quadruped", "drone")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from sim2real.commands.output import add_json_flag, emit_json, stdout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "quadruped", "drone"], help="only this robot's tasks")
+    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], help="only this robot's tasks")
     add_json_flag(parser)
 
 
