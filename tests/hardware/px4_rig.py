@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 os.environ.setdefault("MAVLINK20", "1")  # mavutil speaks MAVLink 2, as PX4 and MAVSDK do
@@ -145,3 +145,13 @@ class ServedVehicle:
         self._thread.join(timeout=5)
         self.emu.close()
 
+
+
+def open_bench() -> Iterator[Bench]:
+    """A :class:`Bench` (the emulator on the test's clock), closed after the test; each test
+    module makes it its ``bench`` fixture (``pytest.fixture(name="bench")(open_bench)``)."""
+    bench = Bench()
+    try:
+        yield bench
+    finally:
+        bench.close()
