@@ -320,7 +320,8 @@ class Px4Backend(RobotBackend):
         if link is None:
             return {"url": self.cfg.url, "link": "closed"}
         now = time.monotonic()
-        return {"url": self.cfg.url, "realtime": {"stream": dict(self.realtime), "reader": dict(link.realtime)},
+        return {"url": self.cfg.url, "airframe": self.cfg.airframe, "max_thrust_n": round(self.max_thrust, 4),
+                "realtime": {"stream": dict(self.realtime), "reader": dict(link.realtime)},
                 "mode": link.mode, "armed": link.armed, "landing": self._landing,
                 "heartbeat_hz": round(link.heartbeat_rate(now), 2), "landed_state": link.landed_state,
                 "battery_remaining": link.battery_remaining,

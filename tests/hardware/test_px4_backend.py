@@ -252,6 +252,7 @@ def test_the_backend_normalizes_thrust_by_the_vehicles_airframe() -> None:
     try:
         assert backend.max_thrust == pytest.approx(x500.max_collective_thrust)
         backend.connect(timeout=5.0)
+        assert backend.detail()["airframe"] == "x500"  # what deploy check and the console show
         backend.enable()
         _fly(backend, 1.0, 1.2 * x500.hover_thrust)
         state = backend.state()
