@@ -58,8 +58,9 @@ class EmulatorSettings:
     domain_id: int = 0
     """DDS domain of the ROS 2 graph (emulators whose protocol is ROS 2 topics)."""
     robot_domain_id: int | None = None
-    """DDS domain of a robot whose own protocol is plain DDS (the Go2: 0, as the real one).
-    A run of its own (``deploy --emulate``, tests) gives it a domain apart from the ROS
+    """DDS domain of a robot whose own protocol is plain DDS (the Go2: 0, as the real one),
+    or whose driver's topics are at the root namespace (ur_robot_driver's, beside the
+    graph's ``joint_states``). A run of its own (``deploy --emulate``, tests) gives it a domain apart from the ROS
     graph's, which keeps the graph's participants (another DDS implementation, other
     types) out of its discovery. None: ``domain_id``."""
     interface: str = "lo"
