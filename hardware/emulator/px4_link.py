@@ -1,4 +1,5 @@
-"""The PX4 emulator's MAVLink side: decoding what arrives, acking commands, encoding telemetry.
+"""The PX4 emulator's MAVLink side: decoding what arrives, acking commands, sending what
+:mod:`.px4_telemetry` encodes.
 
 System 1, component 1 (MAV_COMP_ID_AUTOPILOT1), MAVLink 2, as PX4 SITL's first vehicle.
 """
@@ -8,16 +9,16 @@ from __future__ import annotations
 import math
 import socket
 import struct
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from pymavlink.dialects.v20 import common as mavlink
 
-from sim2real.hardware.emulator.px4_commander import FORCE_MAGIC, PARAMS, Commander
-from sim2real.hardware.emulator.px4_control import AttitudeTarget, PositionTarget, Target
+from sim2real.hardware.emulator.px4_commander import FORCE_MAGIC, PARAMS
+from sim2real.hardware.emulator.px4_control import AttitudeTarget, PositionTarget
+from sim2real.hardware.emulator.px4_telemetry import Vehicle, send_telemetry
 from sim2real.hardware.px4 import frames, modes
 from sim2real.hardware.px4.setpoints import IGNORE_POSITION, IGNORE_VELOCITY
-from sim2real.sim.core.deployment import Measurements
 
 SYSTEM_ID, COMPONENT_ID = 1, 1
 ATT_IGNORE_RATES = 0b0000_0111
@@ -25,31 +26,6 @@ ATT_IGNORE_RATES = 0b0000_0111
 ATT_IGNORE_THRUST, ATT_IGNORE_ATTITUDE = 1 << 6, 1 << 7
 DATAGRAM_MAX = 1400
 """Bytes per telemetry datagram (under the Ethernet MTU, as PX4's)."""
-
-
-class _Config(Protocol):
-    rates_hz: dict[str, float]
-    battery_cells: int
-    tick: float
-
-
-class Vehicle(Protocol):
-    """What the link reads and sets on the vehicle (:class:`~.px4.Px4Emulator`)."""
-
-    @property
-    def config(self) -> _Config: ...
-    commander: Commander
-    target: Target | None
-    origin: np.ndarray
-    frame: Measurements | None
-    estimate_valid: bool
-    charge: float
-    boot: float | None
-
-    def battery_voltage(self) -> float: ...
-    def specific_force(self) -> np.ndarray: ...
-    def landed(self) -> bool: ...
-    def local_position(self, frame: Measurements) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Px4Link:
@@ -247,7 +223,8 @@ class Px4Link:
             self._sendto(self._batch)
         self._batch = None
 
-    def _due(self, name: str, now: float) -> bool:
+    def due(self, name: str, now: float) -> bool:
+        """Whether stream ``name``'s next message is due at ``now`` (and count it sent)."""
         rate = self.rates.get(name, 0.0)
         if rate <= 0 or now < self._next.get(name, -math.inf):
             return False
@@ -258,59 +235,9 @@ class Px4Link:
         """The telemetry due at ``now`` and any STATUSTEXT the commander queued."""
         self._batch = bytearray()  # one datagram per tick, as PX4's UDP transport packs them
         try:
-            self._stream(now)
+            send_telemetry(self, now)
         finally:
             self._flush()
-
-    def _stream(self, now: float) -> None:
-        v, c = self.vehicle, self.vehicle.commander
-        boot_ms = int((now - (v.boot if v.boot is not None else now)) * 1000.0) & 0xFFFFFFFF
-        while c.texts:
-            severity, text = c.texts.pop(0)
-            self.send(self.mav.statustext_encode(severity, text.encode()))
-        if self._due("HEARTBEAT", now):
-            self.send(self._heartbeat())
-        if self._due("EXTENDED_SYS_STATE", now):
-            self.send(self.mav.extended_sys_state_encode(mavlink.MAV_VTOL_STATE_UNDEFINED, self._landed_state()))
-        if self._due("BATTERY_STATUS", now):
-            volts = [min(int(v.battery_voltage() / v.config.battery_cells * 1000), 65534)] * v.config.battery_cells
-            volts += [65535] * (10 - len(volts))
-            self.send(self.mav.battery_status_encode(0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO,
-                                                     32767, volts, -1, -1, -1, int(round(v.charge * 100))))
-        frame = v.frame
-        if frame is None or frame.base_quat is None:
-            return
-        rates = frames.flu_to_frd(np.asarray(frame.base_ang_vel))
-        if self._due("ATTITUDE_QUATERNION", now):
-            q = frames.quat_enu_flu_to_ned_frd(np.asarray(frame.base_quat))
-            self.send(self.mav.attitude_quaternion_encode(boot_ms, q[0], q[1], q[2], q[3], rates[0], rates[1], rates[2],
-                                                          [0.0, 0.0, 0.0, 0.0]))
-        if self._due("HIGHRES_IMU", now):
-            acc = frames.flu_to_frd(v.specific_force())
-            self.send(self.mav.highres_imu_encode(boot_ms * 1000, acc[0], acc[1], acc[2], rates[0], rates[1], rates[2],
-                                                  0.0, 0.0, 0.0, 1013.25, 0.0, 0.0, 25.0, 0b111111, 0))
-        if self._due("LOCAL_POSITION_NED", now) and v.estimate_valid:
-            pos, vel = v.local_position(frame)
-            self.send(self.mav.local_position_ned_encode(boot_ms, pos[0], pos[1], pos[2], vel[0], vel[1], vel[2]))
-
-    def _heartbeat(self) -> Any:
-        c = self.vehicle.commander
-        base = mavlink.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED | mavlink.MAV_MODE_FLAG_STABILIZE_ENABLED
-        if c.mode == "OFFBOARD" or c.mode.startswith("AUTO"):
-            base |= mavlink.MAV_MODE_FLAG_GUIDED_ENABLED | (mavlink.MAV_MODE_FLAG_AUTO_ENABLED if
-                                                            c.mode.startswith("AUTO") else 0)
-        if c.armed:
-            base |= mavlink.MAV_MODE_FLAG_SAFETY_ARMED
-        state = (mavlink.MAV_STATE_CRITICAL if c.failsafe else
-                 mavlink.MAV_STATE_ACTIVE if c.armed else mavlink.MAV_STATE_STANDBY)
-        return self.mav.heartbeat_encode(mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4, base,
-                                         modes.custom_mode(c.mode), state)
-
-    def _landed_state(self) -> int:
-        v, c = self.vehicle, self.vehicle.commander
-        if v.landed():
-            return mavlink.MAV_LANDED_STATE_ON_GROUND
-        return mavlink.MAV_LANDED_STATE_LANDING if c.mode == "AUTO.LAND" else mavlink.MAV_LANDED_STATE_IN_AIR
 
     def close(self) -> None:
         self.sock.close()
