@@ -1,7 +1,8 @@
 """The UR5e through the deployment graph (policy -> safety filter -> hardware bridge ->
 ``ur`` backend) against the emulated ur_robot_driver:
 
-* ``deploy --robot ur5e --backend real --emulate`` reaches the emulator's targets;
+* ``deploy --robot ur5e`` reaches its targets in simulation, and with ``--backend real
+  --emulate`` the emulator's;
 * ``deploy check --emulate`` reports the driver's items (program, speed scaling, controller);
 * a protective stop while the graph drives the arm: the bridge's backend latches
   (``estopped``, the driver's reason in the bridge's diagnostics), nothing more is
@@ -33,6 +34,15 @@ from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.ros_nodes.deployment import DeployOptions, emulated_bridge, graph_parameters, run_deployment
+
+
+@pytest.mark.slow
+def test_the_simulated_ur5e_reaches_its_targets_through_the_graph() -> None:
+    summary = run_deployment(DeployOptions(robot="ur5e", duration=10.0, domain_id=unique_domain()))
+    success = summary["task_success"]
+    assert summary["task"] == "Ur5eReach" and summary["policy"] == "classical", summary
+    assert success["episodes"] >= 3 and success["successes"] == success["episodes"], summary
+    assert summary["interventions"]["rejected_commands"] == 0
 
 
 @pytest.mark.slow
