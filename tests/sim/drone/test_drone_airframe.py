@@ -14,6 +14,7 @@ from sim2real.sim.core.registry import REGISTRY
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone import x500
 from sim2real.sim.drone.airframe import CRAZYFLIE, X500, Airframe
+from sim2real.sim.drone.base import DroneTask
 
 
 def _model(airframe: Airframe) -> mujoco.MjModel:
@@ -62,6 +63,7 @@ def test_the_tasks_pid_hovers_each_airframe_from_the_ground(airframe: str) -> No
                 success = bool(info.get("success"))
                 break
         assert success
+        assert isinstance(env.task, DroneTask)
         assert np.linalg.norm(env.data.qpos[:3] - env.task.target[0]) < 0.05
     finally:
         env.close()
