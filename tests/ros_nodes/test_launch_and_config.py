@@ -15,7 +15,7 @@ from ros_harness import unique_domain_id
 from sim2real.ros_nodes import policy, recorder, safety_filter, sim_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
-ROBOTS = ("arm", "quadruped", "drone")
+ROBOTS = ("arm", "ur5e", "quadruped", "drone")
 
 
 def declared(node: str, robot: str) -> dict:
