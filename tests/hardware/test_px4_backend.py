@@ -300,3 +300,34 @@ def test_position_and_velocity_setpoints_stream_as_set_position_target_local_ned
         assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
     finally:
         backend.close()
+
+
+def test_local_setpoints_on_the_wire_are_px4s_type_masks_in_local_ned() -> None:
+    """What the link sends, read by pymavlink as the vehicle: MAV_FRAME_LOCAL_NED, the
+    position relative to ``home`` in NED with velocity, acceleration and yaw ignored
+    (type_mask 0x0DF8), or a velocity alone in NED (0x0DC7)."""
+    from pymavlink import mavutil
+    from pymavlink.dialects.v20 import common as mavlink
+
+    from sim2real.hardware.px4.link import Px4Link
+    from sim2real.hardware.px4.setpoints import LocalSetpoint
+
+    vehicle = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=1, source_component=1)
+    port = vehicle.port.getsockname()[1]
+    home = np.array([1.0, 2.0, 0.1])
+    link = Px4Link(f"udpout:127.0.0.1:{port}", home, lambda m: None)
+    try:
+        link.setpoint(LocalSetpoint(np.array([1.5, 1.0, 1.1]), None))  # 0.5 m east, 1 m south, 1 m up of home
+        link.setpoint(LocalSetpoint(None, np.array([0.0, 0.3, -0.2])))  # north at 0.3 m/s, sinking 0.2 m/s
+        got = [vehicle.recv_match(type="SET_POSITION_TARGET_LOCAL_NED", blocking=True, timeout=2) for _ in range(2)]
+    finally:
+        link.close()
+        vehicle.close()
+    position, velocity = got
+    assert position is not None and velocity is not None
+    assert position.coordinate_frame == velocity.coordinate_frame == mavlink.MAV_FRAME_LOCAL_NED
+    assert position.type_mask == 0x0DF8 and velocity.type_mask == 0x0DC7
+    assert (position.x, position.y, position.z) == pytest.approx((-1.0, 0.5, -1.0))
+    assert (velocity.vx, velocity.vy, velocity.vz) == pytest.approx((0.3, 0.0, 0.2))
+    with pytest.raises(ValueError, match="position, a velocity or both"):
+        LocalSetpoint(None, None)
