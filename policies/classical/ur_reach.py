@@ -2,7 +2,8 @@
 
 The Franka-scale arm's learned ArmReach does not carry over (its task is built around 7
 joints, a gripper and Cartesian impedance servos; the UR runs joint position streaming),
-so the UR's reach is this controller: the flange's velocity toward the goal, proportional
+so the UR5e's reach (the robot ``ur5e``'s ``Ur5eReach``, through :func:`controller_for`) is
+this controller: the flange's velocity toward the goal, proportional
 to the distance and capped, its orientation held (zero angular velocity: the backend's
 setpoint keeps the orientation it had when enabled). The backend's damped-least-squares
 IK on the UR5e's model turns it into joint targets (:mod:`sim2real.sim.arm.joint_ik`; the simulated
