@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import numpy as np
 
 os.environ.setdefault("MAVLINK20", "1")  # mavutil speaks MAVLink 2, as PX4 and MAVSDK do
 
@@ -16,8 +19,10 @@ from pymavlink.dialects.v20 import common as M
 from ros2_control_rig import wait_for  # noqa: F401  (the hardware tests' one wait)
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
+from sim2real.hardware.backend import backend_class
 from sim2real.hardware.emulator.px4 import Px4Emulator, Px4EmulatorConfig
 from sim2real.hardware.emulator.px4_link import ATT_IGNORE_ATTITUDE
+from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.hardware.px4.modes import MODES
 from sim2real.sim.drone import constants as C
 
@@ -155,3 +160,27 @@ def open_bench() -> Iterator[Bench]:
         yield bench
     finally:
         bench.close()
+
+
+def serve_vehicle() -> Iterator[ServedVehicle]:
+    """A :class:`ServedVehicle`, closed after the test (a module's ``vehicle`` fixture)."""
+    vehicle = ServedVehicle()
+    try:
+        yield vehicle
+    finally:
+        vehicle.close()
+
+
+def backend_for(vehicle: ServedVehicle, **options: object) -> Px4Backend:
+    """The PX4 backend (through the registry) with the emulator's connect options."""
+    backend = backend_class("px4")("ctbr", {**vehicle.emu.connect_options(), "stale_after": 0.5, **options})
+    assert isinstance(backend, Px4Backend)
+    return backend
+
+
+def fly(backend: Px4Backend, seconds: float, thrust: float) -> None:
+    """``[thrust N, 0, 0, 0]`` at 50 Hz for ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        backend.command(np.array([thrust, 0.0, 0.0, 0.0]))
+        time.sleep(0.02)

@@ -10,49 +10,25 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from px4_rig import ServedVehicle, wait_for
+from px4_rig import ServedVehicle, backend_for, fly, serve_vehicle, wait_for
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
-from sim2real.hardware.backend import HardwareError, Phase, backend_class
-from sim2real.hardware.emulator.px4 import Px4EmulatorConfig
+from sim2real.hardware.backend import HardwareError, Phase
 from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.airframe import airframe
 
 CLIMB = 1.2 * C.HOVER_THRUST
 """N: about 1 m up in a second, well below the task's 4 m ceiling."""
 
-
-@pytest.fixture
-def vehicle() -> Iterator[ServedVehicle]:
-    v = ServedVehicle()
-    try:
-        yield v
-    finally:
-        v.close()
-
-
-def _backend(vehicle: ServedVehicle, **options: object) -> Px4Backend:
-    cls = backend_class("px4")
-    backend = cls("ctbr", {**vehicle.emu.connect_options(), "stale_after": 0.5, **options})
-    assert isinstance(backend, Px4Backend)
-    return backend
-
-
-def _fly(backend: Px4Backend, seconds: float, thrust: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        backend.command(np.array([thrust, 0.0, 0.0, 0.0]))
-        time.sleep(0.02)
+vehicle_fixture = pytest.fixture(name="vehicle")(serve_vehicle)
 
 
 def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: ServedVehicle) -> None:
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=5.0)
         assert backend.phase is Phase.CONNECTED and backend.health().state_age < 0.2
@@ -67,7 +43,7 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: ServedVehicle) -> No
         backend.enable()
         assert backend.phase is Phase.ENABLED
         assert vehicle.emu.commander.mode == "OFFBOARD" and vehicle.emu.commander.armed
-        _fly(backend, 1.0, CLIMB)
+        fly(backend, 1.0, CLIMB)
         state = backend.state()
         assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
         assert float(state.base_pos[2]) > 0.3 and float(state.base_lin_vel[2]) > 0.2  # up is +z (ENU)
@@ -83,11 +59,11 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: ServedVehicle) -> No
 
 
 def test_stale_commands_hand_over_to_px4s_landing(vehicle: ServedVehicle) -> None:
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, CLIMB)
+        fly(backend, 0.8, CLIMB)
         assert wait_for(lambda: backend.phase is Phase.CONNECTED, 1.0)  # none for stale_after
         assert "stale command" in backend.health().reason
         assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
@@ -97,11 +73,11 @@ def test_stale_commands_hand_over_to_px4s_landing(vehicle: ServedVehicle) -> Non
 
 
 def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: ServedVehicle) -> None:
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, CLIMB)
+        fly(backend, 0.8, CLIMB)
         assert not vehicle.emu.landed()
         backend.estop("test")
         assert backend.phase is Phase.ESTOPPED
@@ -114,7 +90,7 @@ def test_estop_is_a_forced_disarm_in_flight_and_latches(vehicle: ServedVehicle) 
 
 def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: ServedVehicle) -> None:
     vehicle.emu.set_estimate(False)
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=1.5)  # attitude streams; LOCAL_POSITION_NED does not
         pytest.fail("connected without a position")
@@ -122,7 +98,7 @@ def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: ServedVehicle) -
         assert "no state" in str(exc)
     vehicle.emu.charge = 0.05
     vehicle.emu.set_estimate(True)
-    backend = _backend(vehicle, battery_land=0.0)  # PX4's own check, not the backend's
+    backend = backend_for(vehicle, battery_land=0.0)  # PX4's own check, not the backend's
     try:
         backend.connect(timeout=5.0)
         with pytest.raises(HardwareError, match=r"ARM refused \(DENIED\).*battery low"):
@@ -143,13 +119,13 @@ def test_connect_times_out_without_a_vehicle() -> None:
 def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: ServedVehicle) -> None:
     """The downlink gone (no state), the uplink alive: the backend's AUTO.LAND reaches PX4,
     which lands on its own estimate (not its offboard-loss failsafe)."""
-    backend = _backend(vehicle, stale_after=0.15)
+    backend = backend_for(vehicle, stale_after=0.15)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 1.0, CLIMB)
+        fly(backend, 1.0, CLIMB)
         vehicle.emu.set_link(False, downlink_only=True)
-        _fly(backend, 0.3, CLIMB)  # the policy still commands; the state is stale
+        fly(backend, 0.3, CLIMB)  # the policy still commands; the state is stale
         assert backend.phase is not Phase.ENABLED and "state stale" in backend.health().reason
         assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert vehicle.emu.commander.failsafe == ""
@@ -161,14 +137,14 @@ def test_state_lost_with_the_link_alive_lands_by_px4s_land_mode(vehicle: ServedV
 
 
 def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: ServedVehicle) -> None:
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 1.0, CLIMB)
+        fly(backend, 1.0, CLIMB)
         vehicle.emu.set_link(False)
         start = time.monotonic()
-        _fly(backend, 0.3, CLIMB)
+        fly(backend, 0.3, CLIMB)
         assert wait_for(lambda: backend.phase is Phase.DISCONNECTED, 2.0)
         assert "link lost" in backend.health().reason
         assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 2.0)
@@ -224,15 +200,15 @@ def test_a_heartbeat_in_a_mode_outside_our_table_still_counts() -> None:
 
 
 def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: ServedVehicle) -> None:
-    backend = _backend(vehicle)
+    backend = backend_for(vehicle)
     try:
         backend.connect(timeout=5.0)
         backend.enable()
-        _fly(backend, 0.8, CLIMB)
+        fly(backend, 0.8, CLIMB)
         vehicle.emu.charge = 0.1  # under BAT_LOW_THR: PX4 only warns by default
         end = time.monotonic() + 2.0  # BATTERY_STATUS comes at 1 Hz
         while backend.phase is Phase.ENABLED and time.monotonic() < end:
-            _fly(backend, 0.05, C.HOVER_THRUST)
+            fly(backend, 0.05, C.HOVER_THRUST)
         assert backend.phase is Phase.CONNECTED and "battery low" in backend.health().reason
         assert wait_for(lambda: vehicle.emu.commander.mode == "AUTO.LAND", 1.0)
         assert wait_for(lambda: not backend.detail()["landing"], 8.0)  # landed and disarmed by PX4
@@ -240,94 +216,3 @@ def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: ServedVehicle)
             backend.enable()
     finally:
         backend.close()
-
-
-def test_the_backend_normalizes_thrust_by_the_vehicles_airframe() -> None:
-    """Against the X500 model (connect options say so): 1.2 x its 19.6 N weight in newtons
-    climbs at 0.2 g, as the same command does on the Crazyflie; normalized by the
-    Crazyflie's 0.6 N it would be full thrust (0.74 g up, through the ceiling)."""
-    x500 = airframe("x500")
-    vehicle = ServedVehicle(Px4EmulatorConfig(port=0, gcs_port=9, airframe="x500"))
-    backend = _backend(vehicle)
-    try:
-        assert backend.max_thrust == pytest.approx(x500.max_collective_thrust)
-        backend.connect(timeout=5.0)
-        assert backend.detail()["airframe"] == "x500"  # what deploy check and the console show
-        backend.enable()
-        _fly(backend, 1.0, 1.2 * x500.hover_thrust)
-        state = backend.state()
-        assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
-        assert 0.4 < float(state.base_pos[2]) < 1.6, state.base_pos  # 0.2 g for ~1 s: about 1 m, not 3.6
-        assert 1.0 < float(state.base_lin_vel[2]) < 2.8, state.base_lin_vel
-        _fly(backend, 0.5, x500.hover_thrust)  # its weight: the climb rate holds
-        after = backend.state()
-        assert after is not None and after.base_lin_vel is not None
-        assert abs(float(after.base_lin_vel[2]) - float(state.base_lin_vel[2])) < 0.5
-        backend.safe("test")
-        assert wait_for(lambda: not vehicle.emu.commander.armed, 12.0) and vehicle.emu.crashes == 0
-    finally:
-        backend.close()
-        vehicle.close()
-
-
-def test_position_and_velocity_setpoints_stream_as_set_position_target_local_ned(vehicle: ServedVehicle) -> None:
-    """The backend's position setpoint (task's ENU, PX4's local NED on the wire) is flown to
-    within 0.15 m by PX4's position controller; its velocity setpoint (position ignored) is
-    flown at that velocity; a non-finite one is refused; safe still lands."""
-    backend = _backend(vehicle)
-    emu = vehicle.emu
-    try:
-        backend.connect(timeout=5.0)
-        backend.enable()
-        goal = emu.origin + np.array([0.4, -0.3, 1.0])  # 0.4 m east, 0.3 m south, 1 m up (ENU)
-        end = time.monotonic() + 4.0
-        while time.monotonic() < end:
-            backend.command_position(goal)
-            time.sleep(0.02)
-        assert np.linalg.norm(emu.data.qpos[:3] - goal) < 0.15, emu.data.qpos[:3]
-        assert emu.link.accepted.get("SET_POSITION_TARGET_LOCAL_NED", 0) > 100
-        end = time.monotonic() + 2.0
-        while time.monotonic() < end:
-            backend.command_velocity(np.array([0.0, 0.3, 0.0]))  # north at 0.3 m/s
-            time.sleep(0.02)
-        state = backend.state()
-        assert state is not None and state.base_lin_vel is not None
-        assert np.asarray(state.base_lin_vel) == pytest.approx([0.0, 0.3, 0.0], abs=0.08)
-        with pytest.raises(ValueError, match="finite"):
-            backend.command_position(np.array([np.nan, 0.0, 1.0]))
-        assert backend.phase is Phase.ENABLED
-        backend.safe("test")
-        assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
-    finally:
-        backend.close()
-
-
-def test_local_setpoints_on_the_wire_are_px4s_type_masks_in_local_ned() -> None:
-    """What the link sends, read by pymavlink as the vehicle: MAV_FRAME_LOCAL_NED, the
-    position relative to ``home`` in NED with velocity, acceleration and yaw ignored
-    (type_mask 0x0DF8), or a velocity alone in NED (0x0DC7)."""
-    from pymavlink import mavutil
-    from pymavlink.dialects.v20 import common as mavlink
-
-    from sim2real.hardware.px4.link import Px4Link
-    from sim2real.hardware.px4.setpoints import LocalSetpoint
-
-    vehicle = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=1, source_component=1)
-    port = vehicle.port.getsockname()[1]
-    home = np.array([1.0, 2.0, 0.1])
-    link = Px4Link(f"udpout:127.0.0.1:{port}", home, lambda m: None)
-    try:
-        link.setpoint(LocalSetpoint(np.array([1.5, 1.0, 1.1]), None))  # 0.5 m east, 1 m south, 1 m up of home
-        link.setpoint(LocalSetpoint(None, np.array([0.0, 0.3, -0.2])))  # north at 0.3 m/s, sinking 0.2 m/s
-        got = [vehicle.recv_match(type="SET_POSITION_TARGET_LOCAL_NED", blocking=True, timeout=2) for _ in range(2)]
-    finally:
-        link.close()
-        vehicle.close()
-    position, velocity = got
-    assert position is not None and velocity is not None
-    assert position.coordinate_frame == velocity.coordinate_frame == mavlink.MAV_FRAME_LOCAL_NED
-    assert position.type_mask == 0x0DF8 and velocity.type_mask == 0x0DC7
-    assert (position.x, position.y, position.z) == pytest.approx((-1.0, 0.5, -1.0))
-    assert (velocity.vx, velocity.vy, velocity.vz) == pytest.approx((0.3, 0.0, 0.2))
-    with pytest.raises(ValueError, match="position, a velocity or both"):
-        LocalSetpoint(None, None)

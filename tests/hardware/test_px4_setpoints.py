@@ -1,0 +1,108 @@
+"""The PX4 backend's setpoints against the emulated PX4 over real UDP on loopback: thrust
+normalized by the vehicle's airframe (the X500 model), position and velocity setpoints as
+SET_POSITION_TARGET_LOCAL_NED (flown, and on the wire as pymavlink reads them)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from px4_rig import ServedVehicle, backend_for, fly, serve_vehicle, wait_for
+
+from sim2real.hardware.backend import Phase
+from sim2real.hardware.emulator.px4 import Px4EmulatorConfig
+from sim2real.sim.drone.airframe import airframe
+
+vehicle_fixture = pytest.fixture(name="vehicle")(serve_vehicle)
+
+
+def test_the_backend_normalizes_thrust_by_the_vehicles_airframe() -> None:
+    """Against the X500 model (connect options say so): 1.2 x its 19.6 N weight in newtons
+    climbs at 0.2 g, as the same command does on the Crazyflie; normalized by the
+    Crazyflie's 0.6 N it would be full thrust (0.74 g up, through the ceiling)."""
+    x500 = airframe("x500")
+    vehicle = ServedVehicle(Px4EmulatorConfig(port=0, gcs_port=9, airframe="x500"))
+    backend = backend_for(vehicle)
+    try:
+        assert backend.max_thrust == pytest.approx(x500.max_collective_thrust)
+        backend.connect(timeout=5.0)
+        assert backend.detail()["airframe"] == "x500"  # what deploy check and the console show
+        backend.enable()
+        fly(backend, 1.0, 1.2 * x500.hover_thrust)
+        state = backend.state()
+        assert state is not None and state.base_pos is not None and state.base_lin_vel is not None
+        assert 0.4 < float(state.base_pos[2]) < 1.6, state.base_pos  # 0.2 g for ~1 s: about 1 m, not 3.6
+        assert 1.0 < float(state.base_lin_vel[2]) < 2.8, state.base_lin_vel
+        fly(backend, 0.5, x500.hover_thrust)  # its weight: the climb rate holds
+        after = backend.state()
+        assert after is not None and after.base_lin_vel is not None
+        assert abs(float(after.base_lin_vel[2]) - float(state.base_lin_vel[2])) < 0.5
+        backend.safe("test")
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 12.0) and vehicle.emu.crashes == 0
+    finally:
+        backend.close()
+        vehicle.close()
+
+
+def test_position_and_velocity_setpoints_stream_as_set_position_target_local_ned(vehicle: ServedVehicle) -> None:
+    """The backend's position setpoint (task's ENU, PX4's local NED on the wire) is flown to
+    within 0.15 m by PX4's position controller; its velocity setpoint (position ignored) is
+    flown at that velocity; a non-finite one is refused; safe still lands."""
+    backend = backend_for(vehicle)
+    emu = vehicle.emu
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        goal = emu.origin + np.array([0.4, -0.3, 1.0])  # 0.4 m east, 0.3 m south, 1 m up (ENU)
+        end = time.monotonic() + 4.0
+        while time.monotonic() < end:
+            backend.command_position(goal)
+            time.sleep(0.02)
+        assert np.linalg.norm(emu.data.qpos[:3] - goal) < 0.15, emu.data.qpos[:3]
+        assert emu.link.accepted.get("SET_POSITION_TARGET_LOCAL_NED", 0) > 100
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            backend.command_velocity(np.array([0.0, 0.3, 0.0]))  # north at 0.3 m/s
+            time.sleep(0.02)
+        state = backend.state()
+        assert state is not None and state.base_lin_vel is not None
+        assert np.asarray(state.base_lin_vel) == pytest.approx([0.0, 0.3, 0.0], abs=0.08)
+        with pytest.raises(ValueError, match="finite"):
+            backend.command_position(np.array([np.nan, 0.0, 1.0]))
+        assert backend.phase is Phase.ENABLED
+        backend.safe("test")
+        assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
+    finally:
+        backend.close()
+
+
+def test_local_setpoints_on_the_wire_are_px4s_type_masks_in_local_ned() -> None:
+    """What the link sends, read by pymavlink as the vehicle: MAV_FRAME_LOCAL_NED, the
+    position relative to ``home`` in NED with velocity, acceleration and yaw ignored
+    (type_mask 0x0DF8), or a velocity alone in NED (0x0DC7)."""
+    from pymavlink import mavutil
+    from pymavlink.dialects.v20 import common as mavlink
+
+    from sim2real.hardware.px4.link import Px4Link
+    from sim2real.hardware.px4.setpoints import LocalSetpoint
+
+    vehicle = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=1, source_component=1)
+    port = vehicle.port.getsockname()[1]
+    home = np.array([1.0, 2.0, 0.1])
+    link = Px4Link(f"udpout:127.0.0.1:{port}", home, lambda m: None)
+    try:
+        link.setpoint(LocalSetpoint(np.array([1.5, 1.0, 1.1]), None))  # 0.5 m east, 1 m south, 1 m up of home
+        link.setpoint(LocalSetpoint(None, np.array([0.0, 0.3, -0.2])))  # north at 0.3 m/s, sinking 0.2 m/s
+        got = [vehicle.recv_match(type="SET_POSITION_TARGET_LOCAL_NED", blocking=True, timeout=2) for _ in range(2)]
+    finally:
+        link.close()
+        vehicle.close()
+    position, velocity = got
+    assert position is not None and velocity is not None
+    assert position.coordinate_frame == velocity.coordinate_frame == mavlink.MAV_FRAME_LOCAL_NED
+    assert position.type_mask == 0x0DF8 and velocity.type_mask == 0x0DC7
+    assert (position.x, position.y, position.z) == pytest.approx((-1.0, 0.5, -1.0))
+    assert (velocity.vx, velocity.vy, velocity.vz) == pytest.approx((0.3, 0.0, 0.2))
+    with pytest.raises(ValueError, match="position, a velocity or both"):
+        LocalSetpoint(None, None)
