@@ -103,34 +103,38 @@ def test_holding_the_takeover_key_moves_the_arm_and_flags_interventions(hil: Hil
         page.keyboard.down("Space")
         page.keyboard.down("KeyW")  # +x at the operator's full speed, 0.15 m/s
         assert hil.wait(lambda: hil.target.control.mode == HUMAN, 3.0)
-        xs = []
-        for _ in range(40):  # 2 s of the hand's x, sampled as the page shows it
-            xs.append(hil.target.snapshot()["state"]["ee_pos"][0])
-            page.wait_for_timeout(50)
-        assert page.get_attribute("#control", "data-mode") == "human"
 
         def flagged_so_far() -> int:
             return int(hil.learner.online.data["intervened"][before_online:len(hil.learner.online)].sum())
 
-        # Held until the learner has 15 of the person's steps: the simulated arm keeps real
-        # time only on an idle machine (a loaded one gave 14 steps in the 2 s above).
-        assert hil.wait(lambda: flagged_so_far() >= 15, 15.0), flagged_so_far()
+        # The hand's x, sampled as the page shows it, while the learner gets 25 of the
+        # person's steps: judged over simulated steps, not a wall-clock window (the
+        # simulated arm keeps real time only on an idle machine: a loaded CI run gave 2 s
+        # of wall clock, most of them inside the takeover's 0.4 s blend, 4.3 cm).
+        xs, deadline = [], time.monotonic() + 30.0
+        while flagged_so_far() < 25 and time.monotonic() < deadline:
+            xs.append(hil.target.snapshot()["state"]["ee_pos"][0])
+            page.wait_for_timeout(50)
+        assert flagged_so_far() >= 25, flagged_so_far()
+        assert page.get_attribute("#control", "data-mode") == "human"
         page.keyboard.up("KeyW")
         page.keyboard.up("Space")
         assert hil.wait(lambda: hil.target.control.mode == POLICY, 3.0)  # released: given back
         steps = np.diff(xs)
         forward = steps[np.abs(steps) < 0.03].sum()  # larger jumps are episode resets (a reached target)
-        assert forward > 0.05, xs  # the hand moved forward, about 0.15 m/s after the blend
+        assert forward > 0.05, xs  # the hand moved forward: 25 steps of 0.15 m/s after the blend
         # The learner got those steps, flagged, in both buffers.
         assert hil.wait(lambda: len(hil.learner.online) > before_online + 20, 10.0)
         n = len(hil.learner.online)
         flagged = hil.learner.online.data["intervened"][before_online:n]
-        assert flagged.sum() >= 15 and len(hil.learner.demo) >= flagged.sum()
+        assert flagged.sum() >= 25 and len(hil.learner.demo) >= flagged.sum()
         actions = hil.learner.demo.data["action"][: len(hil.learner.demo)]
         assert np.median(actions[-int(flagged.sum()):, 0]) > 0.05  # the stored command points +x
         # Given back: the following steps are the policy's again.
         mark = len(hil.learner.online)  # chunks arrive late: what follows the handover comes after them
-        assert hil.wait(lambda: len(hil.learner.online) > mark + 64, 15.0)
+        # (a bound on waiting, not on speed: 64 steps are 3.2 s of real time, a loaded
+        # machine's simulated arm took over 15 s)
+        assert hil.wait(lambda: len(hil.learner.online) > mark + 64, 60.0)
         end = len(hil.learner.online)
         assert not hil.learner.online.data["intervened"][end - 20:end].any()
     finally:
