@@ -45,12 +45,17 @@ def test_the_simulated_ur5e_reaches_its_targets_through_the_graph() -> None:
     assert summary["interventions"]["rejected_commands"] == 0
 
 
+# Slow-marked as the Franka's run through ros2_control is: on 2 shared cores at load
+# average 8-12, 1 of 5 runs had the arm held after 20 commands (a host stall longer than
+# the backend's 50 ms state_timeout: joint states stale), and a held arm waits for the
+# operator's enable, as it should; at load 4-8 every run reached (docs/BENCHMARKS.md).
 @pytest.mark.slow
 def test_the_ur5e_reaches_its_targets_through_the_graph_and_ur_robot_driver() -> None:
     summary = run_deployment(DeployOptions(robot="ur5e", backend="real", emulate=True, duration=20.0,
                                            domain_id=unique_domain()))
     hw, success = summary["hardware"], summary["task_success"]
-    assert hw["preflight"] == "PASS" and hw["commands_sent"] > 100 and hw["commands_rejected"] == 0, hw
+    assert hw["preflight"] == "PASS" and hw["commands_rejected"] == 0, hw
+    assert hw["phase"] == "enabled" and hw["commands_sent"] > 100, (hw["phase"], hw["reason"], hw)
     assert success["episodes"] >= 4 and success["successes"] >= success["episodes"] - 1, summary
     assert summary["emulator"]["robot"] == "ur5e" and summary["emulator"]["rejected"] == {}, summary["emulator"]
     assert summary["interventions"]["rejected_commands"] == 0
