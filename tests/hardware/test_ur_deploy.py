@@ -46,7 +46,7 @@ def test_the_simulated_ur5e_reaches_its_targets_through_the_graph() -> None:
 
 
 # Slow-marked as the Franka's run through ros2_control is: on 2 shared cores at load
-# average 8-12, 1 of 5 runs had the arm held after 20 commands (a host stall longer than
+# average 8-12, 2 of 5 runs had the arm held after ~20 commands (a host stall longer than
 # the backend's 50 ms state_timeout: joint states stale), and a held arm waits for the
 # operator's enable, as it should; at load 4-8 every run reached (docs/BENCHMARKS.md).
 @pytest.mark.slow
