@@ -18,7 +18,7 @@ from sim2real.console.launch import DEFAULT_PORT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "quadruped", "drone"], required=True)
+    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], required=True)
     parser.add_argument("--cameras", default=None,
                         help="comma-separated camera names (<cam>/image_raw/compressed); default: the simulated "
                              "robot's live views")
