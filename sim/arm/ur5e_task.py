@@ -41,8 +41,9 @@ CELL_CAMERAS = {
     "side": {"pos": [0.3, 1.5, 0.45], "xyaxes": [-1.0, 0.0, 0.0, 0.0, 0.0, 1.0], "fovy": 50.0},
 }
 """The cell's cameras a person watches the reach through (the console's two views): the
-front, looking down at the arm and the reach box, and one level across the reach box (from the front alone a flange
-anywhere on the camera ray through the target looks like it touches it)."""
+front, looking down at the arm and the reach box, and one level across the reach box
+(from the front alone a flange anywhere on the camera ray through the target looks like
+it touches it)."""
 
 
 class Ur5eReach(Task):
