@@ -14,6 +14,13 @@ event and is reported apart.
 The reference, measured in the same run while the page watches (the same load): the
 same command sent straight from a Python WebSocket client (no browser, no key event) to
 the same first filtered command.
+
+The dead man: a WebSocket client commands +x at the page's 25 Hz until the robot moves,
+then falls silent (a frozen page, a dropped network); each trial is timed from its last
+command to the first filtered command at rest, idle and then beside ``--load``
+CPU-bound competitors (:mod:`sim2real.bench.load`). Its floor is the console's
+``timeout`` (0.2 s); what comes on top is the console's detection and the path through
+the filter.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from sim2real.bench.load import competitors, default_load
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 HELP = "correction console: key press -> filtered command latency (p50/p99), fps with 2 cameras, CPU share"
@@ -41,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--presses", type=int, default=1000, help="timed presses of the W key")
     parser.add_argument("--reference-presses", type=int, default=300, help="timed WebSocket-only commands")
     parser.add_argument("--fps-seconds", type=float, default=10.0, help="seconds the frame rate is counted")
+    parser.add_argument("--dead-man", type=int, default=30, help="timed dead-man trials, idle and again loaded")
+    parser.add_argument("--load", type=int, default=default_load(),
+                        help="CPU-bound competitors beside the loaded dead-man trials (default: 2 per core)")
     add_json_flag(parser)
 
 
@@ -159,12 +170,56 @@ async def _drain(ws: Any) -> None:
         await ws.recv()
 
 
+def _ws_url(url: str) -> str:
+    token = url.split("token=", 1)[1]
+    return url.split("/?", 1)[0].replace("http://", "ws://") + f"/ws?token={token}"
+
+
+def _in_own_loop(coroutine: Any) -> Any:
+    # Playwright's sync API keeps an event loop on this thread: the client gets its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _time_dead_man(url: str, probe: CommandProbe, trials: int) -> dict[str, Any]:
+    """Seconds from the last of a steady 25 Hz stream of +x (or -x) commands to the first
+    filtered command at rest, per trial; trials whose robot never moved or never came
+    to rest are counted as lost."""
+    import websockets
+
+    async def run() -> dict[str, Any]:
+        out: dict[str, Any] = {"seconds": [], "lost": 0}
+        async with websockets.connect(_ws_url(url)) as ws:
+            drain = asyncio.create_task(_drain(ws))
+            await ws.send(json.dumps({"type": "takeover"}))
+            await asyncio.sleep(0.3)
+            for i in range(trials):
+                sign = 1.0 if i % 2 == 0 else -1.0
+                start, last = time.time(), 0.0
+                for _ in range(8):  # 0.32 s of the page's stream: the robot moves within it
+                    await ws.send(json.dumps({"type": "command", "axes": [sign, 0, 0, 0, 0, 0, 0]}))
+                    last = time.time()
+                    await asyncio.sleep(0.04)
+                moved = await asyncio.to_thread(probe.first_after, start, True, 0.5, sign)
+                rest = await asyncio.to_thread(probe.first_after, last, False, 2.0)
+                if moved is None or rest is None:
+                    out["lost"] += 1
+                else:
+                    out["seconds"].append(rest)
+                await asyncio.sleep(0.2)
+            await ws.send(json.dumps({"type": "giveback"}))
+            await ws.send(json.dumps({"type": "release"}))
+            drain.cancel()
+        return out
+
+    return _in_own_loop(run())
+
+
 def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
     """The reference: a Python WebSocket client takes over and commands +x directly."""
     import websockets
 
-    token = url.split("token=", 1)[1]
-    ws_url = url.split("/?", 1)[0].replace("http://", "ws://") + f"/ws?token={token}"
+    ws_url = _ws_url(url)
 
     async def run() -> list[float]:
         out: list[float] = []
@@ -189,9 +244,7 @@ def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
             drain.cancel()
         return out
 
-    # Playwright's sync API keeps an event loop on this thread: the client gets its own.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, run()).result()
+    return _in_own_loop(run())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -200,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     from sim2real.ros_nodes.base import percentiles_ms
     from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
     from sim2real.ros_nodes.graph import ProcessGraph
+    from sim2real.ros_nodes.settings import ConsoleSettings
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
@@ -236,6 +290,12 @@ def run(args: argparse.Namespace) -> int:
             out["console_cpu_share_operating"] = round((_cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0), 3)
             page.keyboard.up("Space")
             browser.close()
+            status.update("dead man, idle")
+            dead_man = {"idle": _time_dead_man(url, probe, args.dead_man)}
+            status.update(f"dead man, {args.load} competitors")
+            with competitors(args.load):
+                time.sleep(1.0)  # the competitors running before the first trial
+                dead_man["loaded"] = _time_dead_man(url, probe, args.dead_man)
     finally:
         probe.close()
         graph.shutdown()
@@ -248,6 +308,12 @@ def run(args: argparse.Namespace) -> int:
                playwright_key_injection_ms=percentiles_ms(np.asarray(presses["injections"])),
                browser_overhead_ratio_p50=round(key["p50_ms"] / ws["p50_ms"], 2) if ws["p50_ms"] else None,
                target_p99_ms=50.0, met=bool(key["p99_ms"] <= 50.0))
+    timeout_s = ConsoleSettings().timeout  # the graph keeps the console's default
+    out["dead_man"] = {"timeout_ms": timeout_s * 1e3, "load": args.load, "target_ms": 200.0}
+    for case, trials in dead_man.items():
+        figures = percentiles_ms(np.asarray(trials["seconds"]))
+        out["dead_man"][case] = {**figures, "trials": args.dead_man, "lost": trials["lost"],
+                                 "beyond_timeout_p99_ms": round(figures["p99_ms"] - timeout_s * 1e3, 1)}
     if args.json:
         emit_json(out)
     else:
