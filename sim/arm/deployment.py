@@ -13,6 +13,19 @@ from sim2real.sim.arm.base import ArmTask
 from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 
+CARTESIAN_OPERATOR = OperatorSpace(
+    channel="teleop_command",
+    axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),
+          OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wx", "rad/s", 0.6, ("KeyL", "KeyJ")),
+          OperatorAxis("wy", "rad/s", 0.6, ("KeyI", "KeyK")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
+          OperatorAxis("gripper", "m/s", 0.05, ("KeyO", "KeyC"))),
+    hold=(0.0,) * 7,
+)
+"""What a person drives on an arm in the ``ee_delta`` space: Cartesian velocities well
+below the controller's 1 m/s per unit action, rotation rates (roll and pitch to re-level
+a tilted tool), and the gripper's opening speed (an arm without the driver's tool carries
+the axis for the command layout)."""
+
 
 class ArmDeployment(RobotDeployment[ArmTask]):
     name = "arm"
@@ -29,17 +42,7 @@ class ArmDeployment(RobotDeployment[ArmTask]):
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
     rest_poses: ClassVar = {"home": tuple(C.HOME_QPOS)}
     live_cameras = ("front", "wrist")
-    # A person drives the hand: Cartesian velocities well below the controller's
-    # 1 m/s per unit action, rotation rates (roll and pitch to re-level a tilted tool),
-    # and the gripper's opening speed.
-    operator = OperatorSpace(
-        channel="teleop_command",
-        axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),
-              OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wx", "rad/s", 0.6, ("KeyL", "KeyJ")),
-              OperatorAxis("wy", "rad/s", 0.6, ("KeyI", "KeyK")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
-              OperatorAxis("gripper", "m/s", 0.05, ("KeyO", "KeyC"))),
-        hold=(0.0,) * 7,
-    )
+    operator = CARTESIAN_OPERATOR
 
     def read_task(self, task: ArmTask, p: PhysicsBatch, out: Measurements) -> None:
         out.ee_pos, out.ee_quat = task.ee_pos(p)[0].copy(), task.ee_quat(p)[0].copy()

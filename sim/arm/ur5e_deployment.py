@@ -10,8 +10,9 @@ from typing import ClassVar
 import mujoco
 
 from sim2real.sim.arm import ur5e as U
+from sim2real.sim.arm.deployment import CARTESIAN_OPERATOR
 from sim2real.sim.arm.ur5e_task import Ur5eReach
-from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
+from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 
 
@@ -28,16 +29,7 @@ class Ur5eDeployment(RobotDeployment[Ur5eReach]):
     block_inputs: ClassVar = {"target_rel_ee": "goal"}
     rest_poses: ClassVar = {"home": tuple(U.HOME_QPOS)}
     live_cameras = ("front", "side")
-    # A person drives the flange (the arm's console keys; a UR's tool is not the driver's,
-    # so the gripper axis is carried for the command layout and does nothing).
-    operator = OperatorSpace(
-        channel="teleop_command",
-        axes=(OperatorAxis("vx", "m/s", 0.15, ("KeyW", "KeyS")), OperatorAxis("vy", "m/s", 0.15, ("KeyA", "KeyD")),
-              OperatorAxis("vz", "m/s", 0.15, ("KeyR", "KeyF")), OperatorAxis("wx", "rad/s", 0.6, ("KeyL", "KeyJ")),
-              OperatorAxis("wy", "rad/s", 0.6, ("KeyI", "KeyK")), OperatorAxis("wz", "rad/s", 0.6, ("KeyQ", "KeyE")),
-              OperatorAxis("gripper", "m/s", 0.05, ("KeyO", "KeyC"))),
-        hold=(0.0,) * 7,
-    )
+    operator = CARTESIAN_OPERATOR  # the gripper axis does nothing: a UR's tool is not the driver's
 
     def read_task(self, task: Ur5eReach, p: PhysicsBatch, out: Measurements) -> None:
         out.ee_pos, out.ee_quat = task.ee_pos(p)[0].copy(), task.ee_quat(p)[0].copy()
