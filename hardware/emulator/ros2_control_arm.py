@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +46,6 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.emulator.base import (
-    Emulator,
     EmulatorSettings,
     Mission,
     MotionOnset,
@@ -55,11 +53,13 @@ from sim2real.hardware.emulator.base import (
     episode_summary,
 )
 from sim2real.hardware.emulator.faults import StreamFaults
-from sim2real.hardware.emulator.ros2_control_manager import SimClock, forward_command, joint_state_message
-from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
+from sim2real.hardware.emulator.ros2_control_manager import (
+    ControllerManagerEmulator,
+    forward_command,
+    joint_state_message,
+)
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
-from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim import robot_deployment
 from sim2real.sim.arm import constants as ARM
 from sim2real.sim.arm.base import ArmTask
@@ -113,10 +113,11 @@ class Ros2ControlArmEmulatorConfig:
             raise ConfigError("gripper", "the merged topology carries the fingers in joint_states")
 
 
-class Ros2ControlArmEmulator(Emulator):
+class Ros2ControlArmEmulator(ControllerManagerEmulator):
     """One simulated Franka behind ros2_control's topics, on its own rclpy context."""
 
     robot = "arm"
+    physics_dt = ARM.PHYSICS_DT
 
     def __init__(self, config: Ros2ControlArmEmulatorConfig | None = None,
                  faults: StreamFaults | None = None) -> None:
@@ -148,10 +149,6 @@ class Ros2ControlArmEmulator(Emulator):
         self._kd_over_kp = ARM.JOINT_KD / ARM.JOINT_KP
         self.onset = MotionOnset(threshold=0.001)
         """A joint 1 mrad (about 0.5-1 mm at the hand) from where it rested before the first command."""
-        self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0,
-                                         "commands_accepted": 0, "trajectories_accepted": 0,
-                                         "gripper_accepted": 0, "gripper_goals": 0, "gripper_states_published": 0,
-                                         "merged_published": 0}
         self.rejected: dict[str, int] = {}
         self.episodes: list[bool] = []
         self.episode_ends: list[float] = []
@@ -165,17 +162,10 @@ class Ros2ControlArmEmulator(Emulator):
         self._pose_listeners: list[PoseListener] = []
         self._substeps = 0
         self._tracking: list[float] = []
-        self._started = time.monotonic()
-        self._closed = False
-        self._idle = threading.Event()
-        self._idle.set()
-        self.domain = T.domain_id({} if cfg.domain_id is None else {"domain_id": cfg.domain_id})
-        self.ros = T.RosThread("franka_ros2_control_emulator", self.domain, cfg.namespace,
-                               realtime=("ros2_control emulator executor", EMULATOR_PRIORITY - 1))
-        self.timing = TimingRecord(1.0 / cfg.state_rate_hz, capacity=50_000)
-        """When each real-time tick ran, and how late."""
-        self.realtime: dict[str, Any] = {}
-        """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
+        self._start_ros("franka_ros2_control_emulator", "ros2_control arm emulator", cfg.domain_id, cfg.namespace,
+                        cfg.state_rate_hz)
+        self.counters.update(commands_accepted=0, trajectories_accepted=0, gripper_accepted=0, gripper_goals=0,
+                             gripper_states_published=0, merged_published=0)
         node = self.ros.node
         self.stock = cfg.topology == "franka_ros2"
         self.pub_state = node.create_publisher(JointState, T.ARM_STATES if self.stock else T.JOINT_STATES,
@@ -379,36 +369,13 @@ class Ros2ControlArmEmulator(Emulator):
             self.pub_merged.publish(merged)
             self.counters["merged_published"] += 1
 
-    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
-        """Step the arm in real time and publish ``joint_states`` at ``state_rate_hz``.
-        Physics keeps pace with the wall clock; when a tick is late the simulation
-        catches up by at most 10 physics steps and the overrun is counted."""
-        self._idle.clear()
-        try:
-            with realtime_thread("ros2_control arm emulator", EMULATOR_PRIORITY, FIRST_CPU) as status:
-                self.realtime = status.as_dict()
-                self._serve(duration, should_stop)
-        finally:
-            self._idle.set()
-
-    def _serve(self, duration: float, should_stop: Callable[[], bool] | None) -> None:
-        schedule = PeriodicSchedule(1.0 / self.config.state_rate_hz, self.timing)
-        start = schedule.next
-        clock = SimClock(ARM.PHYSICS_DT, start)
-        while not self._closed and not (should_stop is not None and should_stop()):
-            now = schedule.sleep()
-            if duration > 0 and now - start >= duration:
-                return
-            due = clock.due(now)
-            self.counters["overruns"] = clock.overruns
-            self._serve_scene_requests()
-            if due > 0:
-                self._physics(now, due)
-            for listener in self._pose_listeners:
-                listener(now, self.data)
-            self._publish(now)
-            self.counters["ticks"] += 1
-            schedule.tick(now)
+    def _tick(self, now: float, due: int) -> None:
+        self._serve_scene_requests()
+        if due > 0:
+            self._physics(now, due)
+        for listener in self._pose_listeners:
+            listener(now, self.data)
+        self._publish(now)
 
     # -- operator and counters ---------------------------------------------------------
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
@@ -430,13 +397,10 @@ class Ros2ControlArmEmulator(Emulator):
         return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)), "max": float(a.max())}
 
     def summary(self) -> dict[str, Any]:
-        elapsed = max(time.monotonic() - self._started, 1e-9)
         return {"robot": "arm", "backend": "ros2_control", "task": self.config.task, "arm_id": self.config.arm_id,
                 "topology": self.config.topology, "gripper": self.config.gripper,
-                **self.counters, "rejected": dict(self.rejected),
+                **self.loop_summary(), "rejected": dict(self.rejected),
                 **episode_summary(self.episodes, self.episode_ends),
-                "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
-                "tick_timing": self.timing.summary(), "realtime": self.realtime,
                 "simulated_s": round(self._substeps * ARM.PHYSICS_DT, 3),
                 "tracking_error_rad": {k: round(v, 5) for k, v in self.tracking_error().items()},
                 **self.onset.summary()}
@@ -444,7 +408,5 @@ class Ros2ControlArmEmulator(Emulator):
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._idle.wait(timeout=2.0)  # serve() returns at its next tick
-        self.ros.close()
+        super().close()
         self.env.close()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,14 +35,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from sim2real.hardware.emulator.base import Emulator, EmulatorSettings, Mission, MotionOnset, episode_summary
+from sim2real.hardware.emulator.base import EmulatorSettings, Mission, MotionOnset, episode_summary
 from sim2real.hardware.emulator.faults import StreamFaults
-from sim2real.hardware.emulator.ros2_control_manager import SimClock, forward_command, joint_state_message
-from sim2real.hardware.realtime import EMULATOR_PRIORITY, FIRST_CPU, realtime_thread
+from sim2real.hardware.emulator.ros2_control_manager import (
+    ControllerManagerEmulator,
+    forward_command,
+    joint_state_message,
+)
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.hardware.ros2_control.trajectory import JointTarget
-from sim2real.hardware.timing import PeriodicSchedule, TimingRecord
 from sim2real.sim.arm import ur5e as U
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
@@ -74,10 +75,11 @@ class UrDriverEmulatorConfig:
             raise ConfigError("unlock_delay_s", f"must be >= 0 s, got {self.unlock_delay_s!r}")
 
 
-class UrDriverEmulator(Emulator):
+class UrDriverEmulator(ControllerManagerEmulator):
     """One simulated UR5e behind ur_robot_driver's topics and services, on its own rclpy context."""
 
     robot = "ur5e"
+    physics_dt = U.PHYSICS_DT
 
     def __init__(self, config: UrDriverEmulatorConfig | None = None, faults: StreamFaults | None = None) -> None:
         self.config = cfg = config or UrDriverEmulatorConfig()
@@ -106,18 +108,10 @@ class UrDriverEmulator(Emulator):
         self.episodes: list[bool] = []
         self.episode_ends: list[float] = []
         self.onset = MotionOnset(threshold=0.001)
-        self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0,
-                                         "commands_accepted": 0, "scaling_published": 0, "protective_stops": 0}
+        self._start_ros("ur_ros2_control_emulator", "ur arm emulator", cfg.domain_id, cfg.namespace,
+                        cfg.state_rate_hz)
+        self.counters.update(commands_accepted=0, scaling_published=0, protective_stops=0)
         self.rejected: dict[str, int] = {}
-        self._started = time.monotonic()
-        self._closed = False
-        self._idle = threading.Event()
-        self._idle.set()
-        self.domain = T.domain_id({} if cfg.domain_id is None else {"domain_id": cfg.domain_id})
-        self.ros = T.RosThread("ur_ros2_control_emulator", self.domain, cfg.namespace,
-                               realtime=("ur emulator executor", EMULATOR_PRIORITY - 1))
-        self.timing = TimingRecord(1.0 / cfg.state_rate_hz, capacity=50_000)
-        self.realtime: dict[str, Any] = {}
         node = self.ros.node
         self.pub_state = node.create_publisher(JointState, UT.JOINT_STATES, T.controller_qos())
         self.pub_scaling = node.create_publisher(Float64, UT.SPEED_SCALING, T.controller_qos())
@@ -252,28 +246,10 @@ class UrDriverEmulator(Emulator):
             self.pub_scaling.publish(Float64(data=scaling))
             self.counters["scaling_published"] += 1
 
-    def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
-        """Step the arm in real time and publish the driver's streams."""
-        self._idle.clear()
-        try:
-            with realtime_thread("ur arm emulator", EMULATOR_PRIORITY, FIRST_CPU) as status:
-                self.realtime = status.as_dict()
-                schedule = PeriodicSchedule(1.0 / self.config.state_rate_hz, self.timing)
-                start = schedule.next
-                clock = SimClock(U.PHYSICS_DT, start)
-                while not self._closed and not (should_stop is not None and should_stop()):
-                    now = schedule.sleep()
-                    if duration > 0 and now - start >= duration:
-                        return
-                    due = clock.due(now)
-                    self.counters["overruns"] = clock.overruns
-                    if due > 0:
-                        self._physics(now, due)
-                    self._publish(now)
-                    self.counters["ticks"] += 1
-                    schedule.tick(now)
-        finally:
-            self._idle.set()
+    def _tick(self, now: float, due: int) -> None:
+        if due > 0:
+            self._physics(now, due)
+        self._publish(now)
 
     # -- operator and counters -----------------------------------------------------------
     def ee_pos(self) -> np.ndarray:
@@ -285,16 +261,6 @@ class UrDriverEmulator(Emulator):
             return Mission(goal=self.goal.copy(), episodes=len(self.episodes), successes=sum(self.episodes))
 
     def summary(self) -> dict[str, Any]:
-        elapsed = max(time.monotonic() - self._started, 1e-9)
-        return {"robot": self.robot, "backend": "ur", "model": "ur5e", **self.counters, "rejected": dict(self.rejected),
-                **episode_summary(self.episodes, self.episode_ends),
-                "state_rate_hz": round(self.counters["states_published"] / elapsed, 1),
-                "tick_timing": self.timing.summary(), "realtime": self.realtime,
+        return {"robot": self.robot, "backend": "ur", "model": "ur5e", **self.loop_summary(),
+                "rejected": dict(self.rejected), **episode_summary(self.episodes, self.episode_ends),
                 "program_running": self.program_running, **self.onset.summary()}
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._idle.wait(timeout=2.0)
-        self.ros.close()
