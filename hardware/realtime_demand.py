@@ -16,6 +16,7 @@ more than the machine has instead of failing on a watchdog with no cause in sigh
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 import time
@@ -35,6 +36,68 @@ class ThreadUse:
     thread: str
     cores: float
     """CPU seconds per wall second over the measured window."""
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    """What the kernel lets real-time threads have before it stops them for normal ones."""
+
+    rt_runtime_us: int | None
+    """``sched_rt_runtime_us`` (-1: no throttling; None: unreadable)."""
+    rt_period_us: int | None
+    fair_server_ms: tuple[float, ...] | None
+    """Each CPU's fair-server runtime in ms of every :attr:`fair_server_period_ms` (0:
+    off; None: unreadable, or a kernel before 6.12 that has none)."""
+    fair_server_period_ms: float | None
+    fair_server_why: str = ""
+    """Why the fair server's settings are unknown (empty when read)."""
+    release: str = ""
+    """The kernel's release (``uname -r``)."""
+
+    def has_fair_server(self) -> bool:
+        """Read, or a kernel from 6.12, where it came."""
+        return self.fair_server_ms is not None or _kernel_version(self.release) >= (6, 12)
+
+    def stall_ms(self) -> float:
+        """The longest the kernel may hold every real-time loop to run normal threads
+        (0 when it never does). An unreadable fair server on a kernel that has one
+        counts at its default, 50 ms."""
+        fair = max(self.fair_server_ms or (FAIR_SERVER_DEFAULT_MS if self.has_fair_server() else 0.0,))
+        throttle = 0.0
+        if self.rt_runtime_us is not None and self.rt_period_us and self.rt_runtime_us >= 0:
+            throttle = (self.rt_period_us - self.rt_runtime_us) / 1e3
+        return max(fair, throttle)
+
+
+FAIR_SERVER_DEFAULT_MS = 50.0
+"""The fair server's runtime in every 1000 ms per CPU unless an administrator changed it."""
+
+
+def _kernel_version(release: str) -> tuple[int, int]:
+    parts = [*release.split("-", 1)[0].split("."), "0", "0"][:2]
+    return (int(parts[0]), int(parts[1])) if all(p.isdigit() for p in parts) else (0, 0)
+
+
+def kernel_limits(proc: str = "/proc", debugfs: str = "/sys/kernel/debug") -> KernelLimits:
+    """The classic throttle from ``/proc/sys/kernel`` and the fair server (kernel 6.12+)
+    from debugfs, where this process may read them."""
+    runtime, period = (_read(f"{proc}/sys/kernel/sched_rt_{k}_us") for k in ("runtime", "period"))
+    cpus = sorted(glob.glob(f"{debugfs}/sched/fair_server/cpu*"), key=lambda d: int(d.rsplit("cpu", 1)[1]))
+    fair: tuple[float, ...] | None = None
+    fair_period: float | None = None
+    why = ""
+    if not cpus:
+        why = f"no {debugfs}/sched/fair_server (debugfs not mounted, or a kernel without the fair server)"
+    else:
+        runtimes = [_read(f"{d}/runtime") for d in cpus]
+        periods = [_read(f"{d}/period") for d in cpus]
+        if None in runtimes or None in periods:
+            why = f"{cpus[0]}/runtime is not readable here (debugfs access refused)"
+        else:
+            fair = tuple(int(r or 0) / 1e6 for r in runtimes)
+            fair_period = max(int(p or 0) for p in periods) / 1e6
+    return KernelLimits(int(runtime) if runtime else None, int(period) if period else None, fair, fair_period, why,
+                        os.uname().release)
 
 
 def _read(path: str) -> str | None:
@@ -79,7 +142,8 @@ def _process_name(cmdline: str) -> str:
 
 class RealtimeDemand:
     """Samples the machine's threads once a second from :meth:`start` to :meth:`stop`
-    (a thread that ends keeps the CPU time of its last sample)."""
+    (a thread that ends keeps the CPU time of its last sample; one born in the window
+    counts from its birth)."""
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
@@ -89,9 +153,11 @@ class RealtimeDemand:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._window = (0.0, 0.0)
+        self._started = False
 
     def start(self) -> RealtimeDemand:
         self._sample()
+        self._started = True
         self._window = (time.monotonic(), 0.0)
         self._thread = threading.Thread(target=self._run, name="realtime demand", daemon=True)
         self._thread.start()
@@ -113,7 +179,10 @@ class RealtimeDemand:
 
     def _sample(self) -> None:
         for key, entry in thread_times().items():
-            self._first.setdefault(key, entry[2])
+            # A thread first seen after the window began was born in it: all its CPU counts
+            # (from its first sample on, a thread's first moments would be lost, however
+            # long the sampler itself waited for a CPU).
+            self._first.setdefault(key, 0.0 if self._started else entry[2])
             self._last[key] = entry
             if entry[3] in REALTIME_POLICIES:  # real-time at any sample: it counts as real-time
                 self._realtime.add(key)
@@ -133,7 +202,8 @@ class RealtimeDemand:
 
     def summary(self, busiest: int = 8) -> dict[str, object]:
         """``cores`` the real-time threads used, the machine's ``cores``, ``warning`` when
-        they used more than :data:`SAFE_SHARE` of them, and the busiest threads."""
+        they used more than :data:`SAFE_SHARE` of them, the longest the kernel may stop
+        them all (:meth:`KernelLimits.stall_ms`), and the busiest threads."""
         threads, machine = self.threads(), os.cpu_count() or 1
         used = round(sum(u.cores for u in threads), 2)  # the figure reported is the one judged
         warning = ""
@@ -142,5 +212,6 @@ class RealtimeDemand:
                        "for tens of ms about once a second to run normal threads (watchdogs will trip); "
                        "run on more cores or fewer real-time loops")
         return {"cores": used, "machine_cores": machine, "warning": warning,
+                "kernel_stall_ms": kernel_limits().stall_ms(),
                 "busiest": [{"process": u.process, "thread": u.thread, "cores": round(u.cores, 3)}
                             for u in threads[:busiest] if u.cores >= 0.005]}

@@ -105,7 +105,8 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
                 time.sleep(0.05)
         detail = backend.health().detail
         found = robot_writers_item(detail.get("robot_writers"))
-        items = [*preflight.items(), realtime_item(detail.get("realtime")), *([found] if found else []),
+        items = [*preflight.items(), realtime_item(detail.get("realtime")), kernel_item(),
+                 *([found] if found else []),
                  *driver_items(detail.get("driver"))]
     finally:
         backend.close()
@@ -182,6 +183,30 @@ def realtime_item(status: dict[str, Any] | None) -> Any:
     if not status.get("memory_locked"):
         return Item("real-time priority", "WARN", f"{measured}, memory not locked ({reason})", expected, hint)
     return Item("real-time priority", "PASS", f"{measured}, memory locked", expected)
+
+
+def kernel_item(limits: Any = None) -> Any:
+    """Whether the kernel may stop every real-time loop at once to run normal threads: the
+    fair server (kernel 6.12+, 50 ms of every second per CPU by default) and the classic
+    throttle (``sched_rt_runtime_us``). Measured here: a SCHED_FIFO executor held off
+    its CPU for 53 ms while both CPUs ran normal processes, longer than the filter's 60 ms
+    watchdog leaves after a tick (docs/BENCHMARKS.md)."""
+    from sim2real.hardware.preflight import Item
+    from sim2real.hardware.realtime_demand import kernel_limits
+
+    k = limits or kernel_limits()
+    stall = k.stall_ms()
+    fair = ("fair server " + (f"{max(k.fair_server_ms):g} ms of {k.fair_server_period_ms:g} ms per CPU"
+                              if k.fair_server_ms is not None else f"unknown ({k.fair_server_why})"))
+    throttle = ("throttle off" if k.rt_runtime_us == -1 else "throttle unknown" if k.rt_runtime_us is None
+                else f"throttle {k.rt_runtime_us} of {k.rt_period_us} us")
+    measured = f"{fair}; {throttle}"
+    expected = "no stall of real-time loops (fair server runtime 0, sched_rt_runtime_us -1)"
+    if stall <= 0:
+        return Item("kernel real-time limits", "PASS", measured, expected)
+    return Item("kernel real-time limits", "WARN", f"{measured}: loops may stop for up to {stall:g} ms", expected,
+                "on a robot computer: echo 0 > /sys/kernel/debug/sched/fair_server/cpuN/runtime for each CPU and "
+                "sysctl kernel.sched_rt_runtime_us=-1 (RLIMIT_RTTIME still ends a runaway loop): docs/deployment.md")
 
 
 def _policy_path(robot: str, policy: str) -> str:

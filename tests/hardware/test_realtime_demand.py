@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -41,10 +42,40 @@ def test_only_real_time_threads_count() -> None:
         spinner.wait(30)
     demand.stop()
     counted = {u.pid: u.cores for u in demand.threads()}
-    # 0.4 s of CPU after it turned real-time, less up to one 0.1 s period before it was first
-    # sampled; judged in CPU seconds, however long a loaded machine took to give them
-    assert spinners["rr"].pid in counted and counted[spinners["rr"].pid] * demand.seconds >= 0.25
+    # Born in the window, it counts whole: 0.4 s of CPU once real-time (and its start-up),
+    # judged in CPU seconds, however long a loaded machine took to give them or to sample
+    assert spinners["rr"].pid in counted and counted[spinners["rr"].pid] * demand.seconds >= 0.39
     assert spinners["normal"].pid not in counted
     summary = demand.summary()
     assert summary["cores"] >= round(counted[spinners["rr"].pid], 2)  # reported to 0.01 core
     assert (summary["cores"] > SAFE_SHARE * summary["machine_cores"]) == bool(summary["warning"])
+
+
+def _kernel_tree(tmp_path: Path, runtime: str, fair: list[str] | None) -> tuple[str, str]:
+    proc, debugfs = tmp_path / "proc", tmp_path / "debug"
+    (proc / "sys" / "kernel").mkdir(parents=True)
+    (proc / "sys" / "kernel" / "sched_rt_runtime_us").write_text(runtime + "\n")
+    (proc / "sys" / "kernel" / "sched_rt_period_us").write_text("1000000\n")
+    for cpu, value in enumerate(fair or []):
+        d = debugfs / "sched" / "fair_server" / f"cpu{cpu}"
+        d.mkdir(parents=True)
+        (d / "runtime").write_text(value + "\n")
+        (d / "period").write_text("1000000000\n")
+    return str(proc), str(debugfs)
+
+
+def test_the_kernels_stall_of_real_time_loops_is_read_and_judged(tmp_path: Path) -> None:
+    from sim2real.commands.deploy_check import kernel_item
+    from sim2real.hardware.realtime_demand import kernel_limits
+
+    stock = kernel_limits(*_kernel_tree(tmp_path / "stock", "950000", ["50000000", "50000000"]))
+    assert stock.fair_server_ms == (50.0, 50.0) and stock.fair_server_period_ms == 1000.0
+    assert stock.stall_ms() == 50.0 and kernel_item(stock).status == "WARN"
+    tuned = kernel_limits(*_kernel_tree(tmp_path / "tuned", "-1", ["0", "0"]))
+    assert tuned.stall_ms() == 0.0 and kernel_item(tuned).status == "PASS"
+    one_cpu_left = kernel_limits(*_kernel_tree(tmp_path / "half", "-1", ["0", "20000000"]))
+    assert one_cpu_left.stall_ms() == 20.0 and kernel_item(one_cpu_left).status == "WARN"
+    # No fair server to read: a 6.12+ kernel has one at its default; an older one has none.
+    unread = kernel_limits(*_kernel_tree(tmp_path / "unread", "-1", None))
+    assert unread.fair_server_ms is None and unread.fair_server_why
+    assert unread.stall_ms() == (50.0 if unread.has_fair_server() else 0.0)
