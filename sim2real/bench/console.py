@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-presses", type=int, default=300, help="timed WebSocket-only commands")
     parser.add_argument("--fps-seconds", type=float, default=10.0, help="seconds the frame rate is counted")
     parser.add_argument("--dead-man", type=int, default=30, help="timed dead-man trials, idle and again loaded")
+    parser.add_argument("--dead-man-timeout", type=float, default=None,
+                        help="the console's timeout (s) for this run (default: its own, 0.2)")
     parser.add_argument("--load", type=int, default=default_load(),
                         help="CPU-bound competitors beside the loaded dead-man trials (default: 2 per core)")
     add_json_flag(parser)
@@ -257,8 +259,9 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
+    timeout_s = ConsoleSettings().timeout if args.dead_man_timeout is None else args.dead_man_timeout
     opts = DeployOptions(robot="arm", policy="classical", domain_id=domain, console=True, console_port=0,
-                         overrides={"console": {"blend_seconds": 0.0}})
+                         overrides={"console": {"blend_seconds": 0.0, "timeout": timeout_s}})
     params, nodes = graph_parameters(opts)
     graph = ProcessGraph(params, nodes, domain)
     probe = CommandProbe(domain)
@@ -308,7 +311,6 @@ def run(args: argparse.Namespace) -> int:
                playwright_key_injection_ms=percentiles_ms(np.asarray(presses["injections"])),
                browser_overhead_ratio_p50=round(key["p50_ms"] / ws["p50_ms"], 2) if ws["p50_ms"] else None,
                target_p99_ms=50.0, met=bool(key["p99_ms"] <= 50.0))
-    timeout_s = ConsoleSettings().timeout  # the graph keeps the console's default
     out["dead_man"] = {"timeout_ms": timeout_s * 1e3, "load": args.load, "target_ms": 200.0}
     for case, trials in dead_man.items():
         figures = percentiles_ms(np.asarray(trials["seconds"]))
