@@ -4,6 +4,7 @@ to it, each in a DDS domain of its own (shared by the loopback and fault tests; 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -15,6 +16,7 @@ import numpy as np
 
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, RealtimeStatus, realtime_thread
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
 from sim2real.hardware.ros2_control.topics import Topology
 
@@ -23,6 +25,13 @@ _domains = itertools.count()
 
 def unique_domain() -> int:
     return 1 + (os.getpid() * 31 + next(_domains) * 7 + 3) % 232
+
+
+def control_path(name: str = "test host") -> contextlib.AbstractContextManager[RealtimeStatus]:
+    """A test's host loop at the control path's real-time priority, as the deployment
+    graph's policy, filter and bridge run (where permitted): at normal priority a loaded
+    machine delays a command past the backend's deadman, and a reach falls short."""
+    return realtime_thread(name, EXECUTOR_PRIORITY, cpu=None)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -49,10 +58,11 @@ class Rig:
         """Send ``values`` every control period for ``seconds``, as the bridge would."""
         end = time.monotonic() + seconds
         next_at = time.monotonic()
-        while time.monotonic() < end:
-            self.backend.command(values)
-            next_at += 0.05
-            time.sleep(max(next_at - time.monotonic(), 0.0))
+        with control_path():
+            while time.monotonic() < end:
+                self.backend.command(values)
+                next_at += 0.05
+                time.sleep(max(next_at - time.monotonic(), 0.0))
 
 
 def start_emulator(domain: int, faults: StreamFaults | None = None,

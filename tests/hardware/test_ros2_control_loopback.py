@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from ros2_control_rig import Rig, connected_rig, start_emulator, unique_domain, wait_for
+from ros2_control_rig import Rig, connected_rig, control_path, start_emulator, unique_domain, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -219,13 +219,14 @@ def test_reaching_the_goal_ends_the_episode_with_a_new_target(rig: Rig) -> None:
         mission = rig.emulator.mission()
         return 0 if mission is None else mission.successes
 
-    while successes() == 0 and time.monotonic() < end:
-        m = rig.backend.state()
-        assert m is not None and m.ee_pos is not None
-        v = 3.0 * (first.goal - m.ee_pos)
-        v *= min(1.0, 0.4 / max(np.linalg.norm(v), 1e-9))
-        rig.backend.command(np.r_[v, 0.0, 0.0, 0.0, 0.04])
-        time.sleep(0.05)
+    with control_path():  # a CI run beside other work fell short at normal priority
+        while successes() == 0 and time.monotonic() < end:
+            m = rig.backend.state()
+            assert m is not None and m.ee_pos is not None
+            v = 3.0 * (first.goal - m.ee_pos)
+            v *= min(1.0, 0.4 / max(np.linalg.norm(v), 1e-9))
+            rig.backend.command(np.r_[v, 0.0, 0.0, 0.0, 0.04])
+            time.sleep(0.05)
     after = rig.emulator.mission()
     assert after is not None and after.goal is not None
     assert after.successes == 1 and after.episodes == 1, rig.emulator.summary()

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ros2_control_rig import unique_domain, wait_for
+from ros2_control_rig import control_path, unique_domain, wait_for
 from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator, UrDriverEmulatorConfig
-from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.hardware.ros2_control.ur import UrArm
@@ -72,7 +72,7 @@ class UrRig:
         controller = UrReachController()
         end = time.monotonic() + seconds
         next_at = time.monotonic()
-        with realtime_thread("ur test host", EXECUTOR_PRIORITY, cpu=None):
+        with control_path("ur test host"):
             while time.monotonic() < end and not (stop_when is not None and stop_when()):
                 m = self.backend.state()
                 mission = self.emulator.mission()
