@@ -27,6 +27,7 @@ CLI = [sys.executable, "-m", "sim2real.cli"]
 PAIRINGS = {
     # robot: the launch arguments docs/hardware.md gives for the emulator on this machine
     "arm": {"backend": "real"},
+    "ur5e": {"backend": "real", "backend_options": '{"domain_id": 0}'},  # the driver at the root, on domain 0
     "quadruped": {"backend": "real", "backend_options": '{"interface": "lo"}'},
     "drone": {"backend": "real"},
 }

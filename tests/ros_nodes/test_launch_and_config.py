@@ -204,3 +204,40 @@ def test_a_hardware_bridge_gets_the_time_its_robot_needs_to_come_to_rest(robot: 
     assert stop_grace("policy", robot) == STOP_GRACE
     source = (ROOT / "ros_nodes" / "launch_description.py").read_text()
     assert "sigterm_timeout=str(grace)" in source
+
+
+def documented_pairings(text: str) -> dict[str, dict[str, str]]:
+    """``sim2real hardware emulate --robot R & ros2 launch sim2real R.launch.py ARGS``: the
+    launch arguments a text gives each robot's ``backend:=real`` run against its emulator."""
+    import re
+    import shlex
+
+    found: dict[str, dict[str, str]] = {}
+    pattern = r"sim2real hardware emulate --robot (\S+) & ros2 launch sim2real (\S+)\.launch\.py ([^#\n]*)"
+    for emulated, robot, args in re.findall(pattern, text):
+        assert emulated == robot, f"the {robot}'s launch paired with the {emulated}'s emulator"
+        found[robot] = dict(arg.split(":=", 1) for arg in shlex.split(args))
+    return found
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_the_documented_emulator_pairing_gives_the_backend_options_it_needs(robot: str) -> None:
+    """docs/hardware.md pairs each robot's ``backend:=real`` with its emulator in one command
+    line, and the robot's backend accepts the options that line gives it: the UR5e's
+    ``backend:=real`` alone fails (``ur`` at the root needs the driver's ``domain_id``)."""
+    import json
+
+    from sim2real.hardware.backend import backend_class
+    from sim2real.ros_nodes.launch_description import launch_graph
+    from sim2real.sim import robot_deployment
+
+    docs = documented_pairings((ROOT / "docs" / "hardware.md").read_text())
+    assert robot in docs, f"docs/hardware.md pairs {sorted(docs)} with their emulators, not the {robot}"
+    args = docs[robot]
+    assert args.get("backend") == "real"
+    config = yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())["hardware_bridge"]["ros__parameters"]
+    params = {**config, **launch_graph(robot, args, domain()).parameters.get("hardware_bridge", {})}
+    info = robot_deployment(robot)
+    mode = info.driver_mode(params["action_mode"] or info.action_mode, {})[0]
+    backend = backend_class(params["backend"] or info.real_backend)(mode, json.loads(params["backend_options"] or "{}"))
+    backend.close()
