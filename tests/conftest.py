@@ -7,8 +7,10 @@ browser, a robot's emulator) one at a time, and the computing ones (training, ph
 files) beside them at a lower CPU priority, so that a training run never takes the core
 a graph's deadline needs. Each worker has its own slice of DDS domains."""
 
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -46,6 +48,7 @@ if WORKER or not os.environ.get("ROS_DOMAIN_ID"):
     os.environ["ROS_DOMAIN_ID"] = str(_low + os.getpid() % (_high - _low - 1))
 # Safety latches persist under $ROS_HOME (policies/safety/latch.py): keep the tests' own.
 os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="sim2real-test-ros-home-")
+atexit.register(shutil.rmtree, os.environ["ROS_HOME"], True)  # every test process made one and left it
 
 
 def _judges_wall_clock(nodeid: str) -> bool:
