@@ -6,6 +6,7 @@ ros2_control's forward controllers check them."""
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -103,9 +104,9 @@ class ControllerManagerEmulator(Emulator):
         """The real-time loop's scheduling (:class:`~sim2real.hardware.realtime.RealtimeStatus`)."""
         self.counters: dict[str, int] = {"ticks": 0, "states_published": 0, "overruns": 0, "physics_steps": 0}
 
+    @abc.abstractmethod
     def _tick(self, now: float, due: int) -> None:
         """One tick of the loop: ``due`` physics steps (maybe 0), then the streams."""
-        raise NotImplementedError
 
     def serve(self, duration: float = 0.0, should_stop: Callable[[], bool] | None = None) -> None:
         """Step the arm in real time and publish its streams at ``state_rate_hz``. Physics
