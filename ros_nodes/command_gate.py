@@ -43,6 +43,8 @@ class Writer:
     node: str
     namespace: str
     gid: bytes
+    durable: bool = False
+    """Transient-local: its latest message reaches a reader that joins later."""
 
     @property
     def qualified(self) -> str:
@@ -58,8 +60,11 @@ GraphQuery = Callable[[], Sequence[Writer]]
 
 def graph_query(node: Any, topic: str) -> GraphQuery:
     """The writers on ``topic`` from ``node``'s view of the ROS graph."""
+    from rclpy.qos import DurabilityPolicy
+
     def query() -> list[Writer]:
-        return [Writer(i.node_name, i.node_namespace, bytes(i.endpoint_gid))
+        return [Writer(i.node_name, i.node_namespace, bytes(i.endpoint_gid),
+                       i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL)
                 for i in node.get_publishers_info_by_topic(topic)]
     return query
 

@@ -22,7 +22,8 @@ released; sources publish it transient-local, :func:`~.qos.estop_qos`, so their 
 outlives a filter restart) and the std_srvs/Trigger services ``~/trip_estop`` and
 ``~/reset``. Only ``~/reset`` clears the e-stop and the latched guards (fall, geofence,
 latched watchdog), and it refuses while the cause is still present, including while any
-e-stop source (each writer of ``estop``, told apart by its DDS GID) still asserts it. Latches are written to
+e-stop source (each writer of ``estop``, told apart by its DDS GID) still asserts it or
+is a durable writer not heard yet (:mod:`~.estop_sources`). Latches are written to
 ``latch_file`` the moment they latch, and a (re)configured node restores them, so no
 lifecycle transition, restart or crash clears one. ``diagnostics``
 (diagnostic_msgs/DiagnosticArray) reports the mode, the source in control, which
@@ -302,7 +303,7 @@ class SafetyFilterNode(ManagedNode):
         if pressed:
             self.get_logger().error(f"e-stop pressed on {pressed}")
         if msg.data:
-            self.trip("estop topic")
+            self.trip(f"estop pressed on {pressed}" if pressed else "estop topic")
 
     def _srv_trip(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.trip("trip_estop service")
@@ -311,12 +312,11 @@ class SafetyFilterNode(ManagedNode):
 
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.state.now = self.now_s()
-        asserted = self.estop_sources.asserted()
-        done, names = self.configured_chain().reset(self.state, bool(asserted))
+        refusals = self.estop_sources.refusals()
+        done, names = self.configured_chain().reset(self.state, bool(refusals))
         if not done:
-            if asserted:
-                names = [n if not n.startswith("estop:") else f"estop: still pressed on {', '.join(asserted)}"
-                         for n in names]
+            if refusals:
+                names = [n if not n.startswith("estop:") else f"estop: {'; '.join(refusals)}" for n in names]
             self.get_logger().error(f"operator reset refused: {'; '.join(names)}")
             response.success, response.message = False, "refused: " + "; ".join(names)
             return response
