@@ -15,6 +15,13 @@ Go2 damps, the Crazyflie's thrust stays locked). Activate starts the pre-flight 
 after it passes, by ``auto_enable`` or by the ``~/enable`` service (std_srvs/Trigger),
 a person's explicit go. ``~/estop`` latches the robot's own emergency stop.
 
+The bridge is an e-stop source of the safety filter (``estop``, :func:`~.qos.estop_qos`):
+it says ``true`` while its robot is e-stopped (the robot's own stop as the backend reads
+it: a UR protective stop, the driver's program stopped, a Go2 or Crazyflie e-stop, or
+``~/estop``), and ``false`` from the moment it connects. The filter latches on it, so a
+robot that stopped on its own never resumes the policy's stream where it left off: the
+operator's reset (refused while the robot is still stopped) drops every old command.
+
 The bridge is the deadman the vendors' interfaces lack: ros2_control's forward
 controllers and the Go2's firmware apply the last command forever, so with no fresh
 filtered command for ``command_timeout_periods`` control periods the robot is put in
@@ -30,7 +37,7 @@ import time
 from typing import Any
 
 from rclpy.event_handler import SubscriptionEventCallbacks
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend, backend_class
@@ -39,7 +46,7 @@ from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
-from sim2real.ros_nodes.qos import command_qos
+from sim2real.ros_nodes.qos import command_qos, estop_qos
 from sim2real.ros_nodes.settings import HardwareBridgeSettings
 from sim2real.ros_nodes.state_output import MissingMeasurement, StatePublishers
 from sim2real.sim import robot_deployment
@@ -72,6 +79,8 @@ class HardwareBridge(ManagedNode):
         """The backend's phase at the previous tick (a change the bridge did not make is logged)."""
         self._enabling: threading.Thread | None = None
         self._auto_enable_pending = False
+        self._estop_said: bool | None = None
+        """What the bridge last said on ``estop`` (None: nothing yet)."""
         self._judging = threading.Lock()
         self._timers: list[Any] = []
 
@@ -100,6 +109,7 @@ class HardwareBridge(ManagedNode):
         self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/estop", self._on_estop)
+        self.estop_pub = self.create_publisher(Bool, "estop", estop_qos())
         self.timeout = float(p["command_timeout_periods"]) * self.space.control_dt
         self.publish_period = 1.0 / p["state_publish_rate"] if p["state_publish_rate"] > 0 else 0.0
         self._last_publish = -1.0
@@ -111,6 +121,8 @@ class HardwareBridge(ManagedNode):
             backend.close()
             self.backend = None
             raise ConfigError("backend", f"{cls.protocol}: {exc}") from None
+        self._estop_said = None  # a (re)configured bridge says its state on its new writer
+        self._say_estop(backend.phase)
         self.get_logger().info(f"{p['robot']} through {cls.protocol} ({mode}; command elements: "
                                f"{list(self.space.names)}); safe until the pre-flight check passes and it is enabled")
 
@@ -208,6 +220,7 @@ class HardwareBridge(ManagedNode):
             self.get_logger().error(f"robot {phase.value}: {backend.health().reason or 'no reason given'}; "
                                     "enable again (~/enable) once the cause is cleared")
         self._last_phase = phase
+        self._say_estop(phase)
         if phase is not Phase.ENABLED or self._enabling is not None:
             return
         if time.monotonic() - self._last_command > self.timeout:
@@ -296,6 +309,13 @@ class HardwareBridge(ManagedNode):
             self.get_logger().error(f"enable refused: {exc}")
         finally:
             self._enabling = None
+
+    def _say_estop(self, phase: Phase) -> None:
+        """Tell the safety filter when the robot's own e-stop engages or clears."""
+        stopped = phase is Phase.ESTOPPED
+        if stopped != self._estop_said:
+            self.estop_pub.publish(Bool(data=stopped))
+            self._estop_said = stopped
 
     def _on_enable(self, request: Any, response: Any) -> Any:
         reason = self.enable()

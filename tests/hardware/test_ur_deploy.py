@@ -6,8 +6,9 @@
 * ``deploy check --emulate`` reports the driver's items (program, speed scaling, controller);
 * a protective stop while the graph drives the arm: the bridge's backend latches
   (``estopped``, the driver's reason in the bridge's diagnostics), nothing more is
-  streamed, and the arm stays held after the operator unlocks and plays on the pendant,
-  until the host connects again and is enabled.
+  streamed, the safety filter latches too (the bridge is an e-stop source), and the arm
+  stays held after the operator unlocks and plays on the pendant, until the host
+  connects again, the filter is reset and the bridge is enabled.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,24 @@ def _publish_missions(emulator: UrDriverEmulator, mission: Any, stop: threading.
         stop.wait(0.05)
 
 
+def _operator_reset(graph: Any, safety: Any) -> Callable[[], Any]:
+    """The operator's reset of the safety filter: a call of its service from a node of
+    the operator's, made before the test acts (its discovery is not part of the test)."""
+    from rclpy.node import Node
+    from std_srvs.srv import Trigger
+
+    operator = Node("operator", context=graph.context)
+    graph.add_node(operator)
+    client = operator.create_client(Trigger, f"{safety.get_fully_qualified_name()}/reset")
+    assert client.wait_for_service(timeout_sec=5.0)
+
+    def call() -> Any:
+        future = client.call_async(Trigger.Request())
+        assert wait_for(future.done, 5.0)
+        return future.result()
+    return call
+
+
 def _flange_speed(emulator: UrDriverEmulator, seconds: float = 0.3) -> float:
     p0 = emulator.ee_pos()
     time.sleep(seconds)
@@ -149,7 +168,8 @@ def _flange_speed(emulator: UrDriverEmulator, seconds: float = 0.3) -> float:
 @pytest.mark.heavy  # a graph of ~10 s
 def test_a_protective_stop_latches_the_bridge_and_the_arm_stays_held_until_reconnected(ur_graph: Any) -> None:
     graph, emulator, pendant, diagnostics = ur_graph
-    bridge = graph.nodes["hardware_bridge"]
+    bridge, safety = graph.nodes["hardware_bridge"], graph.nodes["safety_filter"]
+    reset = _operator_reset(graph, safety)
     accepted = lambda: emulator.counters["commands_accepted"]  # noqa: E731 (read at the robot)
     # The check passes, the bridge enables and the reach is under way.
     assert wait_for(lambda: bridge.backend is not None and bridge.backend.phase is Phase.ENABLED, 20.0), \
@@ -163,6 +183,11 @@ def test_a_protective_stop_latches_the_bridge_and_the_arm_stays_held_until_recon
     sent = bridge.backend.counters()["targets_sent"]
     assert _flange_speed(emulator) < 0.005
     assert bridge.backend.counters()["targets_sent"] == sent  # the hold was sent once: silence since
+    # The robot's stop is the filter's e-stop too, by its source, and it holds the reset.
+    assert wait_for(lambda: safety.chain.estop.tripped, 3.0), safety.chain.estop.latched_reason
+    assert "hardware_bridge" in safety.chain.estop.latched_reason, safety.chain.estop.latched_reason
+    refused = reset()
+    assert not refused.success and "still pressed on /hardware_bridge" in refused.message, refused.message
 
     # The operator clears the stop on the pendant and restarts the program: the driver runs
     # again, but the host's latch holds. Nothing is streamed, the arm stays where it is,
@@ -176,8 +201,12 @@ def test_a_protective_stop_latches_the_bridge_and_the_arm_stays_held_until_recon
     assert accepted() == before and bridge.backend.phase is Phase.ESTOPPED
     assert bridge.enable().startswith("e-stopped"), bridge.summary()
 
-    # Connected again, enabled again: the reach resumes.
+    # Connected again, the filter reset (its old commands dropped), enabled again: the
+    # reach resumes.
     bridge.backend.connect(5.0)
     assert bridge.backend.phase is Phase.CONNECTED
+    assert wait_for(lambda: not safety.estop_sources.refusals(), 3.0), safety.estop_sources.refusals()
+    assert safety.chain.estop.tripped  # released at the robot; the latch waits for the operator
+    assert reset().success
     assert wait_for(lambda: bridge.enable() == "" or bridge.backend.phase is Phase.ENABLED, 5.0), bridge.summary()
     assert wait_for(lambda: accepted() > before + 20, 10.0), bridge.summary()
