@@ -1,0 +1,64 @@
+"""The drone's safety parameters and chain (thrust and body-rate limits under a
+geofence; the fallback hovers, then lands)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import numpy as np
+
+from sim2real.policies.safety import aerial, guards, limits
+from sim2real.policies.safety.presets.common import CommonParams, Preset, Tilt, _list, _xyz
+from sim2real.policies.safety.spaces import CommandSpace
+from sim2real.policies.safety.tightening import CEILING, FLOOR
+from sim2real.sim.core.schema import Bounds, NonNegative, Positive
+from sim2real.sim.drone import constants as DRONE
+
+
+@dataclass
+class DroneSafetyParams(CommonParams):
+    thrust_min: NonNegative = 0.0
+    """N, smallest collective thrust command."""
+    thrust_max: Annotated[float, Bounds(gt=0.0, le=DRONE.MAX_COLLECTIVE_THRUST), CEILING] = (
+        0.9 * DRONE.MAX_COLLECTIVE_THRUST)
+    """N, largest collective thrust command."""
+    thrust_rate: Annotated[Positive, CEILING] = 6.0
+    """N/s."""
+    max_body_rate: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(DRONE.MAX_BODY_RATE))
+    """rad/s, roll, pitch and yaw rate command limits."""
+    body_rate_accel: Annotated[Positive, CEILING] = 200.0
+    """rad/s^2: rate limit of the body-rate commands."""
+    max_tilt: Annotated[Tilt, CEILING] = 0.8
+    """rad (46 deg): beyond it roll/pitch commands are replaced by levelling rates."""
+    fence_low: Annotated[list[float], FLOOR] = field(default_factory=lambda: [-3.0, -3.0, -0.5])
+    """m, lower corner (x, y, z, odometry frame) of the geofence."""
+    fence_high: Annotated[list[float], CEILING] = field(default_factory=lambda: [3.0, 3.0, 2.5])
+    """m, upper corner of the geofence."""
+    fence_lookahead: Annotated[NonNegative, FLOOR] = 0.5
+    """s: the position this far ahead at the current velocity must stay inside the fence."""
+    hover_seconds: NonNegative = 2.0
+    """s the fallback hovers before it lands."""
+    land_speed: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.3
+    """m/s, the fallback's descent speed with odometry."""
+
+
+def build(space: CommandSpace, p: DroneSafetyParams, dt: float):
+    # The geofence validates the fence (two 3-vectors) before the fallback reads it.
+    g: list = [guards.Geofence(guards.BoxGuardParams(p.fence_low, p.fence_high, p.fence_lookahead))]
+    rates = np.asarray(p.max_body_rate, float)
+    lim = [
+        limits.RateLimit(
+            limits.RateLimitParams(_list(np.r_[p.thrust_rate, np.full(3, p.body_rate_accel)]), None,
+                                   p.rate_max_dt_periods * dt), space.size, "rate_limit"),
+        aerial.TiltLimit(aerial.TiltLimitParams(p.max_tilt, max_age=p.state_timeout_periods * dt)),
+        limits.BoxLimit(limits.BoxLimitParams(_list(np.r_[p.thrust_min, -rates]), _list(np.r_[p.thrust_max, rates]),
+                                              hold=[0.0, 0.0, 0.0, 0.0]), "thrust_rate_limit"),
+    ]
+    fb = aerial.HoverThenLand(space, aerial.HoverThenLandParams(
+        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=_xyz(p.fence_low),
+        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt))
+    return g, lim, fb
+
+
+DRONE_PRESET = Preset(DroneSafetyParams, build)
