@@ -102,6 +102,8 @@ class Px4Emulator(DroneEmulator):
         self.target: Target | None = None
         self.charge = cfg.battery_charge
         self.estimate_valid = True
+        self.rc_present = False
+        """The pilot's RC receiver has a signal (:meth:`set_rc`; none by default)."""
         """False: the estimator has no position (a fault): no LOCAL_POSITION_NED, no arming."""
         self.link = Px4Link(self, cfg.host, cfg.port, cfg.gcs_port)
         self.address = self.link.address
@@ -148,6 +150,10 @@ class Px4Emulator(DroneEmulator):
         """Fault: the estimator loses (False) or regains its position."""
         self.estimate_valid = bool(valid)
 
+    def set_rc(self, present: bool) -> None:
+        """A pilot's RC: its receiver gains (True) or loses (False) the radio's signal."""
+        self.rc_present = bool(present)
+
     def set_link(self, up: bool, downlink_only: bool = False) -> None:
         """Fault: drop (False) or restore the MAVLink link both ways, or with
         ``downlink_only`` only what the vehicle sends (its state lost, it still hears the host)."""
@@ -162,6 +168,8 @@ class Px4Emulator(DroneEmulator):
             self.boot = now
         d = self.data
         landed = self.landed()
+        if self.rc_present:
+            self.commander.rc_signal(now)
         self.commander.update(now, landed)
         thrusts = self.control.thrusts(self.commander.mode, self.commander.armed, landed, self.target,
                                        self.commander.params["MPC_LAND_SPEED"], d.qpos[:3], d.qvel[:3],

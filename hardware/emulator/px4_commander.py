@@ -7,8 +7,14 @@
   until then.
 * Offboard loss: in OFFBOARD, no setpoint for ``COM_OF_LOSS_T`` s -> the failsafe action
   ``COM_OBL_RC_ACT`` (0 Position, 1 Altitude, 2 Manual, 3 Return, 4 Land, 5 Hold,
-  6 Terminate, 7 Disarm). The emulator has no RC: the stick modes (0-2) are not
-  available, so they fall back to Land, as PX4's failsafe does without manual control.
+  6 Terminate, 7 Disarm). The stick modes (0-2) need manual control: with no RC (the
+  emulator's default, a companion-computer vehicle) or with the RC lost they fall back to
+  Land, as PX4's failsafe does without manual control.
+* RC loss: an RC receiver's signal (:meth:`Commander.rc_signal`, the vehicle's radio, not
+  MAVLink) seen once and then none for ``COM_RC_LOSS_T`` s -> ``NAV_RCL_ACT`` (0 Disabled,
+  1 Hold, 2 Return, 3 Land, 5 Terminate, 6 Disarm; 4 lands), while armed and in the air,
+  unless the mode is excepted by ``COM_RCL_EXCEPT`` (bit 0 Mission, bit 1 Hold, bit 2
+  Offboard: an offboard flight that ignores the pilot's radio).
 * Data-link loss: a ground station's HEARTBEAT (``MAV_TYPE_GCS``; an onboard controller's,
   as our backend's, is not the data link, as in PX4) seen once and then none for
   ``COM_DL_LOSS_T`` s -> ``NAV_DLL_ACT`` (0 Disabled: a warning only, 1 Hold, 2 Return,
@@ -49,20 +55,30 @@ PARAMS: dict[str, tuple[float, int]] = {
     "MPC_LAND_SPEED": (0.7, mavlink.MAV_PARAM_TYPE_REAL32),
     "NAV_DLL_ACT": (0.0, mavlink.MAV_PARAM_TYPE_INT32),
     "COM_DL_LOSS_T": (10.0, mavlink.MAV_PARAM_TYPE_REAL32),
+    "NAV_RCL_ACT": (2.0, mavlink.MAV_PARAM_TYPE_INT32),
+    "COM_RC_LOSS_T": (0.5, mavlink.MAV_PARAM_TYPE_REAL32),
+    "COM_RCL_EXCEPT": (0.0, mavlink.MAV_PARAM_TYPE_INT32),
 }
 """The parameters the emulator has: name -> (PX4's default, MAVLink type)."""
 PARAM_RANGES: dict[str, tuple[float, float]] = {
     "COM_OF_LOSS_T": (0.0, 60.0), "COM_OBL_RC_ACT": (0, 7), "COM_DISARM_LAND": (-1.0, 20.0),
-    "BAT_LOW_THR": (0.12, 0.5), "MPC_LAND_SPEED": (0.6, 4.0), "NAV_DLL_ACT": (0, 6), "COM_DL_LOSS_T": (5.0, 300.0)}
+    "BAT_LOW_THR": (0.12, 0.5), "MPC_LAND_SPEED": (0.6, 4.0), "NAV_DLL_ACT": (0, 6), "COM_DL_LOSS_T": (5.0, 300.0),
+    "NAV_RCL_ACT": (0, 6), "COM_RC_LOSS_T": (0.0, 35.0), "COM_RCL_EXCEPT": (0, 31)}
 """PX4's documented min/max; a PARAM_SET outside is refused (the old value is echoed)."""
 LOSS_ACTIONS = {0: "AUTO.LAND", 1: "AUTO.LAND", 2: "AUTO.LAND", 3: "AUTO.RTL", 4: "AUTO.LAND",
                 5: "AUTO.LOITER", 6: "DISARM", 7: "DISARM"}
 """``COM_OBL_RC_ACT`` -> what the emulator (no RC) does."""
+STICK_ACTIONS = {0: "POSCTL", 1: "ALTCTL", 2: "MANUAL"}
+"""``COM_OBL_RC_ACT`` -> the pilot's mode, where manual control is there to take over."""
 DLL_ACTIONS = {1: "AUTO.LOITER", 2: "AUTO.RTL", 3: "AUTO.LAND", 5: "DISARM", 6: "DISARM"}
-"""``NAV_DLL_ACT`` -> the failsafe (0: none; anything else lands)."""
-SEVERITY = {"AUTO.LOITER": 1, "AUTO.RTL": 2, "AUTO.LAND": 3, "DISARM": 4}
+"""``NAV_DLL_ACT`` and ``NAV_RCL_ACT`` -> the failsafe (0: none; anything else lands)."""
+RCL_EXCEPT_BITS = {"AUTO.MISSION": 1, "AUTO.LOITER": 2, "OFFBOARD": 4}
+"""``COM_RCL_EXCEPT``: the modes in which an RC loss is ignored, by bit."""
+SEVERITY = {"POSCTL": 0.5, "ALTCTL": 0.5, "MANUAL": 0.5, "AUTO.LOITER": 1, "AUTO.RTL": 2, "AUTO.LAND": 3,
+            "DISARM": 4}
 """Failsafe actions from the mildest; a failsafe never replaces a more severe one."""
-VERBS = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "AUTO.RTL": "returning", "DISARM": "disarming"}
+VERBS = {"AUTO.LAND": "landing", "AUTO.LOITER": "holding", "AUTO.RTL": "returning", "DISARM": "disarming",
+         "POSCTL": "position mode", "ALTCTL": "altitude mode", "MANUAL": "manual mode"}
 
 Checks = Callable[[], list[str]]
 """The vehicle's failing pre-arm checks now (empty: all pass), as PX4 words them."""
@@ -84,6 +100,9 @@ class Commander:
     gcs_seen_at: float | None = None
     """When a ground station's HEARTBEAT last arrived (None: never)."""
     data_link_lost: bool = False
+    rc_seen_at: float | None = None
+    """When the RC receiver last had a signal (None: never: no RC on this vehicle)."""
+    rc_lost: bool = False
     counters: dict[str, int] = field(default_factory=dict)
 
     def _say(self, severity: int, text: str) -> None:
@@ -150,11 +169,33 @@ class Commander:
             self._say(mavlink.MAV_SEVERITY_INFO, "Data link regained")
         self.gcs_seen_at = now
 
+    def rc_signal(self, now: float) -> None:
+        """The RC receiver has a signal now (called each tick while it has)."""
+        if self.rc_lost:
+            self.rc_lost = False
+            self._say(mavlink.MAV_SEVERITY_INFO, "Manual control regained")
+        self.rc_seen_at = now
+
+    def manual_control(self) -> bool:
+        """A pilot's RC is there to take over."""
+        return self.rc_seen_at is not None and not self.rc_lost
+
     def update(self, now: float, landed: bool) -> None:
-        """The offboard-loss and data-link-loss failsafes and the auto-disarm after landing."""
+        """The offboard-loss, RC-loss and data-link-loss failsafes and the auto-disarm after landing."""
+        if (self.rc_seen_at is not None and not self.rc_lost
+                and now - self.rc_seen_at > self.params["COM_RC_LOSS_T"]):
+            self.rc_lost = True
+            action = int(self.params["NAV_RCL_ACT"])
+            excepted = int(self.params["COM_RCL_EXCEPT"]) & RCL_EXCEPT_BITS.get(self.mode, 0)
+            if action == 0 or excepted or not self.armed or landed:
+                self._say(mavlink.MAV_SEVERITY_WARNING, "Manual control lost")
+            else:
+                self._failsafe("rc_loss", DLL_ACTIONS.get(action, "AUTO.LAND"), "manual control lost")
         if self.mode == "OFFBOARD" and now - self.last_setpoint > self.params["COM_OF_LOSS_T"]:
-            self._failsafe("offboard_loss", LOSS_ACTIONS.get(int(self.params["COM_OBL_RC_ACT"]), "AUTO.LAND"),
-                           "no offboard signal")
+            choice = int(self.params["COM_OBL_RC_ACT"])
+            action = (STICK_ACTIONS[choice] if choice in STICK_ACTIONS and self.manual_control()
+                      else LOSS_ACTIONS.get(choice, "AUTO.LAND"))
+            self._failsafe("offboard_loss", action, "no offboard signal")
         if (self.gcs_seen_at is not None and not self.data_link_lost
                 and now - self.gcs_seen_at > self.params["COM_DL_LOSS_T"]):
             self.data_link_lost = True

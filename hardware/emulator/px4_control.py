@@ -117,6 +117,8 @@ class Px4Control:
         if mode in ("AUTO.LAND", "AUTO.RTL"):  # hold x, y; descend at land_speed (the velocity loop's setpoint)
             goal = np.array([self.hold[0], self.hold[1], position[2]])
             return self._track(goal, np.array([0.0, 0.0, -land_speed]), position, velocity, quat, gyro)
+        # AUTO.LOITER, and the pilot's modes (POSCTL, ALTCTL, MANUAL) with the sticks centred:
+        # hold where the mode began (the emulator has no sticks to move, nor a manual drift).
         return self._track(self.hold, np.zeros(3), position, velocity, quat, gyro)
 
     def _track(self, goal: np.ndarray, feedforward: np.ndarray, position: np.ndarray, velocity: np.ndarray,

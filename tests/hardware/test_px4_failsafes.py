@@ -1,7 +1,8 @@
 """The emulated PX4's failsafes, with pymavlink's ``mavutil`` as the ground station over
 real UDP on loopback and the tests' own clock: the offboard-loss failsafe
 (``COM_OF_LOSS_T``, ``COM_OBL_RC_ACT``), the data-link-loss one (``COM_DL_LOSS_T``,
-``NAV_DLL_ACT``) apart from it, and the auto-disarm after landing."""
+``NAV_DLL_ACT``) apart from it, the RC-loss one (``COM_RC_LOSS_T``, ``NAV_RCL_ACT``,
+``COM_RCL_EXCEPT``) and the auto-disarm after landing."""
 
 from __future__ import annotations
 
@@ -115,3 +116,57 @@ def test_data_link_loss_disabled_warns_and_an_onboard_computers_silence_is_not_i
     assert bench.emu.commander.counters.get("offboard_loss", 0) == 0
 
 
+
+
+def _offboard_with_rc(bench: Bench, **params: float) -> None:
+    """A pilot's RC present; ``params`` set (integers as INT32); up to 1 m in OFFBOARD,
+    the setpoints streaming on."""
+    for name, value in params.items():
+        kind = M.MAV_PARAM_TYPE_REAL32 if name.endswith("_T") else M.MAV_PARAM_TYPE_INT32
+        bench.gcs.set_param(name, float(value), kind)
+    bench.emu.set_rc(True)
+    bench.run(0.02)
+    assert all(bench.emu.commander.params[k] == v for k, v in params.items())
+    bench.take_off(lambda: bench.gcs.local_ned(POSITION_ONLY, (0.0, 0.0, -1.0)), climb=3.0, every=0.02)
+    assert bench.emu.commander.mode == "OFFBOARD" and bench.emu.commander.manual_control()
+
+
+def test_rc_loss_lands_per_nav_rcl_act_after_com_rc_loss_t(bench: Bench) -> None:
+    _offboard_with_rc(bench, NAV_RCL_ACT=3, COM_RC_LOSS_T=0.5)  # 3: Land; no exception for OFFBOARD
+    setpoint = lambda: bench.gcs.local_ned(POSITION_ONLY, (0.0, 0.0, -1.0))  # noqa: E731
+    bench.emu.set_rc(False)  # the pilot's radio out of range; the host still streams
+    bench.run(0.45, send=setpoint, every=0.02)
+    assert bench.emu.commander.mode == "OFFBOARD" and bench.emu.commander.failsafe == ""
+    bench.run(0.1, send=setpoint, every=0.02)
+    assert bench.emu.commander.mode == "AUTO.LAND" and bench.emu.commander.failsafe == "rc_loss"
+    assert any("manual control lost" in m.text for m in bench.gcs.of("STATUSTEXT"))
+    bench.run(5.0)
+    assert not bench.emu.commander.armed and bench.emu.landed() and bench.emu.crashes == 0
+    bench.emu.set_rc(True)
+    bench.run(0.1)
+    assert any("Manual control regained" in m.text for m in bench.gcs.of("STATUSTEXT"))
+
+
+def test_an_offboard_flight_excepted_from_rc_loss_flies_on_and_its_offboard_loss_lands(bench: Bench) -> None:
+    """COM_RCL_EXCEPT bit 2: the host's offboard flight ignores the pilot's radio (a warning
+    only). Its offboard loss then finds no manual control to hand over to: Position mode
+    (COM_OBL_RC_ACT 0) falls back to Land."""
+    _offboard_with_rc(bench, NAV_RCL_ACT=3, COM_RCL_EXCEPT=4, COM_OBL_RC_ACT=0)
+    bench.emu.set_rc(False)
+    bench.run(2.0, send=lambda: bench.gcs.local_ned(POSITION_ONLY, (0.0, 0.0, -1.0)), every=0.02)
+    assert bench.emu.commander.mode == "OFFBOARD" and bench.emu.commander.counters.get("rc_loss", 0) == 0
+    assert any("Manual control lost" in m.text for m in bench.gcs.of("STATUSTEXT"))
+    bench.run(1.2)  # the host falls silent: COM_OF_LOSS_T (1 s)
+    assert bench.emu.commander.mode == "AUTO.LAND" and bench.emu.commander.failsafe == "offboard_loss"
+
+
+def test_offboard_loss_with_a_pilots_rc_hands_over_in_position_mode(bench: Bench) -> None:
+    """COM_OBL_RC_ACT 0 with the RC there: Position mode, the vehicle holding where it was
+    for the pilot (sticks centred), neither landing nor drifting."""
+    _offboard_with_rc(bench, COM_OBL_RC_ACT=0)
+    where = bench.emu.data.qpos[:3].copy()
+    bench.run(1.1)  # the host falls silent
+    assert bench.emu.commander.mode == "POSCTL" and bench.emu.commander.failsafe == "offboard_loss"
+    bench.run(3.0)
+    assert bench.mode() == "POSCTL" and bench.emu.commander.armed and bench.emu.crashes == 0
+    assert np.linalg.norm(bench.emu.data.qpos[:3] - where) < 0.2
