@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from sim2real.policies.teleop.operator import DEAD_MAN_TIMEOUT
 from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, Positive, PositiveInt
 
 Robot = Literal["arm", "ur5e", "quadruped", "drone"]
@@ -231,7 +232,7 @@ class ConsoleSettings(StateReaderSettings):
     """Comma-separated camera names shown (``<cam>/image_raw/compressed``)."""
     blend_seconds: Annotated[float, Bounds(ge=0.0, le=5.0)] = 0.4
     """s over which a takeover blends from the policy's command into the operator's."""
-    timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.2
+    timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = DEAD_MAN_TIMEOUT
     """s without a command from the operator's page during a takeover before the robot holds."""
     publish_rate: Annotated[float, Bounds(ge=5.0, le=500.0)] = 50.0
     """Hz of the operator's commands while the person (or the hold) is in control."""

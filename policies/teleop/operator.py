@@ -48,6 +48,11 @@ from sim2real.sim.core.schema import Bounds
 POLICY, HUMAN, HOLD = "policy", "human", "hold"
 """Who commands the robot: the policy, the person, or nobody (the hold command)."""
 ESTOP_LATCHED = "the e-stop is latched: reset it first"
+DEAD_MAN_TIMEOUT = 0.15
+"""s without a command during a takeover before the robot holds. 3.75 of the page's
+25 Hz command periods: the hold reaches the robot within 200 ms at p99 beside 4 CPU-bound
+competitors (198 ms; 232 ms with 0.2 s), and a held key was falsely held as often as
+with 0.2 s in 10 minutes (twice each, after stalls of 0.5 s and more: docs/BENCHMARKS.md)."""
 
 
 @dataclass
@@ -56,7 +61,7 @@ class OperatorSettings:
 
     blend_seconds: Annotated[float, Bounds(ge=0.0, le=5.0)] = 0.4
     """s over which a takeover blends from what the robot last received into the person's command."""
-    timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.2
+    timeout: Annotated[float, Bounds(gt=0.0, le=2.0)] = DEAD_MAN_TIMEOUT
     """s without a command during a takeover before the robot holds (the dead man)."""
     min_interval: Annotated[float, Bounds(ge=0.0, le=0.5)] = 0.008
     """s: commands closer together than this are dropped (the page sends at 50 Hz)."""
@@ -272,5 +277,5 @@ class OperatorControl:
         self.counts["holds"] += 1
 
 
-__all__ = ["ESTOP_LATCHED", "HOLD", "HUMAN", "POLICY", "OperatorControl", "OperatorOutput", "OperatorSettings",
-           "finite_axes"]
+__all__ = ["DEAD_MAN_TIMEOUT", "ESTOP_LATCHED", "HOLD", "HUMAN", "POLICY", "OperatorControl", "OperatorOutput",
+           "OperatorSettings", "finite_axes"]

@@ -19,8 +19,12 @@ The dead man: a WebSocket client commands +x at the page's 25 Hz until the robot
 then falls silent (a frozen page, a dropped network); each trial is timed from its last
 command to the first filtered command at rest, idle and then beside ``--load``
 CPU-bound competitors (:mod:`sim2real.bench.load`). Its floor is the console's
-``timeout`` (0.2 s); what comes on top is the console's detection and the path through
-the filter.
+``timeout`` (0.15 s); what comes on top is the console's detection and the path through
+the filter. The held key (``--hold-seconds``): the same client streams at 25 Hz
+without a pause beside the competitors (the direction reversed every 2 s, to stay
+inside the workspace), and every hold the console makes meanwhile is a false one: a
+person still holding the key whose robot stopped. The client's own send gaps longer
+than the timeout are counted apart (a gap of the bench, not of the console).
 """
 
 from __future__ import annotations
@@ -51,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fps-seconds", type=float, default=10.0, help="seconds the frame rate is counted")
     parser.add_argument("--dead-man", type=int, default=30, help="timed dead-man trials, idle and again loaded")
     parser.add_argument("--dead-man-timeout", type=float, default=None,
-                        help="the console's timeout (s) for this run (default: its own, 0.2)")
+                        help="the console's timeout (s) for this run (default: its own, 0.15)")
+    parser.add_argument("--hold-seconds", type=float, default=0.0,
+                        help="seconds of a steadily held key beside the competitors, counting false holds "
+                             "(0: skipped)")
     parser.add_argument("--load", type=int, default=default_load(),
                         help="CPU-bound competitors beside the loaded dead-man trials (default: 2 per core)")
     add_json_flag(parser)
@@ -217,6 +224,48 @@ def _time_dead_man(url: str, probe: CommandProbe, trials: int) -> dict[str, Any]
     return _in_own_loop(run())
 
 
+def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
+    """A key held for ``seconds``: a steady 25 Hz stream; the console's holds meanwhile
+    (from its state messages) are false ones."""
+    import websockets
+
+    async def run() -> dict[str, Any]:
+        counts: dict[str, int] = {}
+
+        async def watch(ws: Any) -> None:
+            while True:
+                message = await ws.recv()
+                data = json.loads(message) if isinstance(message, str) else {}
+                if data.get("type") == "state":
+                    counts.update(data["control"]["counts"])
+
+        async with websockets.connect(_ws_url(url)) as ws:
+            watching = asyncio.create_task(watch(ws))
+            await ws.send(json.dumps({"type": "takeover"}))
+            await asyncio.sleep(1.0)  # the takeover done, the counts heard
+            holds0, gaps, sent = counts.get("holds", 0), [], 0
+            start = last = time.monotonic()
+            while last - start < seconds:
+                sign = 1.0 if int((last - start) / 2.0) % 2 == 0 else -1.0
+                await ws.send(json.dumps({"type": "command", "axes": [sign, 0, 0, 0, 0, 0, 0]}))
+                now = time.monotonic()
+                if sent:
+                    gaps.append(now - last)
+                last, sent = now, sent + 1
+                await asyncio.sleep(max(0.0, 0.04 - (time.monotonic() - now)))
+            await asyncio.sleep(1.5)  # the last state message after the stream
+            holds = counts.get("holds", 0) - holds0
+            await ws.send(json.dumps({"type": "giveback"}))
+            await ws.send(json.dumps({"type": "release"}))
+            watching.cancel()
+        g = np.asarray(gaps)
+        return {"seconds": round(seconds, 1), "commands": sent, "false_holds": holds,
+                "client_gaps_over_timeout": int(np.sum(g > timeout_s)),
+                "client_gap_max_ms": round(float(g.max()) * 1e3, 1) if g.size else None}
+
+    return _in_own_loop(run())
+
+
 def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:
     """The reference: a Python WebSocket client takes over and commands +x directly."""
     import websockets
@@ -299,6 +348,9 @@ def run(args: argparse.Namespace) -> int:
             with competitors(args.load):
                 time.sleep(1.0)  # the competitors running before the first trial
                 dead_man["loaded"] = _time_dead_man(url, probe, args.dead_man)
+                if args.hold_seconds > 0:
+                    status.update(f"key held {args.hold_seconds:g} s, {args.load} competitors")
+                    held = _hold_key(url, args.hold_seconds, timeout_s)
     finally:
         probe.close()
         graph.shutdown()
@@ -316,6 +368,8 @@ def run(args: argparse.Namespace) -> int:
         figures = percentiles_ms(np.asarray(trials["seconds"]))
         out["dead_man"][case] = {**figures, "trials": args.dead_man, "lost": trials["lost"],
                                  "beyond_timeout_p99_ms": round(figures["p99_ms"] - timeout_s * 1e3, 1)}
+    if args.hold_seconds > 0:
+        out["dead_man"]["held_loaded"] = held
     if args.json:
         emit_json(out)
     else:
