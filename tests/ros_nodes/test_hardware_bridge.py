@@ -222,3 +222,34 @@ def test_rclpy_accepts_the_hardware_bridge_parameters(robot: str) -> None:
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_the_bridge_tells_the_safety_filter_its_robots_estop_durably() -> None:
+    """The bridge is an e-stop source: ``false`` once connected (a reader that joins later
+    still gets it), ``true`` from its robot's e-stop on, and after a reconfigure its one
+    writer says the state again (no second writer keeping an old ``true``)."""
+    from rclpy.node import Node
+    from std_msgs.msg import Bool
+
+    from sim2real.hardware.backend import Phase
+    from sim2real.ros_nodes.qos import estop_qos
+
+    domain = unique_domain_id()
+    with arm_emulator(domain) as emulator, Harness(domain) as h:
+        bridge = bridge_in(h, emulator)
+        bridge.trigger_configure()
+        bridge.trigger_activate()
+        h.spin()
+        said: list[bool] = []
+        late = h.add(Node("late_reader", context=h.context))  # joins after the bridge spoke
+        late.create_subscription(Bool, "estop", lambda m: said.append(bool(m.data)), estop_qos())
+        assert wait_for(lambda: said == [False], 5.0), said
+        bridge.backend.estop("test: the robot's own stop")
+        assert wait_for(lambda: said[-1:] == [True], 2.0), said
+        bridge.trigger_deactivate()
+        bridge.trigger_cleanup()
+        bridge.trigger_configure()  # connects again: released at the robot
+        assert bridge.backend.phase is Phase.CONNECTED
+        assert wait_for(lambda: said[-1:] == [False], 5.0), said
+        writers = late.get_publishers_info_by_topic("estop")
+        assert len(writers) == 1, writers
