@@ -79,10 +79,14 @@ def test_everything_needs_the_token_and_the_consoles_origin(hil: HilStack) -> No
 def test_the_page_shows_two_live_cameras(hil: HilStack, browser) -> None:
     page = open_console(browser, hil.server.url)
     try:
-        page.wait_for_timeout(3000)
-        fps = page.evaluate("window.consoleStats.fps")
-        # A loose bound for a shared CI machine; `sim2real bench console` reports the rate.
-        assert set(fps) == {"front", "wrist"} and min(fps.values()) >= 8, fps
+        page.wait_for_timeout(1000)
+        frames0 = page.evaluate("({...window.consoleStats.frames})")
+        page.wait_for_timeout(2000)
+        frames1 = page.evaluate("({...window.consoleStats.frames})")
+        # Live: each view keeps receiving frames. Their rate is a figure of `sim2real bench
+        # console` (a loaded 2-core machine rendered 7 fps of 15, an idle one 15).
+        assert set(frames1) == {"front", "wrist"}, frames1
+        assert all(frames1[c] - frames0.get(c, 0) >= 3 for c in frames1), (frames0, frames1)
         assert page.text_content("#robot") == "arm" and not page.errors
         # The page swaps each view's image for the newest frame: between a swap and its
         # decode the element has no size yet (naturalWidth 0), so read it once decoded.
