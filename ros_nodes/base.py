@@ -96,6 +96,13 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         self.callback_errors = 0
         self.load_error = ""
         """Why the last ``configure`` failed (empty: it did not)."""
+        self._loaded: list[Any] = []
+        """What :meth:`load` created (destroyed at cleanup)."""
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from sim2real.ros_nodes.qos import status_qos
+
+        self._pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", status_qos())
         self.configured = False
         self.specs: dict[str, FieldSpec] = {}
         """Every declared setting's type, range and description (see :meth:`declare_settings`)."""
@@ -286,10 +293,6 @@ class ManagedNode(ThrottledLog, LifecycleNode):
         """One DiagnosticStatus named after this node on ``diagnostics``."""
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-        if not hasattr(self, "_pub_diag"):
-            from sim2real.ros_nodes.qos import status_qos
-
-            self._pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", status_qos())
         # `level` is a byte field: rclpy accepts an int here but it does not survive
         # serialization (2 arrived as 237 over DDS), so send the byte itself.
         status = DiagnosticStatus(level=bytes([level]), name=self.get_name(), message=message, hardware_id="sim2real")
@@ -320,6 +323,7 @@ class ManagedNode(ThrottledLog, LifecycleNode):
     def stop(self) -> None: ...
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        before = self._entities()
         try:
             self.check_overrides()
             self.load()
@@ -328,7 +332,10 @@ class ManagedNode(ThrottledLog, LifecycleNode):
 
             self.load_error = describe_error(exc)  # a missing extra says which to install
             self.get_logger().error(f"configure failed: {self.load_error}")
+            self._loaded = [e for key, e in self._entities().items() if key not in before]
+            self._destroy_loaded()  # a retry creates them again
             return TransitionCallbackReturn.FAILURE
+        self._loaded = [e for key, e in self._entities().items() if key not in before]
         self.load_error = ""
         self.configured = True
         return TransitionCallbackReturn.SUCCESS
@@ -368,7 +375,30 @@ class ManagedNode(ThrottledLog, LifecycleNode):
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configured = False
         self.unload()
+        self._destroy_loaded()
         return TransitionCallbackReturn.SUCCESS
+
+    def _entities(self) -> dict[int, Any]:
+        """The node's publishers, subscriptions, services, clients and timers, by id."""
+        kinds = (self.publishers, self.subscriptions, self.services, self.clients, self.timers)
+        return {id(e): e for kind in kinds for e in kind}
+
+    def _destroy_loaded(self) -> None:
+        """Destroy what :meth:`load` created. A reconfigured node creates its endpoints
+        again; the old ones kept would answer ``~/enable`` twice and run every command's
+        callback twice (and a configure that failed half-way would leave them behind)."""
+        from rclpy.client import Client
+        from rclpy.publisher import Publisher
+        from rclpy.service import Service
+        from rclpy.subscription import Subscription
+        from rclpy.timer import Timer
+
+        destroy: list[tuple[type, Any]] = [
+            (Publisher, self.destroy_publisher), (Subscription, self.destroy_subscription),
+            (Service, self.destroy_service), (Client, self.destroy_client), (Timer, self.destroy_timer)]
+        for entity in self._loaded:
+            next(d for cls, d in destroy if isinstance(entity, cls))(entity)
+        self._loaded = []
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.active = False

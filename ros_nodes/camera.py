@@ -204,10 +204,7 @@ class CameraNode(ManagedNode):
         if self.reader is not None:
             self.reader.close()
             self.reader = None
-        for pub in (self.pub_raw, self.pub_compressed):
-            if pub is not None:
-                self.destroy_publisher(pub)
-        self.pub_raw = self.pub_compressed = None
+        self.pub_raw = self.pub_compressed = None  # destroyed with the rest of load()'s endpoints
 
     def start(self) -> None:
         if isinstance(self.reader, LiveReader):

@@ -81,7 +81,9 @@ class HardwareBridge(ManagedNode):
         self._auto_enable_pending = False
         self._estop_said: bool | None = None
         """What the bridge last said on ``estop`` (None: nothing yet)."""
-        self.estop_pub: Any = None
+        # One estop writer for the node's life: a second one, created at a reconfigure,
+        # would keep its own last state (an old true locks the reset out).
+        self.estop_pub = self.create_publisher(Bool, "estop", estop_qos())
         self._judging = threading.Lock()
         self._timers: list[Any] = []
 
@@ -110,8 +112,6 @@ class HardwareBridge(ManagedNode):
         self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/estop", self._on_estop)
-        if self.estop_pub is None:  # one writer for the node's life: a second would keep its own last state
-            self.estop_pub = self.create_publisher(Bool, "estop", estop_qos())
         self.timeout = float(p["command_timeout_periods"]) * self.space.control_dt
         self.publish_period = 1.0 / p["state_publish_rate"] if p["state_publish_rate"] > 0 else 0.0
         self._last_publish = -1.0

@@ -253,3 +253,7 @@ def test_the_bridge_tells_the_safety_filter_its_robots_estop_durably() -> None:
         assert wait_for(lambda: said[-1:] == [False], 5.0), said
         writers = late.get_publishers_info_by_topic("estop")
         assert len(writers) == 1, writers
+        # What configure created went with the cleanup: one command reader and one enable
+        # service, where the old ones kept ran every command and every enable twice.
+        assert wait_for(lambda: len(late.get_subscriptions_info_by_topic("command")) == 1, 5.0)
+        assert [s.service_name for s in bridge.services].count("/hardware_bridge/enable") == 1
