@@ -65,6 +65,10 @@ EMULATOR_PRIORITY = 40
 EXECUTOR_PRIORITY = 30
 """Suggested for the ROS 2 executors of the policy -> filter -> bridge path: below the
 loops that talk to the robot, above every normal process."""
+OPERATOR_PRIORITY = 28
+"""The correction console's web server thread, which receives a person's commands (a
+starved receiver reads a held key as released: the dead man holds the robot while the
+person still commands it). Below the control path: the filter judges what it sends."""
 DDS_THREADS = ("recv", "recvUC", "recvMC", "tev", "dq.user", "dq.builtins")
 """Cyclone DDS's threads on the data path (receiving, timed events, delivery): a loop that
 reads or writes DDS waits on locks they hold."""
@@ -176,6 +180,14 @@ def realtime_thread(name: str, priority: int, cpu: int | None = LAST_CPU,
         for tid, _ in raised:
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+
+
+def normal_scheduling() -> None:
+    """The calling thread back to normal scheduling: for a worker that a real-time thread
+    starts (threads inherit their creator's policy) to do bulk work, such as encoding
+    images, that must never delay the machine's real-time loops."""
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def _python_threads(names: tuple[str, ...]) -> dict[int, str]:

@@ -23,8 +23,9 @@ CPU-bound competitors (:mod:`sim2real.bench.load`). Its floor is the console's
 the filter. The held key (``--hold-seconds``): the same client streams at 25 Hz
 without a pause beside the competitors (the direction reversed every 2 s, to stay
 inside the workspace), and every hold the console makes meanwhile is a false one: a
-person still holding the key whose robot stopped. The client's own send gaps longer
-than the timeout are counted apart (a gap of the bench, not of the console).
+person still holding the key whose robot stopped. The client stands for the operator's
+own computer, so it runs at real-time priority here (the competitors load the robot's);
+its send gaps longer than the timeout are still counted apart.
 """
 
 from __future__ import annotations
@@ -184,10 +185,18 @@ def _ws_url(url: str) -> str:
     return url.split("/?", 1)[0].replace("http://", "ws://") + f"/ws?token={token}"
 
 
-def _in_own_loop(coroutine: Any) -> Any:
+def _in_own_loop(coroutine: Any, realtime: bool = False) -> Any:
     # Playwright's sync API keeps an event loop on this thread: the client gets its own.
+    def client() -> Any:
+        if not realtime:
+            return asyncio.run(coroutine)
+        from sim2real.hardware.realtime import OPERATOR_PRIORITY, realtime_thread
+
+        with realtime_thread("bench: the operator's page", OPERATOR_PRIORITY, cpu=None):
+            return asyncio.run(coroutine)
+
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+        return pool.submit(client).result()
 
 
 def _time_dead_man(url: str, probe: CommandProbe, trials: int) -> dict[str, Any]:
@@ -263,7 +272,9 @@ def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
                 "client_gaps_over_timeout": int(np.sum(g > timeout_s)),
                 "client_gap_max_ms": round(float(g.max()) * 1e3, 1) if g.size else None}
 
-    return _in_own_loop(run())
+    # The page runs on the operator's own computer, not among the robot computer's
+    # competitors: the client is real-time so that its gaps are not counted as the console's.
+    return _in_own_loop(run(), realtime=True)
 
 
 def _time_websocket(url: str, probe: CommandProbe, count: int) -> list[float]:

@@ -20,11 +20,18 @@ nothing; the connection stays. When the browser session expires the socket close
 
 The routes that call into the robot (e-stop, reset, labels) run in a worker thread: a
 ROS service call waits up to seconds, and the event loop keeps streaming meanwhile.
+
+The event loop is the console's receiver, and it runs at real-time priority where the
+system permits it (:data:`~sim2real.hardware.realtime.OPERATOR_PRIORITY`): a receiver
+starved by a busy machine reads a held key as released, and the dead man then holds the
+robot while the person still commands it. Encoding camera frames, the one bulk job of
+the web server, runs in a worker at normal priority.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import struct
 import threading
@@ -39,6 +46,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Red
 from sim2real.console.auth import COOKIE, SESSION_TTL, Sessions, bearer_token, origin_ok, token_ok
 from sim2real.console.frames import JpegCache
 from sim2real.console.protocol import Refused, dumps, finite_number, parse_message
+from sim2real.hardware.realtime import OPERATOR_PRIORITY, RealtimeStatus, normal_scheduling, realtime_thread
 from sim2real.policies.teleop.target import LABELS, ConsoleTarget
 
 STATIC = Path(__file__).with_name("static")
@@ -53,6 +61,9 @@ def create_app(target: ConsoleTarget, token: str, session_ttl: float = SESSION_T
     ``session_ttl`` seconds."""
     app = FastAPI(title="sim2real correction console", docs_url=None, redoc_url=None, openapi_url=None)
     jpegs = JpegCache()
+    # One encoder at normal priority for every page (the cache encodes each frame once).
+    encoder = app.state.encoder = concurrent.futures.ThreadPoolExecutor(1, "console-jpeg",
+                                                                        initializer=normal_scheduling)
     ids = itertools.count(1)
     sessions = Sessions(session_ttl)
 
@@ -131,7 +142,7 @@ def create_app(target: ConsoleTarget, token: str, session_ttl: float = SESSION_T
         cookie = "" if bearer_token(ws.headers) or ws.query_params.get("token") else ws.cookies.get(COOKIE, "")
         session = f"s{next(ids)}"
         expired = (lambda: not sessions.valid(cookie, time.monotonic())) if cookie else (lambda: False)
-        sender = asyncio.create_task(_push(ws, target, session, jpegs, expired))
+        sender = asyncio.create_task(_push(ws, target, session, jpegs, encoder, expired))
         try:
             await _receive(ws, target, session)
         except (WebSocketDisconnect, RuntimeError, OSError):  # gone (uvicorn's ClientDisconnected is an OSError)
@@ -213,7 +224,8 @@ def _handle(target: ConsoleTarget, session: str, msg: dict[str, Any]) -> str:
     return f"unknown message type {str(kind)[:40]!r}"
 
 
-async def _push(ws: WebSocket, target: ConsoleTarget, session: str, jpegs: JpegCache, expired: Any) -> None:
+async def _push(ws: WebSocket, target: ConsoleTarget, session: str, jpegs: JpegCache, encoder: Any,
+                expired: Any) -> None:
     """The state at 20 Hz and every new frame of every camera, to one page, until its
     session expires."""
     sent: dict[str, int] = {}
@@ -237,7 +249,9 @@ async def _push(ws: WebSocket, target: ConsoleTarget, session: str, jpegs: JpegC
             if latest is not None and latest[0] != sent.get(cam):
                 seq, stamp, frame = latest
                 sent[cam] = seq
-                await ws.send_bytes(FRAME_HEADER.pack(index, stamp) + jpegs.get(cam, seq, frame))
+                jpeg = jpegs.get(cam, seq, frame) if isinstance(frame, bytes) else \
+                    await asyncio.get_running_loop().run_in_executor(encoder, jpegs.get, cam, seq, frame)
+                await ws.send_bytes(FRAME_HEADER.pack(index, stamp) + jpeg)
         await asyncio.sleep(0.01)  # 100 checks/s: a 15 Hz frame waits 5 ms on average
 
 
@@ -264,12 +278,20 @@ class ConsoleServer:
     def __init__(self, target: ConsoleTarget, token: str, host: str = "127.0.0.1", port: int = 0,
                  session_ttl: float = SESSION_TTL) -> None:
         self.target, self.token, self.host = target, token, host
-        config = uvicorn.Config(create_app(target, token, session_ttl), host=host, port=port, log_level="warning",
+        self.app = create_app(target, token, session_ttl)
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning",
                                 ws_max_size=1 << 16, lifespan="off")
         self.server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self.server.run, name="console-http", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="console-http", daemon=True)
+        self.realtime: RealtimeStatus | None = None
+        """How the receiving thread is scheduled (once started)."""
         self.inputs: list[Any] = []
         """Inputs on this machine (a SpaceMouse) stopped with the server."""
+
+    def _serve(self) -> None:
+        with realtime_thread("console web server", OPERATOR_PRIORITY, cpu=None) as status:
+            self.realtime = status
+            self.server.run()
 
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()
@@ -296,3 +318,4 @@ class ConsoleServer:
             device.stop()
         self.server.should_exit = True
         self._thread.join(timeout=5)
+        self.app.state.encoder.shutdown(wait=False, cancel_futures=True)

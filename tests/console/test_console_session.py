@@ -126,6 +126,46 @@ def test_a_session_expires_and_its_page_says_so(target: Any, browser) -> None:
             target.control.give_back("cleanup", time.monotonic())
 
 
+def test_the_console_receives_at_real_time_priority_and_encodes_views_at_normal(browser) -> None:
+    """A receiver starved by a busy machine reads a held key as released (the dead man
+    holds a robot the person still commands): the web server's thread is real-time where
+    permitted; the views' JPEG encoding, its bulk work, is not."""
+    import os
+
+    import numpy as np
+    from hil_helpers import tiny_config
+
+    from sim2real.console.server import ConsoleServer
+    from sim2real.hardware.realtime import OPERATOR_PRIORITY, probe
+    from sim2real.policies.hil.console import HilConsoleTarget
+    from sim2real.policies.hil.env import HilEnv
+
+    env = HilEnv(tiny_config().env, seed=0)
+    target = HilConsoleTarget(env, real_time=False)  # its own: the views fed here reach no other test
+    server = ConsoleServer(target, TOKEN)
+    server.start()
+    try:
+        status, tid = server.realtime, server._thread.native_id
+        assert status is not None and tid is not None
+        if not probe(OPERATOR_PRIORITY).realtime:
+            assert not status.realtime and status.reason  # says why not
+            return
+        assert os.sched_getscheduler(tid) == os.SCHED_FIFO
+        assert os.sched_getparam(tid).sched_priority == OPERATOR_PRIORITY
+        page = open_console(browser, server.url)
+        try:
+            for shade in range(5):  # new frames of a view (raw RGB, as a simulator renders them)
+                target.frames.put(target.camera_names()[0], np.full((48, 64, 3), 40 * shade, np.uint8))
+                time.sleep(0.1)
+            page.wait_for_function("Object.values(window.consoleStats.frames).some((n) => n > 2)", timeout=15000)
+        finally:
+            page.close()
+        encoders = [t.native_id for t in threading.enumerate() if t.name.startswith("console-jpeg")]
+        assert encoders and all(os.sched_getscheduler(e) == os.SCHED_OTHER for e in encoders if e is not None)
+    finally:
+        server.stop()
+        env.close()
+
 HOSTILE = [
     ('{"type": "command", "axes": [1' + "0" * 400 + ', 0, 0, 0, 0, 0, 0]}', "out of range"),
     ("[" * 20_000 + "]" * 20_000, "nested"),  # within the 64 KiB frame limit (beyond it: a clean 1009 close)

@@ -274,3 +274,20 @@ def test_a_real_time_loop_that_stops_sleeping_ends_its_process() -> None:
     result = subprocess.run([sys.executable, "-c", RUNAWAY], capture_output=True, text=True, timeout=60)
     assert "survived" not in result.stdout
     assert result.returncode in (-24, -9), (result.returncode, result.stderr)  # SIGXCPU, or the hard limit's SIGKILL
+
+
+@needs_privilege
+def test_a_worker_started_by_a_real_time_thread_goes_back_to_normal_scheduling() -> None:
+    """Threads inherit their creator's policy: a pool started inside a real-time loop runs
+    its bulk work (the console's JPEG encoding) at real-time priority unless its workers
+    call :func:`~sim2real.hardware.realtime.normal_scheduling`."""
+    import concurrent.futures
+
+    def loop() -> tuple[int, int]:
+        with realtime_thread("test loop", realtime.OPERATOR_PRIORITY, cpu=None), \
+                concurrent.futures.ThreadPoolExecutor(1) as inherited, \
+                concurrent.futures.ThreadPoolExecutor(1, initializer=realtime.normal_scheduling) as normal:
+            return (inherited.submit(os.sched_getscheduler, 0).result(),
+                    normal.submit(os.sched_getscheduler, 0).result())
+
+    assert in_thread(loop) == (os.SCHED_FIFO, os.SCHED_OTHER)
