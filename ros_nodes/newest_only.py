@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from sim2real.hardware.realtime import normal_scheduling
+
 T = TypeVar("T")
 
 NICENESS = 10
@@ -64,6 +66,9 @@ class NewestOnly(Generic[T]):
         return self._stop
 
     def _run(self) -> None:
+        # A thread inherits its creator's policy: made on a real-time executor (a node
+        # configured again through its lifecycle service), it would draw at real-time priority.
+        normal_scheduling()
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.niceness)
         try:
