@@ -1,11 +1,20 @@
 """Work a real-time loop hands off and never waits for: camera frames drawn from the
 newest pose, by the sim bridge's live views and by an emulated cell's cameras.
 
-One thread of its own, at a lower priority than the loop (Linux threads own a nice
-value, inherited by the threads it starts, such as llvmpipe's), does the work on the
-newest item offered; an item still waiting when a newer one comes is dropped and
-counted. The thread also owns what ``setup`` makes and ``teardown`` releases (a GL
-context is bound to the thread that made it).
+One thread of its own, at normal scheduling, does the work on the newest item offered;
+an item still waiting when a newer one comes is dropped and counted. The thread also
+owns what ``setup`` makes and ``teardown`` releases (a GL context is bound to the thread
+that made it).
+
+Its nice value (Linux threads own one, inherited by the threads they start, such as
+llvmpipe's) depends on the loop: where the loop cannot be real-time, the worker runs
+:data:`NICENESS` lower than it, so the frames never take the loop's turn. Where the loop
+is real-time it needs no such help, and a reniced worker would hurt it: the worker holds
+Python's GIL between its C calls, and a nice-10 thread preempted while holding it waits
+behind every CPU-bound competitor before it can let go. Measured (a SCHED_FIFO 2 ms loop
+and a worker building 230 kB frames, 4 competitors on 2 cores, 30 s, twice each): at
+nice 10 the loop stalled up to 40 ms, 13 ticks over 15 ms in one run; at nice 0, 10 ms
+at most and none over 15 ms.
 """
 
 from __future__ import annotations
@@ -16,12 +25,17 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from sim2real.hardware.realtime import normal_scheduling
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY, normal_scheduling, probe
 
 T = TypeVar("T")
 
 NICENESS = 10
-"""How much lower the worker runs than the thread that offers it work."""
+"""How much lower the worker runs than a loop that cannot be real-time."""
+
+
+def worker_niceness() -> int:
+    """:data:`NICENESS` where this process's loops cannot be real-time, else 0 (see the module)."""
+    return 0 if probe(EXECUTOR_PRIORITY).realtime else NICENESS
 
 
 class NewestOnly(Generic[T]):
@@ -33,15 +47,15 @@ class NewestOnly(Generic[T]):
         teardown: Run last in the worker thread.
         merge: ``(dropped, newer) -> newer`` when an item is dropped (what the newer one
             must carry over), or None.
-        niceness: The worker's nice value (:data:`NICENESS` unless the work stands in for
-            hardware that keeps its own time, such as an emulated cell's cameras).
+        niceness: The worker's nice value (None: :func:`worker_niceness`; 0 where the work
+            stands in for hardware that keeps its own time, such as an emulated cell's cameras).
     """
 
     def __init__(self, name: str, handle: Callable[[T], None], on_error: Callable[[Exception], None],
                  setup: Callable[[], None] | None = None, teardown: Callable[[], None] | None = None,
-                 merge: Callable[[T, T], T] | None = None, niceness: int = NICENESS) -> None:
+                 merge: Callable[[T, T], T] | None = None, niceness: int | None = None) -> None:
         self.handle, self.on_error, self.setup, self.teardown, self.merge = handle, on_error, setup, teardown, merge
-        self.niceness = niceness
+        self.niceness = worker_niceness() if niceness is None else niceness
         self.dropped = 0
         """Items replaced by a newer one before the worker took them."""
         self.started = threading.Event()

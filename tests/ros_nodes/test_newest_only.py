@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from sim2real.hardware import realtime
-from sim2real.ros_nodes.newest_only import NICENESS, NewestOnly
+from sim2real.ros_nodes.newest_only import NICENESS, NewestOnly, worker_niceness
 
 
 def test_an_item_still_waiting_is_replaced_by_the_newer_one_and_counted() -> None:
@@ -83,4 +83,11 @@ def test_made_by_a_real_time_thread_the_worker_still_runs_at_normal_priority() -
     thread.start()
     thread.join()
     out[0].close()
-    assert seen == [(os.SCHED_OTHER, NICENESS)]
+    assert seen == [(os.SCHED_OTHER, 0)]  # the loop is real-time: no renice (see the module)
+
+
+def test_the_worker_is_reniced_only_where_the_loop_cannot_be_real_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(realtime.ENV, "off")
+    assert worker_niceness() == NICENESS
+    monkeypatch.delenv(realtime.ENV)
+    assert worker_niceness() == (0 if realtime.probe(realtime.EXECUTOR_PRIORITY).realtime else NICENESS)
