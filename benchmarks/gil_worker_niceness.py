@@ -64,7 +64,7 @@ def measure(niceness: int, seconds: float) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds per run")
     parser.add_argument("--load", type=int, default=4, help="CPU-bound competitors at normal priority")
     parser.add_argument("--repeats", type=int, default=2, help="runs per nice value (alternating)")
