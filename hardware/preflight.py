@@ -255,7 +255,8 @@ def robot_writers_item(writers: list[dict[str, Any]] | None) -> Item | None:
 
 def driver_items(driver: Mapping[str, Any] | None) -> list[Item]:
     """A robot driver's own state where its backend reports one (``detail()["driver"]``:
-    ur_robot_driver's program running, speed scaling and position controller); none elsewhere."""
+    ur_robot_driver's program running, speed scaling and the controller the backend
+    commands through); none elsewhere."""
     if driver is None:
         return []
     running = driver.get("program_running")
@@ -269,7 +270,8 @@ def driver_items(driver: Mapping[str, Any] | None) -> list[Item]:
         items.append(Item("speed scaling", "PASS" if scaling >= 100.0 else "WARN", f"{scaling:g} %", "100 %",
                           "" if scaling >= 100.0 else "the speed slider or a reduced mode slows the robot"))
     subscribed = bool(driver.get("controller_subscribed"))
+    controller = str(driver.get("controller", "forward_position_controller"))
     items.append(Item("position controller", "PASS" if subscribed else "FAIL",
-                      "subscribed" if subscribed else "no subscriber", "forward_position_controller loaded",
-                      "" if subscribed else "initial_joint_controller:=forward_position_controller (docs/hardware.md)"))
+                      "subscribed" if subscribed else "no subscriber", f"{controller} loaded",
+                      "" if subscribed else f"initial_joint_controller:={controller} (docs/hardware.md)"))
     return items

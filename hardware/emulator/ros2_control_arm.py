@@ -57,6 +57,7 @@ from sim2real.hardware.emulator.ros2_control_manager import (
     ControllerManagerEmulator,
     forward_command,
     joint_state_message,
+    trajectory_command,
 )
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control.trajectory import JointTarget
@@ -209,24 +210,13 @@ class Ros2ControlArmEmulator(ControllerManagerEmulator):
         return None
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
-        names = list(msg.joint_names)
-        if sorted(names) != sorted(self.arm_names):
-            return self._reject("trajectory_joints")
-        order = [names.index(n) for n in self.arm_names]
-        times, points = [], []
-        for p in msg.points:
-            t = p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
-            q = np.asarray(p.positions, dtype=np.float64)
-            if q.shape != (7,) or not np.all(np.isfinite(q)):
-                return self._reject("trajectory_point")
-            if t <= (times[-1] if times else 0.0):
-                return self._reject("trajectory_time")
-            times.append(t)
-            points.append(q[order])
+        goal = trajectory_command(msg, self.arm_names)
+        if isinstance(goal, str):
+            return self._reject(goal)
+        times, points = goal
         now = time.monotonic()
         with self._lock:
-            self.target.trajectory(now, np.array(times), np.array(points).reshape(-1, 7),
-                                   start=self._q_measured if self.stock else None)
+            self.target.trajectory(now, times, points, start=self._q_measured if self.stock else None)
             self.last_command = (now, points[-1].copy())
         self.counters["commands_accepted"] += 1  # every arm command: forward or trajectory
         self.counters["trajectories_accepted"] += 1

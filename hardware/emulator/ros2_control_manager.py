@@ -17,6 +17,7 @@ from rclpy.clock import Clock
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.emulator.base import Emulator
 from sim2real.hardware.emulator.faults import SAMPLED
@@ -77,6 +78,28 @@ def forward_command(msg: Float64MultiArray, size: int) -> np.ndarray | str:
     if not np.all(np.isfinite(q)):
         return "forward_non_finite"
     return q
+
+
+def trajectory_command(msg: JointTrajectory, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | str:
+    """A joint trajectory controller's goal as ``(times, points)`` in ``names``' order, or
+    why it is refused: other joints, a point of the wrong size or not finite, times not
+    increasing from 0 (joint_trajectory_controller refuses each)."""
+    given = list(msg.joint_names)
+    if sorted(given) != sorted(names):
+        return "trajectory_joints"
+    order = [given.index(n) for n in names]
+    times: list[float] = []
+    points: list[np.ndarray] = []
+    for p in msg.points:
+        t = p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+        q = np.asarray(p.positions, dtype=np.float64)
+        if q.shape != (len(names),) or not np.all(np.isfinite(q)):
+            return "trajectory_point"
+        if t <= (times[-1] if times else 0.0):
+            return "trajectory_time"
+        times.append(t)
+        points.append(q[order])
+    return np.array(times), np.array(points).reshape(-1, len(names))
 
 
 class ControllerManagerEmulator(Emulator):

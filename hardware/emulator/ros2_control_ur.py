@@ -10,6 +10,9 @@ The driver's behaviour played here:
 * ``forward_position_controller/commands`` streamed to the joints' servos (the robot's
   own joint control), the last one held forever; refused while the program does not run
   (the driver's ``controller_stopper`` has the controller deactivated then: the arm holds).
+  Or, with ``controller: scaled_joint_trajectory_controller``, its trajectories, whose
+  time runs at the speed scaling (``speed_slider`` times the robot's own: 0 while
+  stopped), as the scaled controller's does: a slower slider slows every move.
 * A protective stop (:meth:`protective_stop`, the fault a test injects; on the robot a
   collision or a safety limit): the arm stops where it is, the program stops, the speed
   scaling reads 0 until ``dashboard_client/unlock_protective_stop`` (refused for the first
@@ -34,6 +37,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.emulator.base import EmulatorSettings, Mission, MotionOnset, episode_summary
 from sim2real.hardware.emulator.faults import StreamFaults
@@ -41,6 +45,7 @@ from sim2real.hardware.emulator.ros2_control_manager import (
     ControllerManagerEmulator,
     forward_command,
     joint_state_message,
+    trajectory_command,
 )
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
@@ -67,8 +72,16 @@ class UrDriverEmulatorConfig:
     """DDS domain (None: ``$ROS_DOMAIN_ID``)."""
     namespace: str = ""
     """The driver's namespace (ur_control.launch.py: the root)."""
+    controller: str = "forward_position_controller"
+    """The active motion controller (``initial_joint_controller``): one of :data:`~.ur_topics.CONTROLLERS`."""
+    speed_slider: float = 1.0
+    """The pendant's speed slider (0..1]: the speed scaling while the program runs."""
 
     def validate(self) -> None:
+        if self.controller not in UT.CONTROLLERS:
+            raise ConfigError("controller", f"{self.controller!r}: one of {', '.join(UT.CONTROLLERS)}")
+        if not (math.isfinite(self.speed_slider) and 0.0 < self.speed_slider <= 1.0):
+            raise ConfigError("speed_slider", f"must be in (0, 1], got {self.speed_slider!r}")
         if not (math.isfinite(self.state_rate_hz) and 10.0 <= self.state_rate_hz <= 1000.0):
             raise ConfigError("state_rate_hz", f"must be within 10..1000 Hz, got {self.state_rate_hz!r}")
         if not (math.isfinite(self.unlock_delay_s) and self.unlock_delay_s >= 0.0):
@@ -101,6 +114,9 @@ class UrDriverEmulator(ControllerManagerEmulator):
         """Monotonic time of the protective stop in force (None: none)."""
         self.last_command: tuple[float, np.ndarray] | None = None
         self._program_published: bool | None = None
+        self.scaled_time = 0.0
+        """s: the scaled trajectory controller's clock (advances at the speed scaling)."""
+        self._last_physics: float | None = None
         self._next_scaling = 0.0
         self.goal = U.draw_target(self._rng)
         self.data.mocap_pos[0] = self.goal
@@ -110,13 +126,16 @@ class UrDriverEmulator(ControllerManagerEmulator):
         self.onset = MotionOnset(threshold=0.001)
         self._start_ros("ur_ros2_control_emulator", "ur arm emulator", cfg.domain_id, cfg.namespace,
                         cfg.state_rate_hz)
-        self.counters.update(commands_accepted=0, scaling_published=0, protective_stops=0)
+        self.counters.update(commands_accepted=0, trajectories_accepted=0, scaling_published=0, protective_stops=0)
         self.rejected: dict[str, int] = {}
         node = self.ros.node
         self.pub_state = node.create_publisher(JointState, UT.JOINT_STATES, T.controller_qos())
         self.pub_scaling = node.create_publisher(Float64, UT.SPEED_SCALING, T.controller_qos())
         self.pub_program = node.create_publisher(Bool, UT.PROGRAM_RUNNING, UT.latched_qos())
-        node.create_subscription(Float64MultiArray, UT.POSITION_COMMANDS, self._on_forward, T.controller_qos())
+        if cfg.controller == "scaled_joint_trajectory_controller":
+            node.create_subscription(JointTrajectory, UT.SCALED_TRAJECTORY, self._on_trajectory, T.controller_qos())
+        else:
+            node.create_subscription(Float64MultiArray, UT.POSITION_COMMANDS, self._on_forward, T.controller_qos())
         node.create_service(Trigger, UT.PLAY, self._on_play)
         node.create_service(Trigger, UT.STOP, self._on_stop)
         node.create_service(Trigger, UT.UNLOCK_PROTECTIVE_STOP, self._on_unlock)
@@ -149,6 +168,27 @@ class UrDriverEmulator(ControllerManagerEmulator):
             self.last_command = (now, q)
         self.counters["commands_accepted"] += 1
         return None
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        goal = trajectory_command(msg, U.JOINTS)
+        if isinstance(goal, str):
+            return self._reject(goal)
+        times, points = goal
+        now = time.monotonic()
+        with self._lock:
+            if not self.program_running:
+                return self._reject("program_not_running")
+            # From where the arm is, on the controller's scaled clock.
+            self.target.trajectory(self.scaled_time, times, points, start=self._q_measured)
+            self.last_command = (now, points[-1].copy())
+        self.counters["commands_accepted"] += 1
+        self.counters["trajectories_accepted"] += 1
+        return None
+
+    def speed_scaling(self) -> float:
+        """The speed scaling as a factor (called locked): the slider while the program runs
+        and no protective stop is in force, else 0."""
+        return self.config.speed_slider if self.program_running and self.protective_stopped_at is None else 0.0
 
     def _hold_here(self) -> None:
         """The arm stops where it is (its brakes; the controller deactivated): called locked."""
@@ -205,7 +245,14 @@ class UrDriverEmulator(ControllerManagerEmulator):
     # -- the simulated arm (the serve thread) --------------------------------------------
     def _physics(self, now: float, steps: int) -> None:
         with self._lock:
-            q_d, qd_d = self.target.sample(now)
+            if self.config.controller == "scaled_joint_trajectory_controller":
+                scaling = self.speed_scaling()
+                self.scaled_time += scaling * (now - (now if self._last_physics is None else self._last_physics))
+                q_d, qd_d = self.target.sample(self.scaled_time)
+                qd_d = qd_d * scaling  # the trajectory's velocity on the wall clock
+            else:
+                q_d, qd_d = self.target.sample(now)
+            self._last_physics = now
         # The commanded velocity feeds the servos' damping term, as the robot's joint
         # control tracks a streamed trajectory (without it they lag kd/kp * qdot).
         self.data.ctrl[:6] = np.clip(q_d + U.JOINT_KD / U.JOINT_KP * qd_d, U.JOINT_LOWER, U.JOINT_UPPER)
@@ -242,7 +289,7 @@ class UrDriverEmulator(ControllerManagerEmulator):
         if now >= self._next_scaling:
             self._next_scaling = max(self._next_scaling + 1.0 / UT.SPEED_SCALING_RATE, now)
             with self._lock:
-                scaling = 100.0 if self.program_running and self.protective_stopped_at is None else 0.0
+                scaling = 100.0 * self.speed_scaling()
             self.pub_scaling.publish(Float64(data=scaling))
             self.counters["scaling_published"] += 1
 

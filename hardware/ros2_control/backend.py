@@ -74,6 +74,11 @@ class Ros2ControlArm(RobotBackend):
             raise ConfigError("action_mode", f"the {type(self).__name__} backend drives ee_delta, not {action_mode!r}")
         (self.opt,) = load_options(self.options, [(self.options_class, "")], self.options_class.robot_label)
         self.stock = self.opt.topology == "franka_ros2"
+        self.trajectory_out = self.stock
+        """The arm is commanded through a joint trajectory controller (one point ahead per
+        target, which the controller interpolates), not a forward one."""
+        self.command_topic = T.TRAJECTORY if self.stock else T.POSITION_COMMANDS
+        """Where the arm's targets go (both set again by :meth:`_configure_robot` for another driver)."""
         self.gripper_states = f"{self.opt.gripper_node}/joint_states"
         self._fingers: tuple[float, np.ndarray] | None = None
         """Arrival (monotonic s) and positions of the latest finger state (franka_gripper's stream)."""
@@ -180,7 +185,7 @@ class Ros2ControlArm(RobotBackend):
         while self._pub_q.get_subscription_count() == 0 and time.monotonic() < end:
             time.sleep(0.02)
         if self._pub_q.get_subscription_count() == 0:
-            topic = T.TRAJECTORY if self.stock else T.POSITION_COMMANDS
+            topic = self.command_topic
             raise HardwareError(f"nothing subscribes {topic}: is {topic.split('/')[0]} loaded and active "
                                 "(docs/hardware.md)?")
         # The target is taken from a fresh state under the lock; one that aged while the
@@ -234,7 +239,7 @@ class Ros2ControlArm(RobotBackend):
             start = self._segment_point(now)
             self._q_cmd = q_new
             self._segment = (now, start, q_new)  # streamed to forward controllers; a hold's reference
-            if self.stock:
+            if self.trajectory_out:
                 self._send_trajectory(q_new, self.opt.control_dt)
             self._last_command = now
             self._counts["commands"] += 1
@@ -315,7 +320,7 @@ class Ros2ControlArm(RobotBackend):
             elif self._fresh_state() is None:
                 self._hold("joint states stale")
             elif self._segment is not None:
-                if not self.stock:  # the trajectory controller interpolates on its own
+                if not self.trajectory_out:  # the trajectory controller interpolates on its own
                     self._send_q(self._segment_point(now))
                 if now - self._segment[0] >= self.opt.control_dt:
                     self._segment = None
@@ -323,7 +328,7 @@ class Ros2ControlArm(RobotBackend):
     def _send_q(self, q: np.ndarray) -> None:
         """``q`` as the arm's target now: a forward command, or a trajectory point one
         stream period ahead (the trajectory controller interpolates from where it is)."""
-        if self.stock:
+        if self.trajectory_out:
             self._send_trajectory(q, 1.0 / self.opt.command_rate_hz)
         else:
             self._send(self._pub_q, Float64MultiArray(data=[float(x) for x in q]), "targets_sent")

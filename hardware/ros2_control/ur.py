@@ -2,9 +2,10 @@
 
 The driver is ros2_control, so this is the ros2_control arm backend
 (:class:`~.backend.Ros2ControlArm`: the deadman, the hold, the interpolated stream to a
-forward position controller, the damped-least-squares IK on the arm's own MuJoCo model)
-with the UR's joints, kinematics and limits, and the driver's own state read from its
-topics (:mod:`.ur_topics`):
+forward position controller or one point per target to the scaled joint trajectory
+controller, the damped-least-squares IK on the arm's own MuJoCo model) with the UR's
+joints, kinematics and limits, and the driver's own state read from its topics
+(:mod:`.ur_topics`):
 
 * The robot moves only while its External Control program runs and its speed scaling is
   above 0: :meth:`enable` is refused otherwise, naming which.
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64, Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.backend import HardwareError, Phase
 from sim2real.hardware.ros2_control import topics as T
@@ -42,12 +44,12 @@ FRANKA_ONLY = ("arm_id", "gripper_node", "width_without_gripper", "gripper_state
 
 @dataclass
 class UrArmOptions(Ros2ControlArmOptions):
-    """The ros2_control arm's options for ur_robot_driver (one stream, forward position
-    controller, no gripper), and the driver's own."""
+    """The ros2_control arm's options for ur_robot_driver (one stream, a forward position
+    or the scaled trajectory controller, no gripper), and the driver's own."""
 
     robot_label: ClassVar[str] = "UR (ur_robot_driver)"
     topology: T.Topology = "merged"
-    """Always ``merged``: one ``joint_states``, ``forward_position_controller``."""
+    """Always ``merged``: one ``joint_states`` stream."""
     gripper: bool = False
     """Always false (a UR's tool is not the driver's)."""
     namespace: str = ""
@@ -57,12 +59,19 @@ class UrArmOptions(Ros2ControlArmOptions):
     """Nominal ``joint_states`` rate: 500 Hz (RTDE on an e-Series)."""
     status_timeout: Positive = 0.5
     """s: the speed scaling (100 Hz) older than this at enable refuses it (50 periods)."""
+    controller: str = "forward_position_controller"
+    """The motion controller the driver runs (``initial_joint_controller``):
+    ``forward_position_controller`` streams positions the robot follows at once, whatever
+    the speed slider; ``scaled_joint_trajectory_controller`` (the launch file's default)
+    takes one trajectory point per target and slows with the speed scaling."""
 
     def validate(self) -> None:
         defaults = Ros2ControlArmOptions()
         for name in FRANKA_ONLY:
             if getattr(self, name) != getattr(defaults, name):
                 raise ConfigError(name, "a Franka option: ur_robot_driver has no such setting")
+        if self.controller not in UT.CONTROLLERS:
+            raise ConfigError("controller", f"{self.controller!r}: one of {', '.join(UT.CONTROLLERS)}")
         if self.topology != "merged" or self.gripper:
             raise ConfigError("topology", "ur_robot_driver has one joint_states stream and no gripper")
         parts = self.namespace.strip("/").split("/")
@@ -78,8 +87,8 @@ class UrArm(Ros2ControlArm):
     """A UR5e under ur_robot_driver (``backend: ur``)."""
 
     robot = "ur5e"
-    protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller, "
-                "speed_scaling_state_broadcaster, io_and_status_controller")
+    protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller or "
+                "scaled_joint_trajectory_controller, speed_scaling_state_broadcaster, io_and_status_controller")
     state_rate = UT.STATE_RATE
     options_class = UrArmOptions
 
@@ -99,9 +108,12 @@ class UrArm(Ros2ControlArm):
         """Arrival (monotonic s) and value (percent) of the latest speed scaling."""
         self.driver_stops: list[str] = []
         """Why the driver stopped the robot, each time (the latch's reasons)."""
+        self.trajectory_out = self.opt.controller == "scaled_joint_trajectory_controller"
+        self.command_topic = UT.SCALED_TRAJECTORY if self.trajectory_out else UT.POSITION_COMMANDS
 
     def _make_endpoints(self, node: Any) -> None:
-        self._pub_q = node.create_publisher(Float64MultiArray, UT.POSITION_COMMANDS, T.controller_qos())
+        kind = JointTrajectory if self.trajectory_out else Float64MultiArray
+        self._pub_q = node.create_publisher(kind, self.command_topic, T.controller_qos())
         node.create_subscription(JointState, UT.JOINT_STATES, self._on_joint_states, T.state_qos())
         node.create_subscription(Float64, UT.SPEED_SCALING, self._on_speed_scaling, T.controller_qos())
         node.create_subscription(Bool, UT.PROGRAM_RUNNING, self._on_program_running, UT.latched_qos())
@@ -154,14 +166,15 @@ class UrArm(Ros2ControlArm):
             raise HardwareError("cannot enable: speed scaling is 0 % (the robot is paused or stopped)")
 
     def driver_state(self) -> dict[str, Any]:
-        """What the driver shows: program running, speed scaling, whether the forward
-        position controller subscribes (loaded: whether it is *active* the controller
+        """What the driver shows: program running, speed scaling, whether the motion
+        controller subscribes (loaded: whether it is *active* the controller
         manager's service would tell, whose types have no Python wheel)."""
         scaling = self._speed_scaling
         ros = self._ros
         return {"program_running": self._program_running,
                 "speed_scaling_percent": None if scaling is None else round(scaling[1], 1),
                 "speed_scaling_age_s": None if scaling is None else round(time.monotonic() - scaling[0], 3),
+                "controller": self.opt.controller,
                 "controller_subscribed": bool(ros is not None and self._pub_q.get_subscription_count() > 0),
                 "driver_stops": list(self.driver_stops)}
 

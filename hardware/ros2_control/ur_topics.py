@@ -9,6 +9,10 @@ are relative to the driver's namespace (the root by default, as the launch file 
   streaming (``initial_joint_controller:=forward_position_controller``). Like every forward
   controller it holds its last command; unlike ``scaled_joint_trajectory_controller`` it
   is not slowed by the speed scaling.
+* ``scaled_joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory):
+  moves (``initial_joint_controller:=scaled_joint_trajectory_controller``, the launch
+  file's default). Its time runs at the speed scaling: at 50 % a trajectory takes twice
+  its ``time_from_start``; at 0 (paused, stopped) it stands still.
 * ``speed_scaling_state_broadcaster/speed_scaling`` (std_msgs/Float64): the speed slider
   times the robot's own scaling, in percent (the broadcaster multiplies the factor by 100),
   at its ``state_publish_rate`` (100 Hz). 0 while the robot is paused or stopped.
@@ -29,6 +33,9 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 JOINT_STATES = "joint_states"
 POSITION_COMMANDS = "forward_position_controller/commands"
+SCALED_TRAJECTORY = "scaled_joint_trajectory_controller/joint_trajectory"
+CONTROLLERS = ("forward_position_controller", "scaled_joint_trajectory_controller")
+"""The motion controllers the ``ur`` backend commands through (``controller`` option)."""
 SPEED_SCALING = "speed_scaling_state_broadcaster/speed_scaling"
 PROGRAM_RUNNING = "io_and_status_controller/robot_program_running"
 PLAY = "dashboard_client/play"

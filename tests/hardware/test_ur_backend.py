@@ -116,3 +116,30 @@ def test_the_reach_through_the_emulated_driver_succeeds(rig: UrRig) -> None:
     assert m is not None and m.ee_pos is not None
     assert np.linalg.norm(m.ee_pos - rig.emulator.ee_pos()) < 0.005  # the backend's FK: the robot's flange
     assert rig.backend.phase == Phase.ENABLED
+
+
+def test_the_reach_through_the_scaled_trajectory_controller_succeeds() -> None:
+    """ur_control.launch.py's default controller: one trajectory point per target, which
+    the driver's scaled joint trajectory controller interpolates (nothing goes to the
+    forward controller, which is not running)."""
+    jtc = "scaled_joint_trajectory_controller"
+    with contextlib.contextmanager(ur_rig)(UrDriverEmulatorConfig(controller=jtc, unlock_delay_s=0.3),
+                                           options={"controller": jtc}) as rig:
+        assert rig.backend.driver_state()["controller"] == jtc
+        rig.backend.enable()
+        items = {i.name: i for i in driver_items(rig.backend.driver_state())}
+        assert items["position controller"].status == "PASS"
+        assert items["position controller"].expected == f"{jtc} loaded"
+        rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
+        mission = rig.emulator.mission()
+        assert mission is not None and mission.successes >= 2, rig.emulator.summary()
+        counts = rig.emulator.counters
+        assert counts["trajectories_accepted"] == counts["commands_accepted"] > 20
+        assert rig.backend.counters()["targets_sent"] >= counts["trajectories_accepted"]
+
+
+def test_a_controller_the_driver_does_not_have_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"controller.*forward_position_controller, scaled_joint_trajectory"):
+        UrArm("ee_delta", {"domain_id": 5, "controller": "joint_trajectory_controler"})
+    with pytest.raises(ConfigError, match="controller"):
+        UrDriverEmulatorConfig(controller="nope").validate()

@@ -9,6 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,3 +124,46 @@ def test_dashboard_stop_stops_the_program(driver: UrRig) -> None:
     assert wait_for(lambda: driver.emulator.rejected.get("program_not_running", 0) == 1, 1.0)
     time.sleep(5 * PERIOD)
     assert np.abs(driver.emulator.data.qpos[:6] - U.HOME_QPOS).max() < 0.01
+
+
+def _trajectory(q: np.ndarray, seconds: float) -> Any:
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    point = JointTrajectoryPoint(positions=[float(x) for x in q],
+                                 time_from_start=Duration(sec=int(seconds), nanosec=int(seconds % 1 * 1e9)))
+    return JointTrajectory(joint_names=list(reversed(U.JOINTS)), points=[point])  # any order, by name
+
+
+def test_the_scaled_trajectory_controller_runs_at_the_speed_scaling() -> None:
+    """Driven on an injected clock (the emulator's physics update, called directly): at a
+    speed slider of 50 % a 0.4 s trajectory is half done after 0.4 s and done after 0.8 s;
+    after a protective stop (scaling 0) its time stands still."""
+    from ros2_control_rig import unique_domain
+
+    from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator
+
+    cfg = UrDriverEmulatorConfig(controller="scaled_joint_trajectory_controller", speed_slider=0.5,
+                                 domain_id=unique_domain())
+    emulator = UrDriverEmulator(cfg)  # not served: this test is its clock
+    try:
+        start = U.HOME_QPOS.copy()
+        goal = start + np.r_[0.2, -0.1, 0.1, 0.0, 0.1, -0.2]
+        emulator._physics(100.0, 1)
+        emulator._on_trajectory(_trajectory(np.array(goal[::-1]), 0.4))
+        assert emulator.counters["trajectories_accepted"] == 1
+        begun = emulator._q_measured.copy()  # the controller starts from where the arm is
+        emulator._physics(100.4, 1)
+        assert emulator.scaled_time == pytest.approx(0.2)
+        halfway = emulator.target.sample(emulator.scaled_time)[0]
+        np.testing.assert_allclose(halfway, (begun + goal) / 2, atol=1e-9)
+        emulator._physics(100.8, 1)
+        np.testing.assert_allclose(emulator.target.sample(emulator.scaled_time)[0], goal, atol=1e-9)
+        emulator.protective_stop()
+        before = emulator.scaled_time
+        emulator._physics(101.8, 1)
+        assert emulator.scaled_time == before
+        emulator._on_trajectory(_trajectory(np.array(goal[::-1]), 0.4))  # the program stopped with it
+        assert emulator.rejected == {"program_not_running": 1}
+    finally:
+        emulator.close()

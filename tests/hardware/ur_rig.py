@@ -88,14 +88,15 @@ class UrRig:
         return float(np.linalg.norm(self.emulator.ee_pos() - p0) / seconds)
 
 
-def ur_rig(config: UrDriverEmulatorConfig | None = None, connect: bool = True) -> Iterator[UrRig]:
+def ur_rig(config: UrDriverEmulatorConfig | None = None, connect: bool = True,
+           options: dict[str, Any] | None = None) -> Iterator[UrRig]:
     domain = unique_domain()
     cfg = config or UrDriverEmulatorConfig(unlock_delay_s=0.3)
     cfg.domain_id = domain
     emulator = UrDriverEmulator(cfg)
     thread = threading.Thread(target=emulator.serve, daemon=True)
     thread.start()
-    backend = UrArm("ee_delta", {"domain_id": domain})
+    backend = UrArm("ee_delta", {"domain_id": domain, **(options or {})})
     # At real-time priority like every thread of this process that takes the GIL: a
     # normal-priority holder preempted on a loaded machine stalls the real-time loops.
     client = DriverClient(T.RosThread("ur_test_client", domain, "", realtime=("ur test client", EXECUTOR_PRIORITY - 1)))
