@@ -290,8 +290,9 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     deployment = robot_deployment(opts.robot)
     backend = opts.overrides.get("hardware_bridge", {}).get("backend") or deployment.real_backend
     cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras() else ()
+    user_options = json_object(opts.overrides.get("hardware_bridge", {}).get("backend_options"), BACKEND_OPTIONS)
     with EmulatorProcess(opts.robot, opts.domain_id, backend=backend, seed=opts.seed, task=opts.task,
-                         faults=opts.emulator_faults, cameras=cameras) as emulator:
+                         faults=opts.emulator_faults, cameras=cameras, backend_options=user_options) as emulator:
         bridge = emulated_bridge(emulator.connect_options, opts.overrides.get("hardware_bridge", {}))
         overrides = {**opts.overrides, "hardware_bridge": bridge}
         if opts.console and cameras:  # the emulated cell's cameras, drawn while the page shows them

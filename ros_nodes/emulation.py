@@ -36,7 +36,8 @@ class EmulatorProcess:
     """``with EmulatorProcess("quadruped", domain_id=7) as emu: emu.connect_options``."""
 
     def __init__(self, robot: str, domain_id: int, backend: str = "", seed: int = 0, task: str = "",
-                 faults: Sequence[str] = (), mission: bool = True, cameras: Sequence[str] = ()) -> None:
+                 faults: Sequence[str] = (), mission: bool = True, cameras: Sequence[str] = (),
+                 backend_options: dict[str, Any] | None = None) -> None:
         # A run's own robot: any free port, and a DDS robot's domain beside the graph's
         # (unique as the graph's is), never the real robot's defaults a second run shares.
         cmd = [sys.executable, "-m", "sim2real.cli", "hardware", "emulate", "--robot", robot, "--json",
@@ -46,6 +47,7 @@ class EmulatorProcess:
         cmd += ["--task", task] if task else []
         cmd += [] if mission else ["--no-mission"]
         cmd += ["--cameras", ",".join(cameras)] if cameras else []
+        cmd += ["--backend-options", json.dumps(backend_options)] if backend_options else []
         for fault in faults:
             cmd += ["--fault", fault]
         self.cmd = cmd

@@ -71,6 +71,10 @@ class EmulatorSettings:
     Crazyflie). Only PX4's flies another."""
     faults: StreamFaults = field(default_factory=StreamFaults)
     """Mismatches injected into the state it sends (the pre-flight check's tests)."""
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    """The host backend's options: an emulator plays the robot they describe where they
+    describe the robot's own set-up (the UR's ``controller``, the one its driver runs);
+    the rest is the host's and ignored here."""
 
 
 @dataclass

@@ -146,7 +146,8 @@ class UrDriverEmulator(ControllerManagerEmulator):
         # ur_control.launch.py runs at the root namespace: the driver's /joint_states would
         # meet the deployment graph's, so a run of its own gives the robot a domain apart.
         domain = settings.domain_id if settings.robot_domain_id is None else settings.robot_domain_id
-        return cls(UrDriverEmulatorConfig(seed=settings.seed, domain_id=domain), settings.faults)
+        controller = str(settings.backend_options.get("controller", UrDriverEmulatorConfig.controller))
+        return cls(UrDriverEmulatorConfig(seed=settings.seed, domain_id=domain, controller=controller), settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
         return {"domain_id": self.domain, "namespace": self.config.namespace,

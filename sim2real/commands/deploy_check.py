@@ -68,7 +68,8 @@ def run_check(argv: list[str]) -> int:
         from sim2real.ros_nodes.emulation import EmulatorProcess
 
         domain = int(os.environ.get("ROS_DOMAIN_ID", 1 + os.getpid() % 200))
-        with EmulatorProcess(args.robot, domain, backend=args.backend, faults=args.fault, mission=False) as emu:
+        with EmulatorProcess(args.robot, domain, backend=args.backend, faults=args.fault, mission=False,
+                             backend_options=options) as emu:
             items = check(args, {**emu.connect_options, **options})
     elif args.fault:
         raise ConfigError("--fault", "faults are injected into an emulator: add --emulate")

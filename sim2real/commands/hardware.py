@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated task")
     emulate.add_argument("--airframe", default="", help="the drone emulated by px4: crazyflie (default) or x500 "
                          "(sim/drone/airframe.py)")
+    emulate.add_argument("--backend-options", default="{}", metavar="JSON",
+                         help="the host backend's options; the robot is set up as they describe it (e.g. "
+                              "'{\"controller\": \"scaled_joint_trajectory_controller\"}' for ur5e)")
     emulate.add_argument("--port", type=int, default=None,
                          help="UDP port where the protocol has one (default: the robot's own, the Crazyflie "
                               "simulators' 19850; 0: any free one)")
@@ -98,6 +101,7 @@ def parse_faults(items: list[str]) -> Any:
 
 def start_emulator(args: argparse.Namespace) -> Any:
     from sim2real.hardware.emulator.base import EmulatorSettings, emulator_class
+    from sim2real.ros_nodes.deployment import json_object
     from sim2real.sim import robot_deployment
 
     backend = args.backend or robot_deployment(args.robot).real_backend
@@ -107,7 +111,8 @@ def start_emulator(args: argparse.Namespace) -> Any:
     domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
     settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
                                 robot_domain_id=args.robot_domain_id, interface=args.interface, airframe=args.airframe,
-                                faults=parse_faults(args.fault))
+                                faults=parse_faults(args.fault),
+                                backend_options=json_object(args.backend_options, "--backend-options"))
     return cls.launch(settings), domain
 
 

@@ -63,9 +63,13 @@ def test_the_ur5e_reaches_its_targets_through_the_graph_and_ur_robot_driver() ->
 
 
 @pytest.mark.slow
-def test_deploy_check_reports_the_drivers_state() -> None:
+@pytest.mark.parametrize("controller", UT.CONTROLLERS)
+def test_deploy_check_reports_the_drivers_state(controller: str) -> None:
+    """With either controller in the backend's options, the emulated driver runs that one
+    (the options reach the emulator: ``hardware emulate --backend-options``)."""
     done = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "check", "--robot", "ur5e", "--emulate",
-                           "--seconds", "1", "--json"], capture_output=True, text=True, timeout=120,
+                           "--seconds", "1", "--json", "--options", json.dumps({"controller": controller})],
+                          capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ROS_DOMAIN_ID": str(unique_domain())})
     report = json.loads(done.stdout)
     items = {i["name"]: i for i in report["items"]}
@@ -73,6 +77,7 @@ def test_deploy_check_reports_the_drivers_state() -> None:
     assert items["program running"]["status"] == "PASS", items
     assert items["speed scaling"]["status"] == "PASS" and items["speed scaling"]["measured"] == "100 %", items
     assert items["position controller"]["status"] == "PASS", items
+    assert items["position controller"]["expected"] == f"{controller} loaded", items
 
 
 class Diagnostics:

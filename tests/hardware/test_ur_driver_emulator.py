@@ -167,3 +167,25 @@ def test_the_scaled_trajectory_controller_runs_at_the_speed_scaling() -> None:
         assert emulator.rejected == {"program_not_running": 1}
     finally:
         emulator.close()
+
+
+def test_the_emulated_driver_runs_the_controller_the_hosts_options_name() -> None:
+    """``deploy --emulate`` and ``deploy check --emulate`` hand the backend's options to the
+    emulator (``hardware emulate --backend-options``): the driver runs the controller the
+    backend will command; options that are the host's alone change nothing."""
+    from ros2_control_rig import unique_domain
+
+    from sim2real.hardware.emulator.base import EmulatorSettings
+    from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator
+
+    for options, controller in (({"controller": "scaled_joint_trajectory_controller", "read_rate_hz": 100},
+                                 "scaled_joint_trajectory_controller"),
+                                ({"read_rate_hz": 100}, "forward_position_controller")):
+        emulator = UrDriverEmulator.launch(EmulatorSettings(domain_id=unique_domain(), backend_options=options))
+        try:
+            assert emulator.config.controller == controller
+            topics = {sub.topic_name for sub in emulator.ros.node.subscriptions}
+            expected = UT.SCALED_TRAJECTORY if controller != "forward_position_controller" else UT.POSITION_COMMANDS
+            assert f"/{expected}" in topics, topics
+        finally:
+            emulator.close()
