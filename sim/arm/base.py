@@ -59,12 +59,14 @@ class ArmTask(Task):
     workspace_high: ClassVar[np.ndarray] = C.WORKSPACE_HIGH
     """Box the Cartesian setpoint of the controlled site is clipped into (world frame)."""
 
-    task_options: ClassVar[tuple[str, ...]] = ()
-    """Names of the keyword options the task accepts (others raise ``ConfigError``)."""
     impedance_options: ClassVar[tuple[str, ...]] = ("energy_tank", "passivity_filter")
     """Options of every arm task in ``ee_impedance`` mode: the energy tank's levels
     (a mapping of ``initial``/``minimum``/``maximum`` in J) and whether the passivity
     filter shrinks commands the tank cannot pay for (see ``passivity.py``)."""
+
+    @classmethod
+    def known_options(cls) -> list[str]:
+        return sorted(set(super().known_options()) | set(cls.impedance_options))
 
     def __init__(self, num_envs: int, action_mode: str | None = None, tilt_limit: float | None = None,
                  init_joint_noise: float | None = None, **options: Any) -> None:
@@ -80,10 +82,6 @@ class ArmTask(Task):
         angle (default the class's ``init_joint_noise``, 0.05). Wide starts (0.5) show a
         reward model the arm in postures a scripted reach never takes, which the
         policies trained on it otherwise find (docs/vlm_rewards.md)."""
-        accepted = set(self.task_options) | set(self.impedance_options)
-        unknown = sorted(set(options) - accepted)
-        if unknown:
-            raise ConfigError(unknown[0], f"unknown option for arm/{self.name}; accepted: {sorted(accepted)}")
         impedance = {k: options[k] for k in self.impedance_options if k in options}
         super().__init__(num_envs, action_mode, **options)
         self.energy: ArmEnergyTank | None = None

@@ -28,7 +28,6 @@ from sim2real.sim.arm import constants as ARM
 from sim2real.sim.arm import ur5e as U
 from sim2real.sim.arm.control import cartesian_setpoint
 from sim2real.sim.arm.joint_ik import ArmKinematics, JointChain, within_reach
-from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, StepResult, Task
 
 EE_DELTA_SCALE = np.r_[np.full(3, ARM.EE_DELTA_POS_MAX), np.full(3, ARM.EE_DELTA_ROT_MAX)]
@@ -59,9 +58,7 @@ class Ur5eReach(Task):
     render_camera: ClassVar[str | None] = "front"
 
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
-        if options:
-            raise ConfigError(next(iter(options)), "Ur5eReach takes no options")
-        super().__init__(num_envs, action_mode)
+        super().__init__(num_envs, action_mode, **options)  # it has none: the base refuses any
         self.model: mujoco.MjModel | None = None
         self._ik: ArmKinematics | None = None
         self.q_cmd = np.tile(U.HOME_QPOS, (num_envs, 1))

@@ -21,6 +21,7 @@ step, 1-5 ms, older than ``qpos``/``qvel``). Tasks treat sensors accordingly.
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -137,6 +138,17 @@ class Task(abc.ABC):
     step, e.g. the energy a damper dissipates: the engine then calls
     :meth:`on_substeps` with the sensor readings of each physics step."""
 
+    task_options: ClassVar[tuple[str, ...]] = ()
+    """Options a task reads from :attr:`options` rather than naming them in its signature."""
+
+    @classmethod
+    def known_options(cls) -> list[str]:
+        """Every option the task accepts: its classes' ``__init__`` parameters and
+        :attr:`task_options`."""
+        named = {p for k in cls.__mro__ if isinstance(k, type) and issubclass(k, Task)
+                 for p in inspect.signature(k.__init__).parameters}
+        return sorted((named - {"self", "num_envs", "action_mode", "options"}) | set(cls.task_options))
+
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
         mode = action_mode or self.action_modes[0]
         if mode not in self.action_modes:
@@ -146,6 +158,12 @@ class Task(abc.ABC):
                 "action_mode",
                 f"{mode!r} is not supported by {self.robot}/{self.name}; choose one of {list(self.action_modes)}",
             )
+        known = self.known_options()
+        unknown = sorted(set(options) - set(known))
+        if unknown:  # a misspelt option silently ignored would train or evaluate something else
+            from sim2real.sim.core.errors import ConfigError
+
+            raise ConfigError(unknown[0], f"unknown option for {self.robot}/{self.name}; known: {known}")
         self.num_envs = num_envs
         self.action_mode = mode
         self.options = options

@@ -27,7 +27,6 @@ observation reads only ``qpos``/``qvel``/``act``/``sensordata`` and those arrays
 from __future__ import annotations
 
 import abc
-import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -45,7 +44,6 @@ from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
 
 START_MODES = ("ground", "air", "mixed")
-_NOT_OPTIONS = ("self", "num_envs", "action_mode", "options")
 
 HOVER_COMMAND: float = CRAZYFLIE.hover_command
 """Rotor command in ``[0, 1]`` that balances the Crazyflie's nominal weight."""
@@ -131,11 +129,7 @@ class DroneTask(Task):
         residual_tilt_gate: tuple[float, float] | list[float] | None = None, airframe: str = "crazyflie",
         **options: Any,
     ) -> None:
-        if options:
-            classes = [k for k in type(self).__mro__ if isinstance(k, type) and issubclass(k, DroneTask)]
-            known = sorted({p for k in classes for p in inspect.signature(k.__init__).parameters} - set(_NOT_OPTIONS))
-            raise ConfigError(next(iter(options)), f"unknown option for drone/{self.name}; known: {known}")
-        super().__init__(num_envs, action_mode)
+        super().__init__(num_envs, action_mode, **options)
         self.airframe: Airframe = get_airframe(airframe)
         af = self.airframe
         if start not in START_MODES:

@@ -104,3 +104,11 @@ def test_gymnasium_make_works_with_the_registered_ids() -> None:
     env = gym.make("sim2real/DroneHover-v0")
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs.astype(np.float32)) or obs.shape == env.observation_space.shape
+
+
+@pytest.mark.parametrize("cls", list(REGISTRY), ids=lambda c: f"{c.robot}-{c.name}")
+def test_a_misspelt_option_is_refused_not_ignored(cls: type) -> None:
+    # A typo in a config's task_options must not train or evaluate a different task.
+    with pytest.raises(ConfigError, match=f"unknown option for {cls.robot}/{cls.name}; known: "):
+        cls(num_envs=1, action_scal=0.3)
+    assert "action_scal" not in cls.known_options()
