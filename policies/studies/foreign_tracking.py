@@ -38,10 +38,8 @@ from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
 from sim2real.sim.quadruped.estimator import EstimatorConfig
 from sim2real.sim.quadruped.foreign import KNEES, ForeignQuadruped
 from sim2real.sim.quadruped.frames import rotation_matrices
+from sim2real.sim.quadruped.gait_metrics import SwingPeaks, cost_of_transport
 from sim2real.sim.quadruped.lowstate import EstimatorInTheLoop, LowstateConfig
-
-MIN_SWING_STEPS = 2
-"""Control steps (40 ms at 50 Hz) a foot must be off the ground for its lift to count as a swing."""
 
 
 class ObservationSource(Protocol):
@@ -66,6 +64,8 @@ class ModelTrackingRow(TrackingRow):
     """RMS joint torque over joints and the measured half (N m)."""
     knee_torque_rms_max_nm: float
     """The largest of the four knees' RMS torques (N m)."""
+    cost_of_transport: float | None = None
+    """Mechanical power over ``m g v`` (None: standing still, or every episode fell)."""
     estimate_error_m_s: float | None = None
     """RMS over the measured half of the horizontal error of the estimated base velocity the
     policy observed (m/s; None: it observed the truth)."""
@@ -82,29 +82,15 @@ class EpisodeSums:
     """Body-frame vx, vy and yaw rate."""
     height: float = 0.0
     power: float = 0.0
+    speed: float = 0.0
+    """Horizontal speed (m/s)."""
     slip: float = 0.0
     torque_sq: np.ndarray = field(default_factory=lambda: np.zeros(C.NUM_JOINTS))
-    swing_peaks: list[float] = field(default_factory=list)
-    """Each swing's peak foot height (m)."""
+    swing_sum: float = 0.0
+    """Sum of each swing's peak foot height (m)."""
+    swings: int = 0
     estimate_sq: float | None = None
     """Sum of the squared horizontal error of the estimated base velocity (None: the truth)."""
-
-
-class _Swings:
-    """Peak foot height per swing: a foot off the ground for at least
-    :data:`MIN_SWING_STEPS` control steps between two contacts (shorter is contact chatter)."""
-
-    def __init__(self) -> None:
-        self.peak = np.zeros(4)
-        self.airborne = np.zeros(4, dtype=int)
-        self.peaks: list[float] = []
-
-    def update(self, height: np.ndarray, contact: np.ndarray, measuring: bool) -> None:
-        self.peak = np.where(self.airborne > 0, np.maximum(self.peak, height), height)
-        landed = (self.airborne >= MIN_SWING_STEPS) & contact
-        if measuring:
-            self.peaks += self.peak[landed].tolist()
-        self.airborne = np.where(contact, 0, self.airborne + 1)
 
 
 def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource, command: np.ndarray,
@@ -119,7 +105,7 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
     data = mujoco.MjData(robot.model)
     robot.reset(data, rng, task.init_joint_noise, task.init_velocity_noise)
     last = np.zeros(policy.action_size)
-    steps, ep, swings = int(round(seconds / policy.control_dt)), EpisodeSums(), _Swings()
+    steps, ep, swings = int(round(seconds / policy.control_dt)), EpisodeSums(), SwingPeaks(1)
     onboard = None if lowstate is None else EstimatorInTheLoop(robot, lowstate, estimator, rng)
     if onboard is not None:
         onboard.start(data)
@@ -142,7 +128,7 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
             break
         measuring = k >= steps // 2
         height, contact, speed = robot.foot_state(data)
-        swings.update(height, contact, measuring)
+        swings.update(height[None], contact[None], measuring)
         if not measuring:
             continue
         assert m.base_quat is not None and m.base_lin_vel is not None and m.base_ang_vel is not None
@@ -151,16 +137,18 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
         ep.velocity += np.r_[body_vel[:2], m.base_ang_vel[2]]
         ep.height += float(m.base_pos[2])
         ep.power += float(np.abs(m.joint_effort * m.joint_vel).sum())
+        ep.speed += float(np.hypot(*m.base_lin_vel[:2]))
         ep.slip += float((speed * contact).sum() / max(int(contact.sum()), 1))
         ep.torque_sq += m.joint_effort**2
         if onboard is not None and ep.estimate_sq is not None:
             ep.estimate_sq += float(np.sum((onboard.velocity[:2] - m.base_lin_vel[:2]) ** 2))
         ep.steps += 1
-    ep.swing_peaks = swings.peaks
+    ep.swing_sum, ep.swings = float(swings.total[0]), int(swings.count[0])
     return ep
 
 
-def _row(name: str, command: tuple[float, float, float], model: str, episodes: list[EpisodeSums]) -> ModelTrackingRow:
+def _row(name: str, command: tuple[float, float, float], model: str, episodes: list[EpisodeSums],
+         mass_kg: float) -> ModelTrackingRow:
     ok = [e for e in episodes if not e.fell and e.steps]
     nan = float("nan")
     mean = (lambda f: float(np.mean([f(e) for e in ok]))) if ok else (lambda f: nan)
@@ -168,16 +156,18 @@ def _row(name: str, command: tuple[float, float, float], model: str, episodes: l
     error = np.abs(achieved - np.asarray(command))
     big = int(np.argmax(np.abs(command)))
     rms = np.sqrt(np.mean([e.torque_sq / e.steps for e in ok], axis=0)) if ok else np.full(C.NUM_JOINTS, nan)
-    peaks = [p for e in ok for p in e.swing_peaks]
+    swings = sum(e.swings for e in ok)
     moving = bool(np.any(np.abs(command) > MOVING_THRESHOLD))
+    transport = (float(cost_of_transport(mean(lambda e: e.power / e.steps), mass_kg, mean(lambda e: e.speed / e.steps)))
+                 if ok and moving else None)
     return ModelTrackingRow(
         name, list(command), [round(float(x), 4) for x in achieved], [round(float(x), 4) for x in error],
         None if not any(command) else float(error[big] / abs(command[big])), sum(e.fell for e in episodes),
         len(episodes), round(mean(lambda e: e.power / e.steps), 2), round(mean(lambda e: e.slip / e.steps), 4),
         model, round(mean(lambda e: e.height / e.steps), 4),
-        round(float(np.mean(peaks)), 4) if peaks and moving else None,
+        round(sum(e.swing_sum for e in ok) / swings, 4) if swings and moving else None,
         round(float(np.sqrt(np.mean(rms**2))), 3), round(float(np.max(rms[KNEES])), 3),
-        _estimate_error(episodes))
+        None if transport is None else round(transport, 3), _estimate_error(episodes))
 
 
 def _estimate_error(episodes: list[EpisodeSums]) -> float | None:
@@ -233,5 +223,5 @@ def foreign_tracking_table(
             runs = [run_episode(policy, robot, make_source(), np.asarray(command, dtype=float), seconds,
                                 np.random.default_rng([seed, index, i]), lowstate, estimator)
                     for i in range(episodes)]
-            rows.append(_row(name, command, model_name, runs))
+            rows.append(_row(name, command, model_name, runs, robot.mass))
     return rows

@@ -173,7 +173,7 @@ class ForeignQuadruped:
                 raise ConfigError("--base-body", f"{base_body!r} is not rigidly attached to the free joint's body")
             b = int(model.body_parentid[b])
         self.robot = _subtree(model, root)
-        mass = float(model.body_mass[self.robot].sum())
+        self.mass = mass = float(model.body_mass[self.robot].sum())
         if abs(mass - C.TOTAL_MASS) > MASS_TOLERANCE * C.TOTAL_MASS:
             raise ConfigError("model", f"{source}: the robot weighs {mass:.1f} kg, our Go2 {C.TOTAL_MASS:.1f} kg: "
                                        "another robot")

@@ -10,8 +10,10 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import BatchRng, PhysicsBatch, StepResult, draw_rows
+from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import rewards
 from sim2real.sim.quadruped.base import MOVING_THRESHOLD, QuadrupedTask
+from sim2real.sim.quadruped.gait_metrics import GaitStats
 
 
 def _check_range(name: str, value: Any, bound: float) -> tuple[float, float]:
@@ -37,6 +39,9 @@ class Velocity(QuadrupedTask):
     """
 
     name: ClassVar[str] = "velocity"
+    REWARD_WEIGHTS: ClassVar[dict[str, float]] = {
+        **rewards.LOCOMOTION_WEIGHTS, "base_height": rewards.NATURAL_GAIT_WEIGHT,
+    }
 
     def __init__(
         self,
@@ -73,6 +78,7 @@ class Velocity(QuadrupedTask):
         self.time_to_resample = np.zeros(num_envs)
         self._error_sum = np.zeros(num_envs)
         self._steps = np.zeros(num_envs)
+        self.gait_stats = GaitStats(num_envs)
 
     # -- layouts -------------------------------------------------------------------------
     def present_layout(self) -> list[tuple[str, int]]:
@@ -112,6 +118,7 @@ class Velocity(QuadrupedTask):
         self.time_to_resample[env_id] = self._resample_time(rng, 1)[0]
         self._error_sum[env_id] = 0.0
         self._steps[env_id] = 0.0
+        self.gait_stats.reset(env_id)
 
     def reference_twist(self) -> np.ndarray:
         return self.command
@@ -141,11 +148,18 @@ class Velocity(QuadrupedTask):
         self._error_sum += vel_error
         self._steps += 1
         success = (self._error_sum / self._steps < self.success_error) & ~fell
+        torque = phys.sensordata[:, self.torque_idx]
+        gait = self.gait_stats.update(
+            st.pos[:, 2], np.abs(torque * st.joint_vel).sum(axis=1), np.linalg.norm(st.lin_vel[:, :2], axis=1),
+            torque[:, 2::3], phys.sensordata[:, self.foot_pos_idx].reshape(-1, 4, 3)[:, :, 2] - c.FOOT_RADIUS,
+            self.foot_contact(phys), self.moving,
+        )
         return StepResult(
             reward=self.weighted_sum(terms),
             terminated=fell,
             success=success,
-            metrics={"vel_tracking_error": vel_error, "yaw_rate_error": np.abs(yaw_err), "fell": fell.astype(float)},
+            metrics={"vel_tracking_error": vel_error, "yaw_rate_error": np.abs(yaw_err), "fell": fell.astype(float),
+                     **gait},
         )
 
     def task_state(self, env_id: int) -> dict[str, Any]:

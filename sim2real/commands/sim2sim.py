@@ -12,7 +12,7 @@ Menagerie's ``unitree_go2/scene.xml``, Unitree's ``unitree_mujoco``) through the
 deployment's observation and action path, with the model's own actuators (position
 servos get the targets, torque motors the policy's PD at the model's timestep); our
 model's rows run the same path beside it (both nominal: no randomization), and each row
-adds trunk height, foot clearance and joint torque RMS (docs/transfer.md).
+adds trunk height, foot clearance, joint torque RMS and cost of transport (docs/transfer.md).
 
 With ``--base-velocity estimated`` the policy observes the robot's own base-velocity
 estimate instead of the simulator's truth: the Go2 backend's leg odometry fed each physics
@@ -37,6 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from sim2real.commands.base_velocity import add_base_velocity_flag
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 
 
@@ -57,9 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                            "unnamed joints keep our names")
     parser.add_argument("--base-body", metavar="BODY", help="with --model: the trunk body (default: the free "
                                                             "joint's body)")
-    parser.add_argument("--base-velocity", choices=("true", "estimated"), default="true",
-                        help="what the policy observes as base_lin_vel: the simulator's truth, or the robot's leg "
-                             "odometry on its simulated lowstate (through the deployment path; see above)")
+    add_base_velocity_flag(parser, "true", "through the deployment path (see above)")
     for flag, name, unit in (("--state-delay-ms", "delay_ms", "ms"), ("--gyro-noise", "gyro_noise", "rad/s"),
                              ("--accel-noise", "accel_noise", "m/s^2"), ("--joint-noise", "joint_noise", "rad"),
                              ("--joint-vel-noise", "joint_vel_noise", "rad/s")):
@@ -178,7 +177,7 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     table = Table(title=f"{policy.path} {where}, {args.episodes} episodes of {args.seconds:g} s per command, "
                         f"no randomization, {seen}")
     columns = ["command", "model", "achieved vx, vy, yaw rate", "error", "falls", "trunk m", "clearance m",
-               "torque RMS Nm (knee max)", "power W", "foot slip m/s"]
+               "torque RMS Nm (knee max)", "power W", "CoT", "foot slip m/s"]
     for col in columns + ([] if lowstate is None else ["estimate err m/s"]):
         table.add_column(col)
     for r in rows:
@@ -186,7 +185,8 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
         clearance = "-" if r.foot_clearance_m is None else f"{r.foot_clearance_m:.3f}"
         cells = [r.command, r.model, ", ".join(f"{x:+.3f}" for x in r.achieved), err, f"{r.falls}/{r.episodes}",
                  f"{r.trunk_height_m:.3f}", clearance, f"{r.torque_rms_nm:.1f} ({r.knee_torque_rms_max_nm:.1f})",
-                 f"{r.power_w:.0f}", f"{r.foot_slip_m_s:.3f}"]
+                 f"{r.power_w:.0f}", "-" if r.cost_of_transport is None else f"{r.cost_of_transport:.2f}",
+                 f"{r.foot_slip_m_s:.3f}"]
         if lowstate is not None:
             cells.append("-" if r.estimate_error_m_s is None else f"{r.estimate_error_m_s:.3f}")
         table.add_row(*cells)

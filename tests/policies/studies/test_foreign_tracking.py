@@ -81,6 +81,9 @@ def test_sim2sim_model_reports_both_models_per_command(tmp_path: Path, capsys: p
         assert r["torque_rms_nm"] <= r["knee_torque_rms_max_nm"]
     walking = [r for r in rows if r["command"] == "forward 0.5 m/s"]
     assert all(r["foot_clearance_m"] is not None and r["foot_clearance_m"] > 0.01 for r in walking)
+    # Cost of transport: P / (m g v), none while standing still.
+    assert all(r["cost_of_transport"] is None for r in rows if r["command"] == "stand still")
+    assert all(0.05 < r["cost_of_transport"] < 10 for r in walking)
 
 
 @pytest.mark.parametrize(("changes", "args", "error"), [
