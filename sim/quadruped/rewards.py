@@ -28,10 +28,19 @@ LOCOMOTION_WEIGHTS: dict[str, float] = {
     "dof_vel_limits": -1.0,
     "feet_slip": -0.1,
     "stand_still": -0.5,
+    "base_height": 0.0,
     "termination": -50.0,
 }
-"""Default weights of the velocity tasks. Scaled by ``control_dt`` in the sum, so the
-termination penalty of -50 costs 1.0 per fall, as in Playground's Go1 joystick."""
+"""Default weights of the locomotion tasks. Scaled by ``control_dt`` in the sum, so the
+termination penalty of -50 costs 1.0 per fall, as in Playground's Go1 joystick.
+``base_height`` is off here and on in the velocity tasks (:data:`NATURAL_GAIT_WEIGHT`):
+a task whose course makes the robot duck without a commanded crouch must not pay for it."""
+
+NATURAL_GAIT_WEIGHT = -100.0
+"""Weight of ``base_height`` in the velocity tasks. Without it every policy walked
+crouched, the trunk at 0.18-0.23 m against 0.28 m standing (issue 45): crouching is
+steadier, so the termination penalty alone pays for it. At -100 a 7 cm deficit costs
+0.49 per second, half the tracking reward; the last centimetre costs 0.01."""
 
 
 def tracking(error_sq: np.ndarray, sigma: float = TRACKING_SIGMA) -> np.ndarray:
@@ -49,6 +58,13 @@ def feet_air_time(
     """legged_gym's air-time bonus: at touchdown, reward swings longer than ``target``
     seconds (and penalise shorter ones); only while a motion is commanded."""
     return ((air_time - target) * first_contact).sum(axis=-1) * moving
+
+
+def height_deficit(height: np.ndarray, target: np.ndarray | float) -> np.ndarray:
+    """Squared shortfall of the trunk height below ``target`` (m); standing taller is
+    free (the legs cannot reach much past their standing length, and a hop pays
+    ``lin_vel_z``). legged_gym's ``base_height`` term is two-sided."""
+    return np.square(np.maximum(np.asarray(target) - height, 0.0))
 
 
 def feet_slip(contact: np.ndarray, foot_vel_xy: np.ndarray) -> np.ndarray:
