@@ -82,14 +82,16 @@ def _onnx(path: str) -> Any:
 
 
 def evaluate_point_of(policy_path: str, dr: DomainRandomization, episodes: int, n_envs: int, seed: int,
-                      solver: SolverVariant | None = None, oracle: bool = True) -> dict[str, Any]:
+                      solver: SolverVariant | None = None, oracle: bool = True,
+                      task_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`evaluate_point` for the exported policy at ``policy_path`` with fresh
-    controllers (its reference and, with ``oracle``, its oracle); what a Ray task runs."""
+    controllers (its reference and, with ``oracle``, its oracle), ``task_options`` over the
+    policy's own; what a Ray task runs."""
     from sim2real.sim.core.registry import REGISTRY
 
     policy = _onnx(policy_path)
     task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
+    options = {**(policy.metadata.get("task_options") or {}), **(task_options or {})}
     controllers = controllers_for(policy, task_cls, options, n_envs)
     if not oracle:
         controllers.pop("oracle", None)
@@ -106,22 +108,23 @@ def _points(policy: Any, specs: list[tuple[str, dict[str, Any]]], on_point: Call
 
 def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int, seed: int,
           on_point: Callable[[str], None] = lambda _: None, feasible_episodes: int | None = None,
-          ray_address: str | None = None) -> dict[str, Any]:
+          ray_address: str | None = None, task_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Curves of an exported ``policy`` (:class:`~sim2real.policies.deploy.OnnxPolicy`),
     its reference and its oracle: every axis's points, the combined points, the
     feasible held-out preset with the transfer ratio (``feasible_episodes`` there,
     default ``episodes``: the headline figure may deserve more), and the held-out
     stress test. ``ray_address``: evaluate the points as Ray tasks there (the feasible
-    preset after the others: it comes from the oracle's curves)."""
+    preset after the others: it comes from the oracle's curves). ``task_options`` override
+    the policy's own (``{"base_velocity": "estimated"}``: on the robot's own estimate)."""
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
+    options = {**(policy.metadata.get("task_options") or {}), **(task_options or {})}
     train = task_cls.dr_class.train()
     axes, skipped = axes_for(train, axis_names)
     controllers = controllers_for(policy, task_cls, options, n_envs)
     base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
-    common = {"n_envs": n_envs, "seed": seed}
+    common = {"n_envs": n_envs, "seed": seed, "task_options": task_options}
     specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common})
              for axis in axes for v in axis.values]
     factors = COMBINED if any(a.trained for a in axes) else ()  # model-error axes alone: nothing to widen
@@ -170,19 +173,20 @@ def _feasible(train: DomainRandomization, axes: list[Axis], curves: dict[str, An
 
 
 def sim2sim(policy: Any, episodes: int, n_envs: int, seed: int,
-            on_point: Callable[[str], None] = lambda _: None, ray_address: str | None = None) -> dict[str, Any]:
+            on_point: Callable[[str], None] = lambda _: None, ray_address: str | None = None,
+            task_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The policy and its reference under the training randomization, same seeds, in
     each of :data:`~sim2real.sim.core.solver.SIM2SIM`'s simulator configurations;
     ``change`` is each one's success minus the task's own."""
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
+    options = {**(policy.metadata.get("task_options") or {}), **(task_options or {})}
     train = task_cls.dr_class.train()
     controllers = controllers_for(policy, task_cls, options, n_envs)
     controllers.pop("oracle", None)
     specs = [(name, {"dr": train, "episodes": episodes, "n_envs": n_envs, "seed": seed, "solver": variant,
-                     "oracle": False}) for name, variant in SIM2SIM.items()]
+                     "oracle": False, "task_options": task_options}) for name, variant in SIM2SIM.items()]
     rows = [{"variant": name, "simulator": variant.describe(), **result}
             for (name, variant), result in zip(SIM2SIM.items(), _points(policy, specs, on_point, ray_address),
                                                strict=True)]

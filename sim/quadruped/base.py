@@ -23,6 +23,7 @@ from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import frames, rewards
 from sim2real.sim.quadruped.gait import TrotReference
+from sim2real.sim.quadruped.onboard import OnboardEstimate, check_source
 from sim2real.sim.quadruped.randomize import QuadrupedRandomization
 from sim2real.sim.quadruped.scene import add_flat_floor, add_lighting, robot_spec
 
@@ -98,6 +99,10 @@ class QuadrupedTask(Task):
         servo_kp, servo_kd: The joint servos' stiffness (Nm/rad) and damping (Nm s/rad),
             one value or 12 (leg order FR, FL, RR, RL). Default: the model's (Kp 35,
             Kd 1). A policy trained with other gains (an imported one) runs with its own.
+        base_velocity: ``true`` (default): ``base_lin_vel`` is the simulator's; ``estimated``:
+            the Go2 backend's own leg odometry fed with the simulated lowstate each physics
+            step (:mod:`~sim2real.sim.quadruped.onboard`), as the robot will give it.
+        estimator_seed: Seed of that lowstate's sensor noise.
 
     Action modes: ``joint_pos`` (servo targets around the default pose) and, in
     tasks that command a body twist, ``gait_residual`` (the same targets added to
@@ -134,9 +139,18 @@ class QuadrupedTask(Task):
         history_blocks: list[str] | None = None,
         servo_kp: float | list[float] | None = None,
         servo_kd: float | list[float] | None = None,
+        base_velocity: str = "true",
+        estimator_seed: int = 0,
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
+        try:
+            self.base_velocity = check_source(base_velocity)
+        except ValueError as exc:
+            raise ConfigError("base_velocity", str(exc)) from None
+        self.estimator_seed = int(estimator_seed)
+        self.onboard: OnboardEstimate | None = None
+        self.wants_substeps = self.base_velocity == "estimated"
         if not isinstance(only_positive_rewards, bool):
             raise ConfigError("only_positive_rewards", f"must be true or false, got {only_positive_rewards!r}")
         self.only_positive_rewards = only_positive_rewards
@@ -233,6 +247,8 @@ class QuadrupedTask(Task):
         self._nominal_trunk_mass = float(model.body_mass[self.trunk_id])
         self._nominal_com = model.body_ipos[self.trunk_id].copy()
         self._nominal_forcerange = model.actuator_forcerange[:, 1].copy()
+        if self.wants_substeps and self.onboard is None:
+            self.onboard = OnboardEstimate(self.last_action.shape[0], self._sensor_index, seed=self.estimator_seed)
 
     def _sensor_index(self, names: list[str]) -> np.ndarray | slice:
         idx = np.concatenate([np.arange(self.sensor_slices[n].start, self.sensor_slices[n].stop) for n in names])
@@ -265,6 +281,8 @@ class QuadrupedTask(Task):
         if self.gait is not None:
             self.gait.reset(env_id, rng.uniform())
         self.air.reset(env_id)
+        if self.onboard is not None:
+            self.onboard.reset(env_id)
         # The randomized model of this env: what the critic may know about it.
         self.dynamics[env_id, 0] = model.geom_friction[self.foot_geom_ids[0], 0]
         self.dynamics[env_id, 1] = model.body_mass[self.trunk_id] - self._nominal_trunk_mass
@@ -277,6 +295,10 @@ class QuadrupedTask(Task):
     def spawn(self, env_id: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
         """Initial trunk position and heading; default: origin, random heading."""
         return np.array([0.0, 0.0, c.STANDING_HEIGHT + 0.01]), float(rng.uniform(-np.pi, np.pi))
+
+    def on_substeps(self, sensordata: np.ndarray, dt: float) -> None:
+        if self.onboard is not None:
+            self.onboard.feed(sensordata, dt)
 
     def action_to_ctrl(self, action: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
         target = c.DEFAULT_POSE + self.action_scale * action
@@ -311,6 +333,12 @@ class QuadrupedTask(Task):
     def reference_crouch(self) -> np.ndarray | None:
         """``[B]`` metres the gait reference lowers the hips by (None: standing height)."""
         return None
+
+    def height_target(self) -> np.ndarray | float:
+        """Trunk height (m) the ``base_height`` term asks for: standing, less the
+        reference's commanded crouch (a crouch is a command, never the default gait)."""
+        crouch = self.reference_crouch()
+        return c.STANDING_HEIGHT if crouch is None else c.STANDING_HEIGHT - crouch
 
     def advance_reference(self) -> None:
         """Run the gait clock one control period (call once per control step)."""
@@ -357,7 +385,7 @@ class QuadrupedTask(Task):
         clock = {} if self.gait is None else {"gait_clock": self.gait.clock()}
         return {
             **clock,
-            "base_lin_vel": st.lin_vel,
+            "base_lin_vel": st.lin_vel if self.onboard is None else self.onboard.body_velocity(st.quat, st.lin_vel),
             "base_ang_vel": st.ang_vel,
             "projected_gravity": st.gravity,
             "joint_pos": st.joint_pos - c.DEFAULT_POSE,
@@ -476,6 +504,7 @@ class QuadrupedTask(Task):
             "dof_vel_limits": np.maximum(np.abs(st.joint_vel) - self.soft_velocity, 0.0).sum(axis=1),
             "feet_slip": rewards.feet_slip(contact, foot_vel),
             "stand_still": np.abs(st.joint_pos - c.DEFAULT_POSE).sum(axis=1) * ~moving,
+            "base_height": rewards.height_deficit(st.pos[:, 2], self.height_target()),
             "termination": fell.astype(float),
         }
         self.last_action = action.copy()

@@ -43,9 +43,9 @@ class EstimatorConfig:
 class LegOdometry:
     """One robot's base velocity (world frame) and position from its legs and IMU."""
 
-    def __init__(self, config: EstimatorConfig | None = None) -> None:
+    def __init__(self, config: EstimatorConfig | None = None, model: mujoco.MjModel | None = None) -> None:
         self.config = config or EstimatorConfig()
-        self.model = robot_spec().compile()
+        self.model = robot_spec().compile() if model is None else model  # read-only: estimators may share it
         self.data = mujoco.MjData(self.model)
         self.site_ids = [self.model.site(f"{leg}_foot").id for leg in C.LEGS]
         self._site_velocity = np.zeros((4, 6))

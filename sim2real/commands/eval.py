@@ -25,6 +25,7 @@ import functools
 from pathlib import Path
 from typing import Any, get_args
 
+from sim2real.commands.base_velocity import add_base_velocity_flag, base_velocity_options
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.policies.common import cluster
 from sim2real.policies.common.cluster import add_ray_flag
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="arm ee_impedance policies: evaluate with the energy-tank passivity filter in the controller",
     )
+    add_base_velocity_flag(parser)
     parser.add_argument("--n-envs", type=int, default=8,
                         help="environments stepped as one batch (with --workers: in all, split over the workers)")
     parser.add_argument("--backend", choices=list(get_args(Physics)), default="mujoco",
@@ -126,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     options = dict(src["task_options"])
     if args.passivity_filter:
         options["passivity_filter"] = True  # the task refuses it outside ee_impedance
+    options.update(base_velocity_options(args) or {})  # another robot's task refuses it
     src["task_options"] = options
     common = {"action_mode": src["action_mode"], "dr": args.dr, "task_options": options}
     video_options = dict(common)  # the video is rendered from one CPU MuJoCo env

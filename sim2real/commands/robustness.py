@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sim2real.commands.base_velocity import add_base_velocity_flag, base_velocity_options
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.policies.common.cluster import add_ray_flag
 
@@ -65,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation episodes")
     parser.add_argument("--out", type=Path, help="folder for robustness.json and robustness.png (default: "
                                                   "runs/robustness-<task>)")
+    add_base_velocity_flag(parser)
     parser.add_argument("--sim2sim", action="store_true",
                         help="only the sim-to-sim check (other integrators, a finer timestep, softer contacts)")
     add_ray_flag(parser, "the points")
@@ -99,9 +101,10 @@ def run(args: argparse.Namespace) -> int:
 
         if args.sim2sim:
             return _sim2sim(R.sim2sim(policy, args.episodes, args.n_envs, args.seed, on_point=advance,
-                                      ray_address=args.ray), out, args.json)
+                                      ray_address=args.ray, task_options=base_velocity_options(args)), out, args.json)
         study = R.study(policy, names, args.episodes, args.n_envs, args.seed, on_point=advance,
-                        feasible_episodes=args.feasible_episodes, ray_address=args.ray)
+                        feasible_episodes=args.feasible_episodes, ray_address=args.ray,
+                        task_options=base_velocity_options(args))
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "robustness.json", study)
     study["png"] = str(plot_study(study, out / "robustness.png"))

@@ -1,0 +1,35 @@
+"""``--base-velocity`` of eval and robustness: a quadruped policy judged on the robot's own
+estimate, and the gait it walks; another robot refuses the option in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sim2real.cli import main
+
+BASELINES = Path(__file__).resolve().parents[2] / "policies" / "baselines"
+
+
+def test_eval_judges_a_quadruped_on_its_estimate_and_reports_its_gait(capsys: pytest.CaptureFixture[str]) -> None:
+    reports = {}
+    for source in ("true", "estimated"):
+        assert main(["eval", str(BASELINES / "QuadrupedVelocity"), "--episodes", "2", "--n-envs", "2", "--dr", "none",
+                     "--base-velocity", source, "--json"]) == 0
+        reports[source] = json.loads(capsys.readouterr().out)
+    assert reports["estimated"]["task_options"]["base_velocity"] == "estimated"
+    for report in reports.values():
+        final = report["metrics_final"]
+        assert 0.15 < final["walking_trunk_height"] < 0.33 and final["foot_clearance"] > 0.005
+        assert 0 < final["cost_of_transport"] < 10 and 0 < final["knee_rms_of_peak"] < 1
+    # The same seeds, another observation: the episodes differ.
+    assert reports["true"]["mean_return"] != reports["estimated"]["mean_return"]
+
+
+def test_another_robot_refuses_the_option_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", str(BASELINES / "DroneHover"), "--episodes", "1", "--n-envs", "1",
+                 "--base-velocity", "estimated"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "base_velocity" in err and "unknown option for drone/" in err and len(err.splitlines()) == 1
