@@ -65,7 +65,10 @@ class ModelTrackingRow(TrackingRow):
     knee_torque_rms_max_nm: float
     """The largest of the four knees' RMS torques (N m)."""
     cost_of_transport: float | None = None
-    """Mechanical power over ``m g v`` (None: standing still, or every episode fell)."""
+    """Mechanical power over ``m g v`` (None: no planar speed commanded, or every episode fell)."""
+    stalled: int = 0
+    """Episodes without a fall that reached less than half the command along its largest
+    axis (a policy that never starts a turn from a stand, say)."""
     estimate_error_m_s: float | None = None
     """RMS over the measured half of the horizontal error of the estimated base velocity the
     policy observed (m/s; None: it observed the truth)."""
@@ -158,8 +161,10 @@ def _row(name: str, command: tuple[float, float, float], model: str, episodes: l
     rms = np.sqrt(np.mean([e.torque_sq / e.steps for e in ok], axis=0)) if ok else np.full(C.NUM_JOINTS, nan)
     swings = sum(e.swings for e in ok)
     moving = bool(np.any(np.abs(command) > MOVING_THRESHOLD))
+    stalled = sum(1 for e in ok if moving and e.velocity[big] / e.steps / command[big] < 0.5)
+    translating = bool(np.any(np.abs(command[:2]) > MOVING_THRESHOLD))  # turning in place transports nothing
     transport = (float(cost_of_transport(mean(lambda e: e.power / e.steps), mass_kg, mean(lambda e: e.speed / e.steps)))
-                 if ok and moving else None)
+                 if ok and translating else None)
     return ModelTrackingRow(
         name, list(command), [round(float(x), 4) for x in achieved], [round(float(x), 4) for x in error],
         None if not any(command) else float(error[big] / abs(command[big])), sum(e.fell for e in episodes),
@@ -167,7 +172,7 @@ def _row(name: str, command: tuple[float, float, float], model: str, episodes: l
         model, round(mean(lambda e: e.height / e.steps), 4),
         round(sum(e.swing_sum for e in ok) / swings, 4) if swings and moving else None,
         round(float(np.sqrt(np.mean(rms**2))), 3), round(float(np.max(rms[KNEES])), 3),
-        None if transport is None else round(transport, 3), _estimate_error(episodes))
+        None if transport is None else round(transport, 3), stalled, _estimate_error(episodes))
 
 
 def _estimate_error(episodes: list[EpisodeSums]) -> float | None:

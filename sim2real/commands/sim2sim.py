@@ -176,7 +176,7 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     seen = "true base velocity" if lowstate is None else "estimated base velocity"
     table = Table(title=f"{policy.path} {where}, {args.episodes} episodes of {args.seconds:g} s per command, "
                         f"no randomization, {seen}")
-    columns = ["command", "model", "achieved vx, vy, yaw rate", "error", "falls", "trunk m", "clearance m",
+    columns = ["command", "model", "achieved vx, vy, yaw rate", "error", "falls", "stalled", "trunk m", "clearance m",
                "torque RMS Nm (knee max)", "power W", "CoT", "foot slip m/s"]
     for col in columns + ([] if lowstate is None else ["estimate err m/s"]):
         table.add_column(col)
@@ -184,6 +184,7 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
         err = "-" if r.relative_error is None else f"{100 * r.relative_error:.1f} %"
         clearance = "-" if r.foot_clearance_m is None else f"{r.foot_clearance_m:.3f}"
         cells = [r.command, r.model, ", ".join(f"{x:+.3f}" for x in r.achieved), err, f"{r.falls}/{r.episodes}",
+                 str(r.stalled),
                  f"{r.trunk_height_m:.3f}", clearance, f"{r.torque_rms_nm:.1f} ({r.knee_torque_rms_max_nm:.1f})",
                  f"{r.power_w:.0f}", "-" if r.cost_of_transport is None else f"{r.cost_of_transport:.2f}",
                  f"{r.foot_slip_m_s:.3f}"]
