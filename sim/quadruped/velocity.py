@@ -34,6 +34,9 @@ class Velocity(QuadrupedTask):
         resample_seconds: Mean time between command changes (each env draws
             uniformly within +-20 % so changes do not line up across the batch).
         zero_command_probability: Share of commands that are "stand still".
+        turn_in_place_probability: Share of commands that only turn (vx = vy = 0). Drawn
+            uniformly, a planar speed below the moving threshold is rare (about 2 %), so a
+            policy barely sees a turn started from a stand without it.
         success_error: Episode-mean xy tracking error (m/s) below which an episode
             without a fall counts as a success.
     """
@@ -52,6 +55,7 @@ class Velocity(QuadrupedTask):
         yaw_rate: tuple[float, float] = (-1.0, 1.0),
         resample_seconds: float = 5.0,
         zero_command_probability: float = 0.1,
+        turn_in_place_probability: float = 0.0,
         success_error: float = 0.25,
         **options: Any,
     ) -> None:
@@ -65,12 +69,15 @@ class Velocity(QuadrupedTask):
         )
         if not np.isfinite(resample_seconds) or resample_seconds < self.control_dt:
             raise ConfigError("resample_seconds", f"must be >= control_dt ({self.control_dt}), got {resample_seconds}")
-        if not 0.0 <= zero_command_probability <= 1.0:
-            raise ConfigError("zero_command_probability", f"must be in [0, 1], got {zero_command_probability}")
+        for name, p in (("zero_command_probability", zero_command_probability),
+                        ("turn_in_place_probability", turn_in_place_probability)):
+            if not 0.0 <= p <= 1.0:
+                raise ConfigError(name, f"must be in [0, 1], got {p}")
         if not np.isfinite(success_error) or success_error <= 0:
             raise ConfigError("success_error", f"must be > 0, got {success_error}")
         self.resample_seconds = float(resample_seconds)
         self.zero_command_probability = float(zero_command_probability)
+        self.turn_in_place_probability = float(turn_in_place_probability)
         self.success_error = float(success_error)
         self.command = np.zeros((num_envs, 3))
         self.moving = np.zeros(num_envs, dtype=bool)
@@ -98,6 +105,8 @@ class Velocity(QuadrupedTask):
         cmd = rng.uniform(self.ranges[:, 0], self.ranges[:, 1], (n, 3))
         # Tiny planar commands are indistinguishable from standing; make them exact zeros.
         cmd[np.linalg.norm(cmd[:, :2], axis=1) < MOVING_THRESHOLD, :2] = 0.0
+        if self.turn_in_place_probability:  # no draw when off: the default's stream stays as it was
+            cmd[rng.uniform(size=n) < self.turn_in_place_probability, :2] = 0.0
         cmd[rng.uniform(size=n) < self.zero_command_probability] = 0.0
         return cmd
 

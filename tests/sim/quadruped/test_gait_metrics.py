@@ -114,3 +114,16 @@ def test_an_estimate_never_fed_reads_what_the_deployment_measured() -> None:
     assert task.onboard is not None and not task.onboard.fed.any()
     truth = np.array([[0.3, -0.1, 0.0]])
     assert np.array_equal(task.onboard.body_velocity(np.array([[1.0, 0.0, 0.0, 0.0]]), truth), truth)
+
+
+def test_turning_in_place_can_be_a_share_of_the_commands() -> None:
+    rng = np.random.default_rng(0)
+    plain = REGISTRY.get("QuadrupedVelocity")(num_envs=1).sample_commands(rng, 20_000)
+    turns = REGISTRY.get("QuadrupedVelocity")(num_envs=1, turn_in_place_probability=0.3).sample_commands(rng, 20_000)
+
+    def share(c: np.ndarray) -> float:
+        return float(((c[:, :2] == 0).all(axis=1) & (c[:, 2] != 0)).mean())
+
+    assert share(plain) < 0.03 and 0.25 < share(turns) < 0.31  # 0.3 of the 90 % that are not "stand still"
+    with pytest.raises(ConfigError, match="turn_in_place_probability"):
+        REGISTRY.get("QuadrupedVelocity")(num_envs=1, turn_in_place_probability=1.5)
