@@ -70,8 +70,23 @@ class Harness:
         return node
 
     def spin(self) -> None:
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except BaseException as exc:  # a dead spin thread silently starves every probe: keep why
+            self.spin_error = exc
+            raise
+
+    spin_error: BaseException | None = None
+
+    def state(self) -> str:
+        """Whether the probes are still being served, for a failing test's message."""
+        alive = self._thread is not None and self._thread.is_alive()
+        return f"test executor {'spinning' if alive else 'stopped'}" + (
+            f" ({self.spin_error!r})" if self.spin_error is not None else "")
 
     def __enter__(self) -> Harness:
         return self

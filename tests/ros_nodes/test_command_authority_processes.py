@@ -105,7 +105,9 @@ def test_a_stopped_or_killed_filter_hands_no_one_the_arm_until_an_operator_enabl
             assert wait_for(lambda refused=refused: bridge("commands_refused") > refused + 50, 90.0, step=0.1), (
                 f"{signal.Signals(sig).name}: the restarted filter never published (refused "  # refused, not obeyed
                 f"{bridge('commands_refused'):.0f}, filter alive: {procs[1].poll() is None}, bridge report "
-                f"{monitor.statuses.get('sim_bridge', {})}):\n{_tail(filter_log)}\n--- bridge:\n{_tail(bridge_log)}")
+                f"{monitor.statuses.get('sim_bridge', {})}; {h.state()}; silent over 3 s: "
+                f"{monitor.silent(['sim_bridge', 'safety_filter'], 3.0)}):\n{_tail(filter_log)}\n--- bridge:\n"
+                f"{_tail(bridge_log)}")
             assert bridge("commands_received") == received, f"{signal.Signals(sig).name}: obeyed before an enable"
             assert travelled() < 0.01, f"{signal.Signals(sig).name}: the arm moved {travelled():.3f} m"
 
