@@ -75,10 +75,6 @@ class ClockFreeConfig:
     """Start and stop the teacher's reference in one control step instead of its 0.25 s
     blend: during a blend the robot barely moves while the labels grow, so a student sees
     the same standstill labelled "stand" and "step"; measured, it then never started."""
-    turn_in_place: float = 0.2
-    """Share of the collection's commands that only turn (the task's
-    ``turn_in_place_probability``). Drawn uniformly, about 2 % are, and a student
-    distilled without them never started turning from a stand in 7 of 10 starts."""
     seed: int = 0
 
 
@@ -127,7 +123,7 @@ def distill_clock_free(cfg: ClockFreeConfig, log: Any = print) -> tuple[ClockFre
     t_scale = float(t_opts.get("action_scale", c.ACTION_SCALE))
     task_cls = REGISTRY.get(teacher.task)
     task = task_cls(num_envs=cfg.n_envs, action_mode="gait_residual",
-                    **{**t_opts, "action_scale": WIDE_RESIDUAL, "turn_in_place_probability": cfg.turn_in_place})
+                    **{**t_opts, "action_scale": WIDE_RESIDUAL})
     assert isinstance(task, QuadrupedTask)
     dr = resolve_dr(task_cls, "train")
     dr.latency_steps = (0, 0)
@@ -260,14 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history-steps", type=int, default=ClockFreeConfig.history_steps)
     parser.add_argument("--noise-std", type=float, default=ClockFreeConfig.noise_std)
     parser.add_argument("--blend", action="store_true", help="keep the reference's 0.25 s start and stop blend")
-    parser.add_argument("--turn-in-place", type=float, default=ClockFreeConfig.turn_in_place,
-                        help="share of the collection's commands that only turn")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes per preset")
     args = parser.parse_args(argv)
     cfg = ClockFreeConfig(teacher=args.teacher, iterations=args.iterations, history_steps=args.history_steps,
-                          noise_std=args.noise_std, instant_start=not args.blend, turn_in_place=args.turn_in_place,
-                          seed=args.seed)
+                          noise_std=args.noise_std, instant_start=not args.blend, seed=args.seed)
     t0 = time.perf_counter()
     student, options = distill_clock_free(cfg)
     wall = time.perf_counter() - t0
