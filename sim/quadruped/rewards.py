@@ -33,14 +33,14 @@ LOCOMOTION_WEIGHTS: dict[str, float] = {
 }
 """Default weights of the locomotion tasks. Scaled by ``control_dt`` in the sum, so the
 termination penalty of -50 costs 1.0 per fall, as in Playground's Go1 joystick.
-``base_height`` is off here and on in the velocity tasks (:data:`NATURAL_GAIT_WEIGHT`):
-a task whose course makes the robot duck without a commanded crouch must not pay for it."""
+``base_height`` is off by default; the tall-gait recipe sets :data:`NATURAL_GAIT_WEIGHT`."""
 
 NATURAL_GAIT_WEIGHT = -100.0
-"""Weight of ``base_height`` in the velocity tasks. Without it every policy walked
-crouched, the trunk at 0.18-0.23 m against 0.28 m standing (issue 45): crouching is
-steadier, so the termination penalty alone pays for it. At -100 a 7 cm deficit costs
-0.49 per second, half the tracking reward; the last centimetre costs 0.01."""
+"""Weight of ``base_height`` in ``policies/configs/recipes/quadruped_velocity_tall.yaml``.
+Without it every policy walked crouched, the trunk at 0.18-0.23 m against 0.28 m standing
+(issue 45): crouching is steadier, so the termination penalty alone pays for it. At -100 a
+7 cm deficit costs 0.49 per second, half the tracking reward; the last centimetre 0.01.
+Not the default: the tall policy it trained was less robust held out (docs/transfer.md)."""
 
 
 def tracking(error_sq: np.ndarray, sigma: float = TRACKING_SIGMA) -> np.ndarray:

@@ -42,9 +42,6 @@ class Velocity(QuadrupedTask):
     """
 
     name: ClassVar[str] = "velocity"
-    REWARD_WEIGHTS: ClassVar[dict[str, float]] = {
-        **rewards.LOCOMOTION_WEIGHTS, "base_height": rewards.NATURAL_GAIT_WEIGHT,
-    }
 
     def __init__(
         self,

@@ -31,9 +31,6 @@ class VelocityRough(Velocity):
     """
 
     name: ClassVar[str] = "velocity_rough"
-    # The trunk's height above z = 0 says nothing on a heightfield; legged_gym measures it
-    # against the terrain scan under the trunk. Off here until that is built.
-    REWARD_WEIGHTS: ClassVar[dict[str, float]] = {**Velocity.REWARD_WEIGHTS, "base_height": 0.0}
     GRID: ClassVar[terrain.TerrainGrid] = terrain.TerrainGrid()
 
     def __init__(
@@ -45,6 +42,9 @@ class VelocityRough(Velocity):
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
+        if self.weights.get("base_height"):  # legged_gym measures it against the terrain scan: not built
+            raise ConfigError("reward_weights.base_height", "the trunk's height above z = 0 means nothing on rough "
+                              "terrain")
         self.curriculum = difficulty == "curriculum"
         if not self.curriculum:
             try:

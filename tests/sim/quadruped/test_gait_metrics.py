@@ -61,12 +61,20 @@ def test_the_height_term_charges_a_shortfall_only() -> None:
     assert deficit.tolist() == pytest.approx([0.087**2, 0.0, 0.0])
 
 
-def test_walking_tall_is_the_velocity_tasks_default_and_a_crouch_is_a_command() -> None:
-    velocity = REGISTRY.get("QuadrupedVelocity")(num_envs=1, action_mode="gait_residual")
-    assert velocity.weights["base_height"] == rewards.NATURAL_GAIT_WEIGHT < 0
+def test_walking_tall_is_a_recipe_and_a_crouch_is_a_command() -> None:
+    from sim2real.policies.config_loading import resolve_config
+
+    cfg = resolve_config("QuadrupedVelocity", "policies/configs/recipes/quadruped_velocity_tall.yaml", {})
+    weights = cfg.task_options["reward_weights"]
+    assert weights["base_height"] == rewards.NATURAL_GAIT_WEIGHT < 0
+    velocity = REGISTRY.get("QuadrupedVelocity")(num_envs=1, action_mode="gait_residual",
+                                                 reward_weights=weights)
+    assert velocity.weights["base_height"] == rewards.NATURAL_GAIT_WEIGHT
     assert velocity.height_target() == c.STANDING_HEIGHT
-    # Rough ground: height above z = 0 means nothing there, so the term is off.
-    assert REGISTRY.get("QuadrupedVelocityRough")(num_envs=1).weights["base_height"] == 0.0
+    assert REGISTRY.get("QuadrupedVelocity")(num_envs=1).weights["base_height"] == 0.0  # the shipped policy's
+    # Rough ground: height above z = 0 means nothing there, so the term is refused.
+    with pytest.raises(ConfigError, match=r"reward_weights\.base_height"):
+        REGISTRY.get("QuadrupedVelocityRough")(num_envs=1, reward_weights=weights)
     waypoints = REGISTRY.get("QuadrupedWaypoints")(num_envs=2, action_mode="gait_residual")
     waypoints.crouch = np.array([0.0, 0.08])
     assert np.allclose(waypoints.height_target(), [c.STANDING_HEIGHT, c.STANDING_HEIGHT - 0.08])
