@@ -33,3 +33,19 @@ def test_another_robot_refuses_the_option_in_one_line(capsys: pytest.CaptureFixt
                  "--base-velocity", "estimated"]) == 2
     err = capsys.readouterr().err.strip()
     assert "base_velocity" in err and "unknown option for drone/" in err and len(err.splitlines()) == 1
+
+
+def test_robustness_points_run_on_the_estimate_when_asked() -> None:
+    from sim2real.policies.studies.robustness_runs import evaluate_point_of
+    from sim2real.sim.core.errors import ConfigError
+    from sim2real.sim.quadruped.randomize import QuadrupedRandomization
+
+    dr = QuadrupedRandomization()  # nominal: the observation is the only difference
+    policy = str(BASELINES / "QuadrupedVelocity")
+    truth = evaluate_point_of(policy, dr, 1, 1, 5, oracle=False)
+    estimated = evaluate_point_of(policy, dr, 1, 1, 5, oracle=False, task_options={"base_velocity": "estimated"})
+    assert truth["policy"]["episodes"] == estimated["policy"]["episodes"] == 1
+    assert truth["policy"]["metrics_mean"] != estimated["policy"]["metrics_mean"]
+    with pytest.raises(ConfigError, match="unknown option for drone/"):
+        evaluate_point_of(str(BASELINES / "DroneHover"), dr, 1, 1, 5, oracle=False,
+                          task_options={"base_velocity": "estimated"})
