@@ -60,6 +60,14 @@ class LowstateConfig:
             if not math.isfinite(value) or value < 0 or (rate and value == 0):
                 raise ConfigError(f.name, f"{value!r} must be finite and {'positive' if rate else '>= 0'}")
 
+    def with_noise(self, rng: np.random.Generator, gyro: np.ndarray, accel: np.ndarray, q: np.ndarray,
+                   dq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The sensors as the robot reports them: each reading plus its Gaussian noise
+        (any leading shape: one frame, or a batch of frames)."""
+        noise = rng.normal
+        return (gyro + noise(0.0, self.gyro_noise, gyro.shape), accel + noise(0.0, self.accel_noise, accel.shape),
+                q + noise(0.0, self.joint_noise, q.shape), dq + noise(0.0, self.joint_vel_noise, dq.shape))
+
 
 def _rigid_to(model: mujoco.MjModel, body: int, root: int) -> bool:
     """Whether ``body`` moves rigidly with ``root`` (no joint between them)."""
@@ -170,9 +178,7 @@ class EstimatorInTheLoop:
         if stamp >= self._next_sample - 1e-9:
             self._next_sample = stamp + self._period
             quat, gyro, accel, q, dq, feet = self.sensor.read(data)
-            noise = self.rng.normal
-            frame = (quat, gyro + noise(0.0, cfg.gyro_noise, 3), accel + noise(0.0, cfg.accel_noise, 3),
-                     q + noise(0.0, cfg.joint_noise, q.shape), dq + noise(0.0, cfg.joint_vel_noise, dq.shape), feet)
+            frame = (quat, *cfg.with_noise(self.rng, gyro, accel, q, dq), feet)
             self._queue.append((stamp, frame))
         self.sensor.stepped(data)
         arrived = float(data.time) - cfg.delay_ms * 1e-3

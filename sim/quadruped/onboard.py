@@ -57,13 +57,11 @@ class OnboardEstimate:
 
     def feed(self, readings: np.ndarray, dt: float) -> None:
         """``readings [B, nstep, nsensordata]``: each physics step's sensors, oldest first."""
-        cfg, noise = self.lowstate, self.rng.normal
-        B, nstep = readings.shape[:2]
-        gyro = readings[:, :, self._gyro] + noise(0.0, cfg.gyro_noise, (B, nstep, 3))
-        accel = readings[:, :, self._accel] + noise(0.0, cfg.accel_noise, (B, nstep, 3))
-        q = readings[:, :, self._q] + noise(0.0, cfg.joint_noise, (B, nstep, c.NUM_JOINTS))
-        dq = readings[:, :, self._dq] + noise(0.0, cfg.joint_vel_noise, (B, nstep, c.NUM_JOINTS))
+        gyro, accel, q, dq = self.lowstate.with_noise(
+            self.rng, readings[:, :, self._gyro], readings[:, :, self._accel], readings[:, :, self._q],
+            readings[:, :, self._dq])
         quat, touch = readings[:, :, self._quat], readings[:, :, self._touch]
+        nstep = readings.shape[1]
         for b, odometry in enumerate(self.odometry):
             for s in range(nstep):
                 odometry.update(dt, quat[b, s], gyro[b, s], accel[b, s], q[b, s], dq[b, s], touch[b, s])

@@ -158,7 +158,7 @@ class Velocity(QuadrupedTask):
         gait = self.gait_stats.update(
             st.pos[:, 2], np.abs(torque * st.joint_vel).sum(axis=1), np.linalg.norm(st.lin_vel[:, :2], axis=1),
             torque[:, 2::3], phys.sensordata[:, self.foot_pos_idx].reshape(-1, 4, 3)[:, :, 2] - c.FOOT_RADIUS,
-            self.foot_contact(phys), self.moving,
+            self.air.last_contact, self.moving,  # this step's contacts, read once by locomotion_terms
         )
         return StepResult(
             reward=self.weighted_sum(terms),
