@@ -32,6 +32,15 @@ def command_qos(deadline_s: float = 0.0) -> QoSProfile:
     return q
 
 
+def observer_qos(depth: int = 200) -> QoSProfile:
+    """A reader that must see every message of a command stream (a test's probe, a
+    monitor): reliable with a deep history. With ``command_qos``'s depth 1, a reader whose
+    thread falls behind on a busy machine is handed only the newest message and the
+    earlier ones are silently replaced (measured: a takeover's first 150 ms lost)."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
 def mission_qos() -> QoSProfile:
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -43,9 +43,9 @@ def _domain_slice() -> tuple[int, int]:
 # DDS traffic stays on this machine in every test that touches ROS 2.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 _low, _high = _domain_slice()
-os.environ["SIM2REAL_TEST_DOMAINS"] = f"{_low}:{_high}"  # read by ros_harness.unique_domain_id
+os.environ["SIM2REAL_TEST_DOMAINS"] = f"{_low}:{_high}"  # read by dds_domains.unique_domain_id
 if WORKER or not os.environ.get("ROS_DOMAIN_ID"):
-    os.environ["ROS_DOMAIN_ID"] = str(_low + os.getpid() % (_high - _low - 1))
+    os.environ["ROS_DOMAIN_ID"] = str(_low)  # the slice's first: dds_domains hands out the rest
 # Safety latches persist under $ROS_HOME (policies/safety/latch.py): keep the tests' own.
 os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="sim2real-test-ros-home-")
 atexit.register(shutil.rmtree, os.environ["ROS_HOME"], True)  # every test process made one and left it
@@ -136,7 +136,9 @@ def realtime_caller():
     whose body stands in for a real-time caller, such as the policy feeding a backend's
     0.125-0.15 s command deadman. At normal priority a loaded machine delays the test's
     own commands past the deadline it checks; the backend's behaviour is what is tested,
-    not the scheduling of the test thread."""
+    not the scheduling of the test thread. Start no child process under it: a child
+    inherits the priority and the process's RLIMIT_RTTIME, which kills a Python start-up
+    that computes for half a second without blocking."""
     from sim2real.hardware.realtime import EXECUTOR_PRIORITY, realtime_thread
 
     with realtime_thread("test caller", EXECUTOR_PRIORITY, cpu=None) as status:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from dds_domains import unique_domain_id
 
 from sim2real.extras import EXTRA_OF
 
@@ -95,11 +96,6 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def _domain(salt: str) -> int:
-    """A DDS domain of this test process (ros_harness's rule; its folder is not on this path)."""
-    return 1 + (os.getpid() * 31 + sum(map(ord, salt)) * 7) % 232
-
-
 def _run_without_extras(args: list[str], domain: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(domain)}
     return subprocess.run([sys.executable, "-c", BLOCKER, ",".join(BLOCKED), *args], capture_output=True,
@@ -111,13 +107,13 @@ def test_the_deployment_graph_runs_with_the_core_and_ros_alone(robot: str, tmp_p
     """torch, SB3, open_clip, matplotlib, imageio... made unimportable: the shipped policy
     runs behind the safety filter, recorded, as on a robot's computer."""
     out = _run_without_extras(["deploy", "--robot", robot, "--duration", "2", "--record", str(tmp_path / "bag"),
-                               "--json"], _domain(robot))
+                               "--json"], unique_domain_id())
     assert out.returncode == 0, out.stderr[-2000:]
     assert '"filter_steps"' in out.stdout and (tmp_path / "bag" / "metadata.yaml").exists()
 
 
 def test_a_command_that_needs_a_missing_extra_says_which() -> None:
-    out = _run_without_extras(["train", "ArmReach", "--steps", "64"], _domain("train"))
+    out = _run_without_extras(["train", "ArmReach", "--steps", "64"], unique_domain_id())
     assert out.returncode == 2
     line = out.stderr.strip().splitlines()[-1]
     assert line.startswith("sim2real train: error: this needs ") and 'pip install "sim2real[train]"' in line

@@ -4,17 +4,13 @@ policy's name works from any directory, through the ament index after ``colcon b
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from dds_domains import unique_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _domain() -> int:
-    return int(os.environ.get("ROS_DOMAIN_ID") or 1 + os.getpid() % 200)
 
 
 @pytest.mark.parametrize("robot", ["arm", "quadruped", "drone"])
@@ -22,7 +18,7 @@ def test_launch_and_deploy_default_to_the_same_shipped_policy(robot: str) -> Non
     from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
     from sim2real.ros_nodes.launch_description import defaults, launch_graph
 
-    domain = _domain()
+    domain = unique_domain_id()
     deployed = graph_parameters(DeployOptions(robot=robot, domain_id=domain))[0]["policy"]["policy"]
     launched = launch_graph(robot, {}, domain).parameters["policy"]["policy"]
     assert launched == deployed == defaults(robot)["policy"] != "classical"
@@ -34,7 +30,7 @@ def test_a_shipped_name_resolves_from_any_directory(tmp_path, monkeypatch) -> No
 
     monkeypatch.chdir(tmp_path)  # not a source checkout: policies/baselines/... is not here
     assert OnnxPolicy("QuadrupedWaypoints").task.startswith("sim2real/QuadrupedWaypoints")
-    graph = launch_graph("quadruped", {"policy": "QuadrupedWaypoints"}, _domain())
+    graph = launch_graph("quadruped", {"policy": "QuadrupedWaypoints"}, unique_domain_id())
     assert "planner" in graph.nodes
 
 
@@ -74,4 +70,4 @@ def test_a_parameter_file_that_sets_the_policy_is_refused_not_overridden(tmp_pat
     path = tmp_path / "drone.yaml"
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError, match=r"policy\.policy.*--policy.*policy:="):
-        graph_parameters(DeployOptions(robot="drone", config=str(path), domain_id=_domain()))
+        graph_parameters(DeployOptions(robot="drone", config=str(path), domain_id=unique_domain_id()))

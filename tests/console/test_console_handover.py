@@ -12,6 +12,7 @@ filter's ``command``, what the robot receives."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,14 +39,14 @@ class PolicyGraph(Graph):
 
         from sim2real.policies.safety.spaces import command_space
         from sim2real.ros_nodes import messages as M
-        from sim2real.ros_nodes.qos import command_qos
+        from sim2real.ros_nodes.qos import command_qos, observer_qos
 
         super().__init__("arm", policy="external")
         space = command_space("arm", "ee_delta")
         self.raw = M.command_array(np.r_[REPORTED, space.hold[-1]], space.names)
         self.teleop: list[tuple[float, np.ndarray]] = []
         self.raw_pub = self.probe.create_publisher(Float64MultiArray, "raw_command", command_qos())
-        self.probe.create_subscription(Float64MultiArray, "teleop_command", self._on_teleop, command_qos())
+        self.probe.create_subscription(Float64MultiArray, "teleop_command", self._on_teleop, observer_qos())
         self.probe.create_timer(0.02, lambda: self.raw_pub.publish(self.raw))
 
     def _on_teleop(self, msg: Any) -> None:
@@ -164,6 +165,7 @@ def test_a_takeover_from_the_policy_starts_at_most_at_the_operators_limit(graph:
     page = open_console(browser, g.console.server.url)
     assert g.wait(lambda: g.target.control.mode == POLICY, 3.0)
     page.keyboard.down("KeyR")  # R first: the takeover's first command already has +z
+    holds = g.target.control.counts["holds"]
     t0 = time.monotonic()
     page.keyboard.down("Space")
     time.sleep(0.7)
@@ -174,6 +176,18 @@ def test_a_takeover_from_the_policy_starts_at_most_at_the_operators_limit(graph:
     assert min(float(c[2]) for c in sent) >= 0.0
     # The first command continues the policy's, within the limit: no jump to zero either.
     np.testing.assert_allclose(sent[0][[0, 1]], [0.15, -0.15], atol=0.02)
+    # And every command lies on the blend from there to the person's (R: +z alone), up to
+    # a hold (all zero): only the dead man's, when the loaded machine delayed the page's
+    # 50 Hz stream past its timeout; after it the takeover starts from zero (tested above).
+    start = np.clip(REPORTED, -LIMITS, LIMITS)
+    start[2] = 0.0  # the policy's -z is against the held key: that start is dropped
+    person = np.array([0.0, 0.0, 0.15, 0.0, 0.0, 0.0])
+    blend = list(itertools.takewhile(lambda c: bool(np.any(c != 0.0)), sent))
+    if len(blend) < len(sent):
+        assert g.target.control.counts["holds"] > holds, "an all-zero command without a hold"
+    for c in blend:
+        alpha = float(c[2]) / 0.15
+        np.testing.assert_allclose(c, (1.0 - alpha) * start + alpha * person, atol=1e-9)
     assert g.wait(lambda: g.target.control.mode == POLICY, 3.0)
     page.close()
 

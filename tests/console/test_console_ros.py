@@ -38,7 +38,7 @@ class Graph:
 
         from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
         from sim2real.ros_nodes.graph import InProcessGraph
-        from sim2real.ros_nodes.qos import command_qos
+        from sim2real.ros_nodes.qos import observer_qos
 
         domain = graph_domain()
         opts = DeployOptions(robot=robot, policy=policy, domain_id=domain, console=True, console_port=0,
@@ -51,7 +51,7 @@ class Graph:
         self.commands: list[tuple[float, np.ndarray]] = []
         self.lock = threading.Lock()
         self.probe = Node("command_probe", context=self.graph.context)
-        self.probe.create_subscription(Float64MultiArray, "command", self._on_command, command_qos())
+        self.probe.create_subscription(Float64MultiArray, "command", self._on_command, observer_qos())
         self._spin = threading.Thread(target=self._spin_probe, daemon=True)
         self._stop = threading.Event()
         self._spin.start()

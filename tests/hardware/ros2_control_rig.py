@@ -5,26 +5,19 @@ to it, each in a DDS domain of its own (shared by the loopback and fault tests; 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from dds_domains import unique_domain_id
 
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
 from sim2real.hardware.realtime import EXECUTOR_PRIORITY, RealtimeStatus, realtime_thread
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
 from sim2real.hardware.ros2_control.topics import Topology
-
-_domains = itertools.count()
-
-
-def unique_domain() -> int:
-    return 1 + (os.getpid() * 31 + next(_domains) * 7 + 3) % 232
 
 
 def control_path(name: str = "test host") -> contextlib.AbstractContextManager[RealtimeStatus]:
@@ -75,7 +68,7 @@ def start_emulator(domain: int, faults: StreamFaults | None = None,
 
 def connected_rig(topology: Topology = "franka_ros2") -> Iterator[Rig]:
     """franka_ros2's stock topology by default; ``merged``: the single 9-joint stream."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator, thread = start_emulator(domain, topology=topology)
     backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "topology": topology})
     try:

@@ -7,7 +7,8 @@ import threading
 import time
 
 import numpy as np
-from ros2_control_rig import unique_domain, wait_for
+from dds_domains import unique_domain_id
+from ros2_control_rig import wait_for
 
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
 
@@ -16,7 +17,7 @@ def test_a_stalled_loop_slows_the_simulation_instead_of_racing_it() -> None:
     """After a tick more than 10 physics steps late, the catch-up added the missed steps
     to the next tick's debt instead of forgiving them: the simulation then ran ~5x faster
     than the wall clock (38 s simulated in 8 s while the cell's cameras drew frames)."""
-    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=unique_domain()))
+    emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=unique_domain_id()))
     calls = [0]
 
     def stall(now: float, data: object) -> None:
@@ -42,7 +43,7 @@ def test_a_host_resets_the_scene_and_runs_the_episodes() -> None:
     from rclpy.executors import SingleThreadedExecutor
     from std_srvs.srv import Trigger
 
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(task="ArmPegInsert", domain_id=domain))
     peg = emulator.task.peg_qpos
     emulator.data.qpos[peg : peg + 3] = [0.3, 0.3, 0.03]  # the peg was dropped on the table

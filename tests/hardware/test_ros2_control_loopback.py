@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from ros2_control_rig import Rig, connected_rig, control_path, start_emulator, unique_domain, wait_for
+from dds_domains import unique_domain_id
+from ros2_control_rig import Rig, connected_rig, control_path, start_emulator, wait_for
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -64,7 +65,7 @@ def test_connect_reads_joint_states_in_the_simulators_order(rig: Rig) -> None:
 
 
 def test_shuffled_names_are_reordered_and_bad_states_refused() -> None:
-    domain = unique_domain()
+    domain = unique_domain_id()
     probe = Probe(domain)
     backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "topology": "merged"})
     names = list(backend.names)
@@ -194,7 +195,7 @@ def test_emulator_follows_a_joint_trajectory(rig: Rig) -> None:
 
 
 def test_emulator_publishes_through_stream_faults() -> None:
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator, _ = start_emulator(domain, StreamFaults(joint_units="deg"))
     backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
     try:

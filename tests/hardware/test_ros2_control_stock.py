@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ros2_control_rig import unique_domain, wait_for
+from dds_domains import unique_domain_id
+from ros2_control_rig import wait_for
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -40,7 +41,7 @@ def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted(namespace: st
     franka_gripper/joint_states at 15 Hz; or as franka_ros2's 0.1 releases launch it, at
     the root, the gripper node named panda_gripper. Before: the backend read one 9-joint
     joint_states and refused every 7-joint message (refused_missing_joint)."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     probe = T.RosThread("probe", domain, namespace)
     fingers = f"{gripper_node}/joint_states"
     arm = probe.node.create_publisher(JointState, T.ARM_STATES, T.controller_qos())
@@ -84,7 +85,7 @@ def test_the_arm_stream_and_a_separate_gripper_stream_are_accepted(namespace: st
 def test_a_gripperless_arm_enables_and_moves() -> None:
     """load_gripper:=false: no franka_gripper node, no finger stream. Before: no option for
     it, and a state without the fingers was refused."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain, gripper=False))
     _serve(emulator)
     backend = Ros2ControlArm("ee_delta", {**emulator.connect_options(), "gripper": False})
@@ -114,7 +115,7 @@ def test_a_gripperless_arm_enables_and_moves() -> None:
 def test_an_fr3_is_read_and_commanded_with_its_prefix() -> None:
     """arm_id fr3 (franka_ros2's robot_type): fr3_joint1..7 and fr3_finger_joint1/2 read;
     the joint trajectory goes out naming the fr3's joints; the hand moves."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain, arm_id="fr3"))
     _serve(emulator)
     seen: list[JointTrajectory] = []
@@ -151,7 +152,7 @@ def test_the_preflight_check_judges_each_stream_at_its_own_rate() -> None:
     """The arm's stream against the broadcaster's rate, the fingers against franka_gripper's
     15 Hz: both pass. joint_state_publisher's 30 Hz merge read as the robot's state (what
     the backend read before) fails its rate, as it did (29 Hz of 250)."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     emulator = Ros2ControlArmEmulator(Ros2ControlArmEmulatorConfig(domain_id=domain))
     _serve(emulator)
     stock = Ros2ControlArm("ee_delta", emulator.connect_options())
@@ -188,7 +189,7 @@ def test_franka_bringups_own_1khz_stream_is_read_without_starving_commands() -> 
     Read at read_rate_hz (every 4th message) the arm follows. The emulator runs in a
     process of its own, as the robot does, and the commands come from a real-time thread,
     as the bridge's control-path executor sends them."""
-    domain = unique_domain()
+    domain = unique_domain_id()
     robot = subprocess.Popen([sys.executable, "-c", _EMULATOR_1KHZ, str(domain)], stdout=subprocess.PIPE, text=True)
     backend = Ros2ControlArm("ee_delta", {"domain_id": domain})
     try:
@@ -272,7 +273,7 @@ def test_the_shipped_reach_policy_through_the_stock_graph(gripper: bool) -> None
 
     overrides = {} if gripper else {"hardware_bridge": {"backend_options": json.dumps({"gripper": False})}}
     summary = run_deployment(DeployOptions(robot="arm", backend="real", emulate=True, duration=12.0,
-                                           domain_id=unique_domain(), overrides=overrides))
+                                           domain_id=unique_domain_id(), overrides=overrides))
     success, emulator, holds = summary["task_success"], summary["emulator"], summary["hardware"]["link_holds"]
     # Every episode reaches, but one a host stall interrupted: the state went stale and the
     # arm was held (seen at load 6 on 2 cores: the in-process graph's emulator loop late by 350 ms).

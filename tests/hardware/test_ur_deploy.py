@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ros2_control_rig import unique_domain, wait_for
+from dds_domains import unique_domain_id
+from ros2_control_rig import wait_for
 from ur_rig import DriverClient
 
 from sim2real.hardware.backend import Phase
@@ -39,7 +40,7 @@ from sim2real.ros_nodes.deployment import DeployOptions, emulated_bridge, graph_
 
 @pytest.mark.slow
 def test_the_simulated_ur5e_reaches_its_targets_through_the_graph() -> None:
-    summary = run_deployment(DeployOptions(robot="ur5e", duration=10.0, domain_id=unique_domain()))
+    summary = run_deployment(DeployOptions(robot="ur5e", duration=10.0, domain_id=unique_domain_id()))
     success = summary["task_success"]
     assert summary["task"] == "Ur5eReach" and summary["policy"] == "classical", summary
     assert success["episodes"] >= 3 and success["successes"] == success["episodes"], summary
@@ -53,7 +54,7 @@ def test_the_simulated_ur5e_reaches_its_targets_through_the_graph() -> None:
 @pytest.mark.slow
 def test_the_ur5e_reaches_its_targets_through_the_graph_and_ur_robot_driver() -> None:
     summary = run_deployment(DeployOptions(robot="ur5e", backend="real", emulate=True, duration=20.0,
-                                           domain_id=unique_domain()))
+                                           domain_id=unique_domain_id()))
     hw, success = summary["hardware"], summary["task_success"]
     assert hw["preflight"] == "PASS" and hw["commands_rejected"] == 0, hw
     assert hw["phase"] == "enabled" and hw["commands_sent"] > 100, (hw["phase"], hw["reason"], hw)
@@ -70,7 +71,7 @@ def test_deploy_check_reports_the_drivers_state(controller: str) -> None:
     done = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "check", "--robot", "ur5e", "--emulate",
                            "--seconds", "1", "--json", "--options", json.dumps({"controller": controller})],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ROS_DOMAIN_ID": str(unique_domain())})
+                          env={**os.environ, "ROS_DOMAIN_ID": str(unique_domain_id())})
     report = json.loads(done.stdout)
     items = {i["name"]: i for i in report["items"]}
     assert done.returncode == 0 and report["passed"], done.stdout + done.stderr[-2000:]
@@ -112,7 +113,7 @@ def ur_graph() -> Iterator[tuple[Any, UrDriverEmulator, DriverClient, Diagnostic
     from sim2real.ros_nodes.graph import InProcessGraph
     from sim2real.ros_nodes.mission import MissionPublisher
 
-    robot_domain, graph_domain = unique_domain(), unique_domain()
+    robot_domain, graph_domain = unique_domain_id(), unique_domain_id()
     emulator = UrDriverEmulator(UrDriverEmulatorConfig(domain_id=robot_domain, unlock_delay_s=0.3))
     stop = threading.Event()
     serving = threading.Thread(target=emulator.serve, kwargs={"should_stop": stop.is_set}, daemon=True)

@@ -139,12 +139,12 @@ def test_the_scaled_trajectory_controller_runs_at_the_speed_scaling() -> None:
     """Driven on an injected clock (the emulator's physics update, called directly): at a
     speed slider of 50 % a 0.4 s trajectory is half done after 0.4 s and done after 0.8 s;
     after a protective stop (scaling 0) its time stands still."""
-    from ros2_control_rig import unique_domain
+    from dds_domains import unique_domain_id
 
     from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator
 
     cfg = UrDriverEmulatorConfig(controller="scaled_joint_trajectory_controller", speed_slider=0.5,
-                                 domain_id=unique_domain())
+                                 domain_id=unique_domain_id())
     emulator = UrDriverEmulator(cfg)  # not served: this test is its clock
     try:
         start = U.HOME_QPOS.copy()
@@ -173,7 +173,7 @@ def test_the_emulated_driver_runs_the_controller_the_hosts_options_name() -> Non
     """``deploy --emulate`` and ``deploy check --emulate`` hand the backend's options to the
     emulator (``hardware emulate --backend-options``): the driver runs the controller the
     backend will command; options that are the host's alone change nothing."""
-    from ros2_control_rig import unique_domain
+    from dds_domains import unique_domain_id
 
     from sim2real.hardware.emulator.base import EmulatorSettings
     from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator
@@ -181,7 +181,7 @@ def test_the_emulated_driver_runs_the_controller_the_hosts_options_name() -> Non
     for options, controller in (({"controller": "scaled_joint_trajectory_controller", "read_rate_hz": 100},
                                  "scaled_joint_trajectory_controller"),
                                 ({"read_rate_hz": 100}, "forward_position_controller")):
-        emulator = UrDriverEmulator.launch(EmulatorSettings(domain_id=unique_domain(), backend_options=options))
+        emulator = UrDriverEmulator.launch(EmulatorSettings(domain_id=unique_domain_id(), backend_options=options))
         try:
             assert emulator.config.controller == controller
             topics = {sub.topic_name for sub in emulator.ros.node.subscriptions}
@@ -189,3 +189,4 @@ def test_the_emulated_driver_runs_the_controller_the_hosts_options_name() -> Non
             assert f"/{expected}" in topics, topics
         finally:
             emulator.close()
+

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ros2_control_rig import control_path, unique_domain, wait_for
+from dds_domains import unique_domain_id
+from ros2_control_rig import control_path, wait_for
 from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -90,7 +91,7 @@ class UrRig:
 
 def ur_rig(config: UrDriverEmulatorConfig | None = None, connect: bool = True,
            options: dict[str, Any] | None = None) -> Iterator[UrRig]:
-    domain = unique_domain()
+    domain = unique_domain_id()
     cfg = config or UrDriverEmulatorConfig(unlock_delay_s=0.3)
     cfg.domain_id = domain
     emulator = UrDriverEmulator(cfg)

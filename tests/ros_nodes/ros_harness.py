@@ -4,7 +4,6 @@ a recorder of what reaches the robot."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -13,17 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from dds_domains import unique_domain_id
 
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # before any DDS participant exists
-
-_counter = itertools.count()
-
-
-def unique_domain_id() -> int:
-    """A DDS domain unique to this process and call, inside the slice tests/conftest.py
-    gives this pytest worker (pytest-xdist safe); one above it stays in the slice too."""
-    low, high = (int(part) for part in os.environ.get("SIM2REAL_TEST_DOMAINS", "1:233").split(":"))
-    return low + (os.getpid() * 31 + next(_counter) * 7) % (high - low - 1)
 
 
 def deploy_json(*args: str, timeout: float = 180.0) -> tuple[dict[str, Any], str]:
@@ -115,7 +106,7 @@ def make_probe(context: Any, robot: str = "arm") -> Any:
     from std_msgs.msg import Bool, Float64MultiArray
 
     from sim2real.ros_nodes import messages as M
-    from sim2real.ros_nodes.qos import command_qos, sensor_qos, status_qos
+    from sim2real.ros_nodes.qos import command_qos, observer_qos, sensor_qos, status_qos
     from sim2real.sim import robot_deployment
     from sim2real.sim.arm import constants as ARM
 
@@ -130,7 +121,7 @@ def make_probe(context: Any, robot: str = "arm") -> Any:
             self.commands: list[tuple[float, np.ndarray]] = []
             self.diagnostics: list[Any] = []
             self.lock = threading.Lock()
-            self.create_subscription(Float64MultiArray, "command", self._on_command, command_qos())
+            self.create_subscription(Float64MultiArray, "command", self._on_command, observer_qos())
             self.create_subscription(DiagnosticArray, "diagnostics", self._on_diag, status_qos())
             self.q = ARM.HOME_QPOS.copy()
 
