@@ -271,7 +271,7 @@ def driver_items(driver: Mapping[str, Any] | None) -> list[Item]:
                           "" if scaling >= 100.0 else "the speed slider or a reduced mode slows the robot"))
     subscribed = bool(driver.get("controller_subscribed"))
     controller = str(driver.get("controller", "forward_position_controller"))
-    items.append(Item("position controller", "PASS" if subscribed else "FAIL",
+    items.append(Item("motion controller", "PASS" if subscribed else "FAIL",
                       "subscribed" if subscribed else "no subscriber", f"{controller} loaded",
                       "" if subscribed else f"initial_joint_controller:={controller} (docs/hardware.md)"))
     return items

@@ -10,6 +10,9 @@ The driver's behaviour played here:
 * ``forward_position_controller/commands`` streamed to the joints' servos (the robot's
   own joint control), the last one held forever; refused while the program does not run
   (the driver's ``controller_stopper`` has the controller deactivated then: the arm holds).
+  Or, with ``controller: forward_velocity_controller``, velocities, the last one held
+  forever as well: the joints keep moving until one reaches its position limit, where the
+  robot's safety system makes a protective stop.
   Or, with ``controller: scaled_joint_trajectory_controller``, its trajectories, whose
   time runs at the speed scaling (``speed_slider`` times the robot's own: 0 while
   stopped), as the scaled controller's does: a slower slider slows every move.
@@ -132,10 +135,13 @@ class UrDriverEmulator(ControllerManagerEmulator):
         self.pub_state = node.create_publisher(JointState, UT.JOINT_STATES, T.controller_qos())
         self.pub_scaling = node.create_publisher(Float64, UT.SPEED_SCALING, T.controller_qos())
         self.pub_program = node.create_publisher(Bool, UT.PROGRAM_RUNNING, UT.latched_qos())
-        if cfg.controller == "scaled_joint_trajectory_controller":
-            node.create_subscription(JointTrajectory, UT.SCALED_TRAJECTORY, self._on_trajectory, T.controller_qos())
+        self.interface, topic = UT.CONTROLLERS[cfg.controller]
+        if self.interface == "trajectory":
+            node.create_subscription(JointTrajectory, topic, self._on_trajectory, T.controller_qos())
+        elif self.interface == "velocity":
+            node.create_subscription(Float64MultiArray, topic, self._on_velocity, T.controller_qos())
         else:
-            node.create_subscription(Float64MultiArray, UT.POSITION_COMMANDS, self._on_forward, T.controller_qos())
+            node.create_subscription(Float64MultiArray, topic, self._on_forward, T.controller_qos())
         node.create_service(Trigger, UT.PLAY, self._on_play)
         node.create_service(Trigger, UT.STOP, self._on_stop)
         node.create_service(Trigger, UT.UNLOCK_PROTECTIVE_STOP, self._on_unlock)
@@ -167,6 +173,20 @@ class UrDriverEmulator(ControllerManagerEmulator):
                 return self._reject("program_not_running")
             self.target.forward(q, now, U.VELOCITY_LIMIT)
             self.last_command = (now, q)
+        self.counters["commands_accepted"] += 1
+        return None
+
+    def _on_velocity(self, msg: Float64MultiArray) -> None:
+        v = forward_command(msg, 6)
+        if isinstance(v, str):
+            return self._reject(v)
+        now = time.monotonic()
+        with self._lock:
+            if not self.program_running:
+                return self._reject("program_not_running")
+            # The robot's joint speed limits bound what it does; it moves from where it is.
+            self.target.velocity(np.clip(v, -U.VELOCITY_LIMIT, U.VELOCITY_LIMIT), now, self._q_measured)
+            self.last_command = (now, v)
         self.counters["commands_accepted"] += 1
         return None
 
@@ -246,7 +266,7 @@ class UrDriverEmulator(ControllerManagerEmulator):
     # -- the simulated arm (the serve thread) --------------------------------------------
     def _physics(self, now: float, steps: int) -> None:
         with self._lock:
-            if self.config.controller == "scaled_joint_trajectory_controller":
+            if self.interface == "trajectory":
                 scaling = self.speed_scaling()
                 self.scaled_time += scaling * (now - (now if self._last_physics is None else self._last_physics))
                 q_d, qd_d = self.target.sample(self.scaled_time)
@@ -254,6 +274,11 @@ class UrDriverEmulator(ControllerManagerEmulator):
             else:
                 q_d, qd_d = self.target.sample(now)
             self._last_physics = now
+            beyond = self.interface == "velocity" and bool(np.any(q_d < U.JOINT_LOWER) or np.any(q_d > U.JOINT_UPPER))
+        if beyond:  # a velocity held into a joint's limit: the robot's safety system stops it
+            self.protective_stop()
+            with self._lock:
+                q_d, qd_d = self.target.sample(now)
         # The commanded velocity feeds the servos' damping term, as the robot's joint
         # control tracks a streamed trajectory (without it they lag kd/kp * qdot).
         self.data.ctrl[:6] = np.clip(q_d + U.JOINT_KD / U.JOINT_KP * qd_d, U.JOINT_LOWER, U.JOINT_UPPER)

@@ -18,9 +18,10 @@ interpolates), or, to forward controllers, a stream this backend interpolates at
 
 Safety: ros2_control's forward controllers hold their last command forever, and the
 trajectory controller its last point, so this backend is the deadman. The safe state is
-*hold*: the measured joint positions are sent once as the target (the arm stops where it
-is; gravity is the robot's business) and nothing more is sent. It is entered when commands stop for ``command_timeout``
-(2.5 periods), when joint states go stale, on :meth:`safe`, and latched on :meth:`estop`.
+*hold*: the measured joint positions are sent once as the target (to a velocity
+controller, zero; the arm stops where it is; gravity is the robot's business) and nothing
+more is sent. It is entered when commands stop for ``command_timeout`` (2.5 periods), when
+joint states go stale, on :meth:`safe`, and latched on :meth:`estop`.
 
 What a real Franka does in the same faults: the policy or the bridge dies -> this
 backend holds (a dead backend process sends nothing more and the forward controller
@@ -40,6 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
+from rclpy.duration import Duration as RclDuration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -58,6 +60,12 @@ from sim2real.sim.arm.joint_ik import within_reach
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 
+VELOCITY_TRACKING_GAIN = 10.0
+"""1/s: how fast a velocity controller's stream pulls the arm back onto the interpolated
+targets (an error of 1 mrad adds 10 mrad/s; the segment's own velocity is fed forward)."""
+VELOCITY_ACK_TIMEOUT = 0.5
+"""s: how long closing waits for the velocity controller to acknowledge the hold's zero."""
+
 
 class Ros2ControlArm(RobotBackend):
     """The arm through ros2_control (``backend: ros2_control``)."""
@@ -74,9 +82,8 @@ class Ros2ControlArm(RobotBackend):
             raise ConfigError("action_mode", f"the {type(self).__name__} backend drives ee_delta, not {action_mode!r}")
         (self.opt,) = load_options(self.options, [(self.options_class, "")], self.options_class.robot_label)
         self.stock = self.opt.topology == "franka_ros2"
-        self.trajectory_out = self.stock
-        """The arm is commanded through a joint trajectory controller (one point ahead per
-        target, which the controller interpolates), not a forward one."""
+        self.command_interface: T.CommandInterface = "trajectory" if self.stock else "position"
+        """How the arm's targets reach its controller (:data:`~.topics.CommandInterface`)."""
         self.command_topic = T.TRAJECTORY if self.stock else T.POSITION_COMMANDS
         """Where the arm's targets go (both set again by :meth:`_configure_robot` for another driver)."""
         self.gripper_states = f"{self.opt.gripper_node}/joint_states"
@@ -201,7 +208,7 @@ class Ros2ControlArm(RobotBackend):
                     self._target_pos, self._target_quat = m.ee_pos.copy(), m.ee_quat.copy()
                     self._segment = None
                     self._generation += 1
-                    self._send_q(q)  # the controller's target becomes where the arm is: no jump
+                    self._send_rest(q)  # the controller's target becomes where the arm is: no jump
                     self._last_command = time.monotonic()
                     self._set_phase(Phase.ENABLED)
                     return
@@ -239,7 +246,7 @@ class Ros2ControlArm(RobotBackend):
             start = self._segment_point(now)
             self._q_cmd = q_new
             self._segment = (now, start, q_new)  # streamed to forward controllers; a hold's reference
-            if self.trajectory_out:
+            if self.command_interface == "trajectory":
                 self._send_trajectory(q_new, self.opt.control_dt)
             self._last_command = now
             self._counts["commands"] += 1
@@ -270,6 +277,11 @@ class Ros2ControlArm(RobotBackend):
 
     def _shutdown(self) -> None:
         self._stop_stream()
+        # The velocity controller keeps the last velocity forever: the hold's zero must have
+        # reached it before this node goes (reliable delivery, acknowledged).
+        if (self._ros is not None and self.command_interface == "velocity"
+                and not self._pub_q.wait_for_all_acked(RclDuration(seconds=VELOCITY_ACK_TIMEOUT))):
+            self._counts["zero_unacknowledged"] = self._counts.get("zero_unacknowledged", 0) + 1
         if self._ros is not None:
             self._ros.close()
             self._ros = None
@@ -277,13 +289,14 @@ class Ros2ControlArm(RobotBackend):
     # -- holding and streaming -------------------------------------------------------------
     def _hold(self, reason: str) -> None:
         """The safe state: the measured joints (or, without fresh state, the target
-        being streamed, where the arm is heading) sent once as the target; then silence."""
+        being streamed, where the arm is heading) sent once as the target, or to a
+        velocity controller a zero velocity; then silence."""
         now = time.monotonic()
         m = self._fresh_state()
         q = m.joint_pos[:self.dof] if m is not None and m.joint_pos is not None else self._segment_point(now)
         self._segment = None
         self._generation += 1
-        self._send_q(q)  # to the trajectory controller: a point one stream period ahead
+        self._send_rest(q)
         self._counts["holds"] += 1
         self.last_hold = {"reason": reason, "time": now, "after_last_command_s": now - self._last_command}
         self._set_phase(Phase.CONNECTED, reason)
@@ -319,16 +332,44 @@ class Ros2ControlArm(RobotBackend):
                 self._hold(f"no command for {self.opt.command_timeout:.3f} s")
             elif self._fresh_state() is None:
                 self._hold("joint states stale")
+            elif self.command_interface == "velocity":  # every tick: the tracking term changes
+                self._send_velocity(self._tracking_velocity(now))
+                if self._segment is not None and now - self._segment[0] >= self.opt.control_dt:
+                    self._segment = None
             elif self._segment is not None:
-                if not self.trajectory_out:  # the trajectory controller interpolates on its own
+                if self.command_interface == "position":  # the trajectory controller interpolates on its own
                     self._send_q(self._segment_point(now))
                 if now - self._segment[0] >= self.opt.control_dt:
                     self._segment = None
 
+    def _tracking_velocity(self, now: float) -> np.ndarray:
+        """For a velocity controller: the interpolated segment's velocity plus a pull
+        toward where the segment is now (without it the arm drifts off the targets),
+        within the joints' velocity limits; zero feed-forward once the segment ended."""
+        m = self._fresh_state()
+        q_ref = self._segment_point(now)
+        feed = np.zeros(self.dof)
+        if self._segment is not None and now - self._segment[0] < self.opt.control_dt:
+            feed = (self._segment[2] - self._segment[1]) / self.opt.control_dt
+        pull = 0.0 if m is None or m.joint_pos is None else VELOCITY_TRACKING_GAIN * (q_ref - m.joint_pos[:self.dof])
+        limit = self._delta_max / self.opt.control_dt
+        return np.clip(feed + pull, -limit, limit)
+
+    def _send_rest(self, q: np.ndarray) -> None:
+        """The arm at rest at ``q``: that position as the target (to a trajectory
+        controller, a point one stream period ahead), or to a velocity controller zero."""
+        if self.command_interface == "velocity":
+            self._send_velocity(np.zeros(self.dof))
+        else:
+            self._send_q(q)
+
+    def _send_velocity(self, v: np.ndarray) -> None:
+        self._send(self._pub_q, Float64MultiArray(data=[float(x) for x in v]), "targets_sent")
+
     def _send_q(self, q: np.ndarray) -> None:
         """``q`` as the arm's target now: a forward command, or a trajectory point one
         stream period ahead (the trajectory controller interpolates from where it is)."""
-        if self.trajectory_out:
+        if self.command_interface == "trajectory":
             self._send_trajectory(q, 1.0 / self.opt.command_rate_hz)
         else:
             self._send(self._pub_q, Float64MultiArray(data=[float(x) for x in q]), "targets_sent")

@@ -77,6 +77,10 @@ with the robot's."""
 
 
 Topology = Literal["franka_ros2", "merged"]
+CommandInterface = Literal["position", "velocity", "trajectory"]
+"""How an arm's targets reach its controller: a forward position or velocity controller's
+stream (the backend interpolates), or one joint trajectory point per target (the
+controller interpolates)."""
 
 
 def arm_joint_names(arm_id: str = "panda") -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """Joint position targets over time, as ros2_control's controllers hold them: the
-forward position controller's last command (held forever: it has no timeout) and the
+forward position controller's last command (held forever: it has no timeout), the forward
+velocity controller's last velocity (held forever too: the joints keep moving) and the
 joint trajectory controller's current trajectory (linear between waypoints here; the
 real controller uses splines when waypoints carry velocities; the last point is held).
 
@@ -28,10 +29,14 @@ class JointTarget:
         self._last_forward = -np.inf
         self._forward_velocity = np.zeros_like(self._points[0])
         self._forward_period = 0.0
+        self._velocity: np.ndarray | None = None
+        """The forward velocity controller's command in force (None: a position target)."""
 
     def sample(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         """``(q_desired, qdot_desired)`` at ``now`` (monotonic seconds)."""
         t, pts = self._times, self._points
+        if self._velocity is not None:
+            return pts[0] + self._velocity * max(now - t[0], 0.0), self._velocity.copy()
         if len(t) == 1:
             # Forward commands: the velocity of the latest step, until it is one period old
             # (commands stopped: the controller holds the position, at rest).
@@ -50,6 +55,7 @@ class JointTarget:
     def forward(self, q: np.ndarray, now: float, velocity_limit: np.ndarray) -> None:
         """A forward position controller command: jump to ``q``, held until the next."""
         q = np.asarray(q, dtype=np.float64)
+        self._velocity = None
         period = now - self._last_forward
         if 0.0 < period <= STREAM_PERIOD and len(self._times) == 1:
             self._forward_velocity = np.clip((q - self._points[0]) / period, -velocity_limit, velocity_limit)
@@ -66,10 +72,20 @@ class JointTarget:
         starts a new trajectory from its current state) or where the target is now. An
         empty trajectory stops the joints there."""
         q_now = self.sample(now)[0] if start is None else np.asarray(start, dtype=np.float64).copy()
+        self._velocity = None
         if len(times) == 0:
             self._times, self._points = np.array([now]), q_now[None]
             self._last_forward = -np.inf
             return
         self._times = np.concatenate([[now], now + np.asarray(times, dtype=np.float64)])
         self._points = np.vstack([q_now[None], np.asarray(points, dtype=np.float64)])
+        self._last_forward = -np.inf
+
+    def velocity(self, v: np.ndarray, now: float, start: np.ndarray) -> None:
+        """A forward velocity controller command: the joints move at ``v`` from ``start``
+        (the measured joints: a velocity command remembers no position), until the next
+        command, however long that takes."""
+        self._times = np.array([now])
+        self._points = np.asarray(start, dtype=np.float64)[None].copy()
+        self._velocity = np.asarray(v, dtype=np.float64).copy()
         self._last_forward = -np.inf

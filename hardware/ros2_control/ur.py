@@ -2,8 +2,8 @@
 
 The driver is ros2_control, so this is the ros2_control arm backend
 (:class:`~.backend.Ros2ControlArm`: the deadman, the hold, the interpolated stream to a
-forward position controller or one point per target to the scaled joint trajectory
-controller, the damped-least-squares IK on the arm's own MuJoCo model) with the UR's
+forward position or velocity controller or one point per target to the scaled joint
+trajectory controller, the damped-least-squares IK on the arm's own MuJoCo model) with the UR's
 joints, kinematics and limits, and the driver's own state read from its topics
 (:mod:`.ur_topics`):
 
@@ -62,8 +62,11 @@ class UrArmOptions(Ros2ControlArmOptions):
     controller: str = "forward_position_controller"
     """The motion controller the driver runs (``initial_joint_controller``):
     ``forward_position_controller`` streams positions the robot follows at once, whatever
-    the speed slider; ``scaled_joint_trajectory_controller`` (the launch file's default)
-    takes one trajectory point per target and slows with the speed scaling."""
+    the speed slider; ``forward_velocity_controller`` streams joint velocities (the
+    interpolated targets' own plus a pull onto them), zero on every hold: it keeps its
+    last velocity forever, so a host that dies mid-motion leaves the arm moving until the
+    robot's safety limits stop it; ``scaled_joint_trajectory_controller`` (the launch
+    file's default) takes one trajectory point per target and slows with the speed scaling."""
 
     def validate(self) -> None:
         defaults = Ros2ControlArmOptions()
@@ -87,8 +90,9 @@ class UrArm(Ros2ControlArm):
     """A UR5e under ur_robot_driver (``backend: ur``)."""
 
     robot = "ur5e"
-    protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller or "
-                "scaled_joint_trajectory_controller, speed_scaling_state_broadcaster, io_and_status_controller")
+    protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller, "
+                "forward_velocity_controller or scaled_joint_trajectory_controller, speed_scaling_state_broadcaster, "
+                "io_and_status_controller")
     state_rate = UT.STATE_RATE
     options_class = UrArmOptions
 
@@ -108,11 +112,10 @@ class UrArm(Ros2ControlArm):
         """Arrival (monotonic s) and value (percent) of the latest speed scaling."""
         self.driver_stops: list[str] = []
         """Why the driver stopped the robot, each time (the latch's reasons)."""
-        self.trajectory_out = self.opt.controller == "scaled_joint_trajectory_controller"
-        self.command_topic = UT.SCALED_TRAJECTORY if self.trajectory_out else UT.POSITION_COMMANDS
+        self.command_interface, self.command_topic = UT.CONTROLLERS[self.opt.controller]
 
     def _make_endpoints(self, node: Any) -> None:
-        kind = JointTrajectory if self.trajectory_out else Float64MultiArray
+        kind = JointTrajectory if self.command_interface == "trajectory" else Float64MultiArray
         self._pub_q = node.create_publisher(kind, self.command_topic, T.controller_qos())
         node.create_subscription(JointState, UT.JOINT_STATES, self._on_joint_states, T.state_qos())
         node.create_subscription(Float64, UT.SPEED_SCALING, self._on_speed_scaling, T.controller_qos())

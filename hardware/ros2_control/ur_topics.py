@@ -9,6 +9,12 @@ are relative to the driver's namespace (the root by default, as the launch file 
   streaming (``initial_joint_controller:=forward_position_controller``). Like every forward
   controller it holds its last command; unlike ``scaled_joint_trajectory_controller`` it
   is not slowed by the speed scaling.
+* ``forward_velocity_controller/commands`` (std_msgs/Float64MultiArray, six velocities in
+  rad/s): streaming velocities (``initial_joint_controller:=forward_velocity_controller``).
+  It too holds its last command, *forever*: a host that stops sending leaves the arm moving
+  at that velocity until the robot's own safety limits stop it (a protective stop at a
+  joint position limit), so the backend sends zero on every hold and waits for it to be
+  acknowledged when it closes.
 * ``scaled_joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory):
   moves (``initial_joint_controller:=scaled_joint_trajectory_controller``, the launch
   file's default). Its time runs at the speed scaling: at 50 % a trajectory takes twice
@@ -31,11 +37,19 @@ from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from sim2real.hardware.ros2_control.topics import CommandInterface
+
 JOINT_STATES = "joint_states"
 POSITION_COMMANDS = "forward_position_controller/commands"
+VELOCITY_COMMANDS = "forward_velocity_controller/commands"
 SCALED_TRAJECTORY = "scaled_joint_trajectory_controller/joint_trajectory"
-CONTROLLERS = ("forward_position_controller", "scaled_joint_trajectory_controller")
-"""The motion controllers the ``ur`` backend commands through (``controller`` option)."""
+CONTROLLERS: dict[str, tuple[CommandInterface, str]] = {
+    "forward_position_controller": ("position", POSITION_COMMANDS),
+    "forward_velocity_controller": ("velocity", VELOCITY_COMMANDS),
+    "scaled_joint_trajectory_controller": ("trajectory", SCALED_TRAJECTORY),
+}
+"""The motion controllers the ``ur`` backend commands through (``controller`` option):
+what each takes and on which topic."""
 SPEED_SCALING = "speed_scaling_state_broadcaster/speed_scaling"
 PROGRAM_RUNNING = "io_and_status_controller/robot_program_running"
 PLAY = "dashboard_client/play"

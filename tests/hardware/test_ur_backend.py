@@ -128,8 +128,8 @@ def test_the_reach_through_the_scaled_trajectory_controller_succeeds() -> None:
         assert rig.backend.driver_state()["controller"] == jtc
         rig.backend.enable()
         items = {i.name: i for i in driver_items(rig.backend.driver_state())}
-        assert items["position controller"].status == "PASS"
-        assert items["position controller"].expected == f"{jtc} loaded"
+        assert items["motion controller"].status == "PASS"
+        assert items["motion controller"].expected == f"{jtc} loaded"
         rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
         mission = rig.emulator.mission()
         assert mission is not None and mission.successes >= 2, rig.emulator.summary()
@@ -138,8 +138,41 @@ def test_the_reach_through_the_scaled_trajectory_controller_succeeds() -> None:
         assert rig.backend.counters()["targets_sent"] >= counts["trajectories_accepted"]
 
 
+def test_the_reach_through_the_forward_velocity_controller_succeeds_and_every_hold_sends_zero() -> None:
+    """Velocities streamed (the interpolated targets' own plus a pull onto them); a hold,
+    the deadman's or a close, sends zero, as the controller would otherwise keep the last
+    velocity forever."""
+    fvc = "forward_velocity_controller"
+    with contextlib.contextmanager(ur_rig)(UrDriverEmulatorConfig(controller=fvc, unlock_delay_s=0.3),
+                                           options={"controller": fvc}) as rig:
+        rig.backend.enable()
+        items = {i.name: i for i in driver_items(rig.backend.driver_state())}
+        assert (items["motion controller"].status, items["motion controller"].expected) == ("PASS", f"{fvc} loaded")
+        rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
+        mission = rig.emulator.mission()
+        assert mission is not None and mission.successes >= 2, rig.emulator.summary()
+        assert rig.emulator.counters["commands_accepted"] > 20 and not rig.emulator.rejected
+        # The reach stopped commanding: the deadman's hold sends zero and the arm stands.
+        assert wait_for(lambda: rig.backend.phase == Phase.CONNECTED, 1.0)
+        assert "no command" in rig.backend.last_hold["reason"]
+        assert wait_for(lambda: rig.emulator.last_command is not None and not np.any(rig.emulator.last_command[1]),
+                        1.0)
+        assert rig.flange_speed(0.3) < 0.002
+        # Moving again, then closed mid-motion: the zero is acknowledged before the node goes.
+        rig.backend.enable()
+        host = threading.Thread(target=rig.reach, args=(0.6,))
+        host.start()
+        time.sleep(0.4)
+        assert np.any(rig.emulator.last_command[1])  # under way
+        rig.backend.close()
+        host.join()
+        assert not np.any(rig.emulator.last_command[1])
+        assert rig.flange_speed(0.3) < 0.002
+
+
 def test_a_controller_the_driver_does_not_have_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"controller.*forward_position_controller, scaled_joint_trajectory"):
+    with pytest.raises(ConfigError, match=r"controller.*forward_position_controller, forward_velocity_controller, "
+                                          r"scaled_joint_trajectory"):
         UrArm("ee_delta", {"domain_id": 5, "controller": "joint_trajectory_controler"})
     with pytest.raises(ConfigError, match="controller"):
         UrDriverEmulatorConfig(controller="nope").validate()

@@ -77,8 +77,8 @@ def test_deploy_check_reports_the_drivers_state(controller: str) -> None:
     assert done.returncode == 0 and report["passed"], done.stdout + done.stderr[-2000:]
     assert items["program running"]["status"] == "PASS", items
     assert items["speed scaling"]["status"] == "PASS" and items["speed scaling"]["measured"] == "100 %", items
-    assert items["position controller"]["status"] == "PASS", items
-    assert items["position controller"]["expected"] == f"{controller} loaded", items
+    assert items["motion controller"]["status"] == "PASS", items
+    assert items["motion controller"]["expected"] == f"{controller} loaded", items
 
 
 class Diagnostics:

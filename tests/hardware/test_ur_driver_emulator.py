@@ -190,3 +190,30 @@ def test_the_emulated_driver_runs_the_controller_the_hosts_options_name() -> Non
         finally:
             emulator.close()
 
+
+def test_the_velocity_controller_keeps_its_last_velocity_until_a_joint_limit_stops_the_robot() -> None:
+    """What the ``ur`` backend guards against: one velocity sent and nothing after (a host
+    that died) moves the arm on, as the real controller does, until the robot's safety
+    system makes a protective stop at the joint's position limit."""
+    cfg = UrDriverEmulatorConfig(controller="forward_velocity_controller", unlock_delay_s=0.3)
+    with contextlib.contextmanager(ur_rig)(cfg, connect=False) as driver:
+        emulator, pub = driver.emulator, driver.client.velocities
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 3.0)
+        start = emulator.data.qpos[5]
+        pub.publish(Float64MultiArray(data=[0.0, 0.0, 0.0, 0.0, 0.0, 3.0]))  # wrist 3 at 3 rad/s, once
+        assert wait_for(lambda: emulator.data.qpos[5] - start > 1.0, 3.0)
+        assert emulator.program_running and emulator.protective_stopped_at is None  # still moving, 1 s later
+        # wrist 3 reaches +2 pi (about 2 s from home): the protective stop, the arm at rest there.
+        assert wait_for(lambda: emulator.protective_stopped_at is not None, 5.0), emulator.data.qpos[5]
+        assert not emulator.program_running and driver.client.program[-1:] != [True]
+        q = emulator.data.qpos[5]
+        assert q > U.JOINT_UPPER[5] - 0.2
+        time.sleep(0.3)
+        assert abs(emulator.data.qpos[5] - q) < 0.02
+        # Malformed velocities are refused like positions.
+        assert wait_for(lambda: driver.client.call(UT.UNLOCK_PROTECTIVE_STOP).success, 2.0)
+        assert driver.client.call(UT.PLAY).success
+        pub.publish(Float64MultiArray(data=[0.0, float("nan"), 0.0, 0.0, 0.0, 0.0]))
+        pub.publish(Float64MultiArray(data=[0.1] * 5))
+        assert wait_for(lambda: emulator.rejected.get("forward_non_finite") == 1
+                        and emulator.rejected.get("forward_size") == 1, 2.0), emulator.rejected

@@ -42,6 +42,7 @@ class DriverClient:
         node.create_subscription(Float64, UT.SPEED_SCALING, lambda m: self.scaling.append(float(m.data)),
                                  T.controller_qos())
         self.commands = node.create_publisher(Float64MultiArray, UT.POSITION_COMMANDS, T.controller_qos())
+        self.velocities = node.create_publisher(Float64MultiArray, UT.VELOCITY_COMMANDS, T.controller_qos())
         self._clients = {name: node.create_client(Trigger, name) for name in (UT.PLAY, UT.STOP,
                                                                                UT.UNLOCK_PROTECTIVE_STOP)}
 
