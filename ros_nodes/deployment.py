@@ -291,7 +291,11 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     backend = opts.overrides.get("hardware_bridge", {}).get("backend") or deployment.real_backend
     cameras = deployment.live_cameras if emulator_class(backend).has_cell_cameras() else ()
     user_options = json_object(opts.overrides.get("hardware_bridge", {}).get("backend_options"), BACKEND_OPTIONS)
-    with EmulatorProcess(opts.robot, opts.domain_id, backend=backend, seed=opts.seed, task=opts.task,
+    # The emulated robot plays the task the sim bridge would simulate for this policy (its
+    # metadata's): a waypoint policy's robot flies waypoints, and publishes their course.
+    params, _ = graph_parameters(replace(opts, emulate=False, emulated=True))
+    task = str(params.get("sim_bridge", {}).get("task") or opts.task)
+    with EmulatorProcess(opts.robot, opts.domain_id, backend=backend, seed=opts.seed, task=task,
                          faults=opts.emulator_faults, cameras=cameras, backend_options=user_options) as emulator:
         bridge = emulated_bridge(emulator.connect_options, opts.overrides.get("hardware_bridge", {}))
         overrides = {**opts.overrides, "hardware_bridge": bridge}

@@ -1,5 +1,5 @@
-"""The operator's side of a real robot's mission on ROS 2: ``goal``, ``cmd_vel`` and
-``episodes``, as a person or a mission planner publishes them.
+"""The operator's side of a real robot's mission on ROS 2: ``goal``, ``cmd_vel``,
+``course`` and ``episodes``, as a person or a mission planner publishes them.
 
 In simulation the sim bridge publishes these from its task (``publish_mission``). A real
 robot's driver has no mission; with an emulator, the emulated task does
@@ -31,12 +31,14 @@ class MissionPublisher(Node):
         self.pub_goal = self.create_publisher(PoseStamped, "goal", mission_qos())
         self.pub_cmd_vel = self.create_publisher(Twist, "cmd_vel", mission_qos())
         self.pub_episode = self.create_publisher(String, "episodes", status_qos())
+        self.pub_course = self.create_publisher(String, "course", mission_qos())
         self._last: tuple[Any, ...] | None = None
         self._episodes = 0
 
     def publish(self, mission: Mission) -> None:
+        course = None if mission.course is None else json.dumps(mission.course)
         key = (None if mission.goal is None else tuple(np.round(mission.goal, 9)),
-               None if mission.cmd_vel is None else tuple(np.round(mission.cmd_vel, 9)))
+               None if mission.cmd_vel is None else tuple(np.round(mission.cmd_vel, 9)), course)
         if key != self._last:
             self._last = key
             stamp = self.get_clock().now().to_msg()
@@ -45,6 +47,8 @@ class MissionPublisher(Node):
             if mission.cmd_vel is not None:
                 v = mission.cmd_vel
                 self.pub_cmd_vel.publish(M.twist(np.array([v[0], v[1], 0.0]), np.array([0.0, 0.0, v[2]])))
+            if course is not None:  # a new episode's course: the planner plans again
+                self.pub_course.publish(String(data=course))
         if mission.episodes > self._episodes:
             self._episodes = mission.episodes
             self.pub_episode.publish(String(data=json.dumps({"episodes": mission.episodes,

@@ -38,6 +38,9 @@ class Mission:
     """Position target (m, world frame), for robots deployed towards a goal."""
     cmd_vel: np.ndarray | None = None
     """(vx, vy, yaw rate) for robots deployed on a velocity command."""
+    course: dict[str, Any] | None = None
+    """The task's course (``Task.course``: its waypoints or obstacles and goal) where its
+    policy follows a planned path: what the sim bridge publishes on ``course``."""
     episodes: int = 0
     successes: int = 0
 

@@ -102,7 +102,7 @@ class SimulatedDrone:
         return crashed
 
     def mission(self) -> Mission:
-        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(),
+        return Mission(goal=np.asarray(self.task.target[0], dtype=np.float64).copy(), course=self.task.course(0),
                        episodes=len(self.episodes), successes=sum(self.episodes))
 
     def summary(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dds_domains import unique_domain_id
 from px4_rig import ServedVehicle, backend_for, fly, serve_vehicle, wait_for
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
@@ -158,20 +159,25 @@ def test_link_lost_both_ways_px4s_offboard_loss_failsafe_lands(vehicle: ServedVe
 
 
 @pytest.mark.slow
-def test_deploy_emulate_flies_the_px4_backend_through_the_graph(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("policy", "seconds"), [("DroneHover", 25), ("DroneWaypoints", 40)])
+def test_deploy_emulate_flies_the_px4_backend_through_the_graph(tmp_path: Path, policy: str, seconds: int) -> None:
     """``deploy --backend real --emulate`` with the bridge's backend set to px4 starts the
-    PX4 emulator (not the robot's default one) and the shipped policy flies it."""
-    domain = 1 + (os.getpid() * 31 + 4) % 232
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(domain)}
-    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "drone", "--backend", "real",
-                          "--emulate", "--set", "hardware_bridge.backend=px4", "--duration", "25", "--json"],
+    PX4 emulator (not the robot's default one) and the shipped policy flies it. The
+    emulated vehicle plays the policy's own task: DroneWaypoints' waypoints, whose course
+    the planner turns into the policy's path (before: the robot's default, a hover, and
+    the waypoint policy never acted, "state missing ['path']")."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(unique_domain_id())}
+    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "drone", "--policy", policy,
+                          "--backend", "real", "--emulate", "--set", "hardware_bridge.backend=px4",
+                          "--duration", str(seconds), "--json"],
                          capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads(out.stdout)
     emulator = summary["emulator"]
+    assert emulator["task"] == policy, emulator
     assert emulator["accepted"].get("SET_ATTITUDE_TARGET", 0) > 100, emulator
     assert emulator["first_motion_at"] is not None and emulator["failsafe"] == "", emulator
-    success = summary["task_success"]  # the 10 s hover episodes that ended while the graph ran
+    success = summary["task_success"]  # the episodes that ended while the graph ran
     assert success["episodes"] >= 1 and success["successes"] == success["episodes"], success
 
 
