@@ -31,12 +31,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sim2real.hardware.registry import load_registered
 from sim2real.sim.core.deployment import Measurements
+
+if TYPE_CHECKING:
+    from sim2real.hardware.preflight import Item
 
 
 class Phase(enum.Enum):
@@ -175,6 +178,12 @@ class RobotBackend(abc.ABC):
 
     def detail(self) -> dict[str, Any]:
         return {}
+
+    def driver_items(self) -> list[Item]:
+        """The pre-flight check's rows for what the robot's own driver shows beyond the state
+        stream (``deploy check``): none unless its driver has a state of its own
+        (ur_robot_driver's program and speed scaling; PX4's arming, battery and failsafes)."""
+        return []
 
     # -- for subclasses -----------------------------------------------------------------
     def _publish(self, m: Measurements) -> None:

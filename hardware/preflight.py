@@ -251,27 +251,3 @@ def robot_writers_item(writers: list[dict[str, Any]] | None) -> Item | None:
         return Item("robot's writers", "FAIL", shown, expected, "a writer of another type identity (firmware "
                     "version?): its frames would not decode as ours")
     return Item("robot's writers", "PASS", shown, expected)
-
-
-def driver_items(driver: Mapping[str, Any] | None) -> list[Item]:
-    """A robot driver's own state where its backend reports one (``detail()["driver"]``:
-    ur_robot_driver's program running, speed scaling and the controller the backend
-    commands through); none elsewhere."""
-    if driver is None:
-        return []
-    running = driver.get("program_running")
-    scaling = driver.get("speed_scaling_percent")
-    items = [Item("program running", "PASS" if running else "FAIL", str(running), "True",
-                  "" if running else "start External Control on the pendant (play) or call dashboard_client/play")]
-    if scaling is None or scaling <= 0.0:
-        items.append(Item("speed scaling", "FAIL", "none" if scaling is None else f"{scaling:g} %", "> 0 %",
-                          "the robot is paused or stopped (or speed_scaling_state_broadcaster is not active)"))
-    else:
-        items.append(Item("speed scaling", "PASS" if scaling >= 100.0 else "WARN", f"{scaling:g} %", "100 %",
-                          "" if scaling >= 100.0 else "the speed slider or a reduced mode slows the robot"))
-    subscribed = bool(driver.get("controller_subscribed"))
-    controller = str(driver.get("controller", "forward_position_controller"))
-    items.append(Item("motion controller", "PASS" if subscribed else "FAIL",
-                      "subscribed" if subscribed else "no subscriber", f"{controller} loaded",
-                      "" if subscribed else f"initial_joint_controller:={controller} (docs/hardware.md)"))
-    return items

@@ -41,6 +41,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
+from sim2real.hardware.preflight import Item
 from sim2real.hardware.px4.link import Px4Link, result_name, text_since
 from sim2real.hardware.px4.options import Px4Options
 from sim2real.hardware.px4.setpoints import LocalSetpoint, RatesSetpoint, Setpoint
@@ -49,6 +50,12 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone.airframe import airframe
 
 FORCE_DISARM = 21196.0
+STATE_NAMES = {value: name.removeprefix("MAV_STATE_") for name, value in vars(mavlink).items()
+               if name.startswith("MAV_STATE_") and isinstance(value, int) and name != "MAV_STATE_ENUM_END"}
+LANDED_NAMES = {value: name.removeprefix("MAV_LANDED_STATE_") for name, value in vars(mavlink).items()
+                if name.startswith("MAV_LANDED_STATE_") and isinstance(value, int) and not name.endswith("ENUM_END")}
+STREAM_NAMES = {str(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION): "ATTITUDE_QUATERNION",
+                str(mavlink.MAVLINK_MSG_ID_LOCAL_POSITION_NED): "LOCAL_POSITION_NED"}
 STREAM_PERIOD = 0.02
 """s between the stream thread's setpoints and checks (50 Hz, well above PX4's 2 Hz)."""
 HEARTBEAT_PERIOD = 0.5
@@ -314,6 +321,46 @@ class Px4Backend(RobotBackend):
     def counters(self) -> dict[str, int]:
         link = self.link
         return {**self._counts, **(link.counters if link is not None else {})}
+
+    def driver_items(self) -> list[Item]:
+        """What PX4 shows before an enable: its HEARTBEAT and status (a running failsafe is
+        ``MAV_STATE_CRITICAL``), disarmed, on the ground, the battery above ``battery_land``
+        and the state streams at the rate asked."""
+        link = self.link
+        if link is None:
+            return [Item("autopilot", "FAIL", "not connected", "PX4's HEARTBEAT")]
+        age = time.monotonic() - link.heartbeat_at
+        status = STATE_NAMES.get(link.system_status, str(link.system_status))
+        critical = link.system_status in (mavlink.MAV_STATE_CRITICAL, mavlink.MAV_STATE_EMERGENCY)
+        silent = age > HEARTBEAT_LOST
+        items = [Item("autopilot", "FAIL" if critical or silent else "PASS",
+                      f"PX4 {link.mode}, {status}, last HEARTBEAT {age:.1f} s ago",
+                      f"STANDBY, a HEARTBEAT within {HEARTBEAT_LOST:g} s",
+                      "a failsafe is running: see its STATUSTEXT" if critical else
+                      "PX4's HEARTBEAT stopped: check the link" if silent else "")]
+        armed = link.armed
+        items.append(Item("armed", "FAIL" if armed else "PASS", "armed" if armed else "disarmed", "disarmed",
+                          "someone else armed the vehicle: disarm it; enable arms it" if armed else ""))
+        landed = LANDED_NAMES.get(link.landed_state, str(link.landed_state))
+        items.append(Item("landed state", "PASS" if link.landed_state == mavlink.MAV_LANDED_STATE_ON_GROUND else "WARN",
+                          landed, "ON_GROUND", "" if link.landed_state == mavlink.MAV_LANDED_STATE_ON_GROUND
+                          else "EXTENDED_SYS_STATE says it is not on the ground (or never came)"))
+        floor = f">= {100 * self.cfg.battery_land:g} % (battery_land)"
+        remaining = link.battery_remaining
+        if remaining is None or remaining < 0:
+            items.append(Item("battery", "WARN", "not reported", floor, "no BATTERY_STATUS: the backend cannot land "
+                              "on a low battery; PX4's own BAT_LOW_THR still applies"))
+        else:
+            low = self._battery_low(link)
+            items.append(Item("battery", "FAIL" if low else "PASS", f"{remaining} %", floor,
+                              "charge it" if low else ""))
+        refused = {k: v for k, v in self._stream_results.items() if v != "ACCEPTED"}
+        items.append(Item("state streams", "WARN" if refused else "PASS",
+                          ", ".join(f"{STREAM_NAMES.get(k, k)} {v}" for k, v in self._stream_results.items())
+                          or "not asked", f"{self.cfg.state_hz:g} Hz accepted",
+                          "PX4 refused MAV_CMD_SET_MESSAGE_INTERVAL: the state comes at its default rate"
+                          if refused else ""))
+        return items
 
     def detail(self) -> dict[str, Any]:
         link = self.link

@@ -29,6 +29,7 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from sim2real.hardware.backend import HardwareError, Phase
+from sim2real.hardware.preflight import Item
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.hardware.ros2_control.backend import Ros2ControlArm
@@ -183,3 +184,21 @@ class UrArm(Ros2ControlArm):
 
     def detail(self) -> dict[str, Any]:
         return {**super().detail(), "driver": self.driver_state()}
+
+    def driver_items(self) -> list[Item]:
+        """The program running, the speed scaling and the controller the backend commands."""
+        driver = self.driver_state()
+        running, scaling = driver["program_running"], driver["speed_scaling_percent"]
+        items = [Item("program running", "PASS" if running else "FAIL", str(running), "True",
+                      "" if running else "start External Control on the pendant (play) or call dashboard_client/play")]
+        if scaling is None or scaling <= 0.0:
+            items.append(Item("speed scaling", "FAIL", "none" if scaling is None else f"{scaling:g} %", "> 0 %",
+                              "the robot is paused or stopped (or speed_scaling_state_broadcaster is not active)"))
+        else:
+            items.append(Item("speed scaling", "PASS" if scaling >= 100.0 else "WARN", f"{scaling:g} %", "100 %",
+                              "" if scaling >= 100.0 else "the speed slider or a reduced mode slows the robot"))
+        subscribed, controller = driver["controller_subscribed"], driver["controller"]
+        items.append(Item("motion controller", "PASS" if subscribed else "FAIL",
+                          "subscribed" if subscribed else "no subscriber", f"{controller} loaded",
+                          "" if subscribed else f"initial_joint_controller:={controller} (docs/hardware.md)"))
+        return items

@@ -88,7 +88,7 @@ def run_check(argv: list[str]) -> int:
 
 def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
     from sim2real.hardware.backend import HardwareError, backend_class
-    from sim2real.hardware.preflight import Preflight, driver_items, robot_writers_item
+    from sim2real.hardware.preflight import Preflight, robot_writers_item
     from sim2real.sim import robot_deployment
 
     info = robot_deployment(args.robot)
@@ -108,7 +108,7 @@ def check(args: argparse.Namespace, options: dict[str, Any]) -> list[Any]:
         found = robot_writers_item(detail.get("robot_writers"))
         items = [*preflight.items(), realtime_item(detail.get("realtime")), kernel_item(),
                  *([found] if found else []),
-                 *driver_items(detail.get("driver"))]
+                 *backend.driver_items()]
     finally:
         backend.close()
     latest = [m for _, m in preflight.samples()]
@@ -176,6 +176,13 @@ def realtime_item(status: dict[str, Any] | None) -> Any:
     hint = "give the stack real-time priority: docs/deployment.md, 'Real-time priority on a robot computer'"
     if not status:
         return Item("real-time priority", "INFO", "the backend's loop did not report its scheduling", expected)
+    if "name" not in status and status and all(isinstance(v, dict) for v in status.values()):
+        # Several loops (PX4's setpoint stream and its reader): each judged, the worst counts.
+        loops = [realtime_item(v) for v in status.values() if v]
+        if not loops:
+            return Item("real-time priority", "INFO", "the backend's loops did not report their scheduling", expected)
+        worst = max(loops, key=lambda i: ("INFO", "PASS", "WARN", "FAIL").index(i.status))
+        return Item("real-time priority", worst.status, "; ".join(i.measured for i in loops), expected, worst.hint)
     name, reason = status.get("name", "the loop"), status.get("reason", "")
     if not status.get("realtime"):
         return Item("real-time priority", "WARN", f"{name}: {status.get('policy', '?')} ({reason})", expected, hint)

@@ -109,6 +109,35 @@ def test_a_refused_arming_is_an_error_with_px4s_reason(vehicle: ServedVehicle) -
         backend.close()
 
 
+def test_the_preflight_rows_show_what_px4_shows(vehicle: ServedVehicle) -> None:
+    """``deploy check``'s PX4 rows: on the ground, disarmed, in STANDBY, the battery and
+    the asked stream rates; a low battery fails (and enable refuses it), as does a vehicle
+    already armed (here by our own enable: what a second check would find)."""
+    backend = backend_for(vehicle)
+    try:
+        backend.connect(timeout=5.0)
+        assert wait_for(lambda: backend.link is not None and backend.link.landed_state != 0, 3.0)
+        rows = {i.name: i for i in backend.driver_items()}
+        names = ("autopilot", "armed", "landed state", "battery", "state streams")
+        assert {n: r.status for n, r in rows.items()} == dict.fromkeys(names, "PASS"), rows
+        assert "STANDBY" in rows["autopilot"].measured and rows["battery"].measured == "100 %"
+        vehicle.emu.charge = 0.05  # below battery_land (15 %)
+        assert wait_for(lambda: {i.name: i.status for i in backend.driver_items()}["battery"] == "FAIL", 3.0)
+        with pytest.raises(HardwareError, match="battery is low"):
+            backend.enable()
+        vehicle.emu.charge = 1.0
+        assert wait_for(lambda: {i.name: i.status for i in backend.driver_items()}["battery"] == "PASS", 3.0)
+        backend.enable()
+
+        def armed_row_fails() -> bool:  # commanded meanwhile (a silent host is landed and disarmed)
+            backend.command(np.array([0.5 * C.HOVER_THRUST, 0.0, 0.0, 0.0]))
+            return {i.name: i.status for i in backend.driver_items()}["armed"] == "FAIL"
+
+        assert wait_for(armed_row_fails, 3.0)
+    finally:
+        backend.close()
+
+
 def test_connect_times_out_without_a_vehicle() -> None:
     backend = Px4Backend("ctbr", {"url": "udpout:127.0.0.1:9"})
     start = time.monotonic()

@@ -238,6 +238,11 @@ def test_the_preflight_item_passes_a_real_time_loop_and_warns_otherwise() -> Non
     item = realtime_item(refused)
     assert item.status == "WARN" and "not permitted" in item.measured and "deployment.md" in item.hint
     assert realtime_item(None).status == "INFO"
+    # A backend with several loops (PX4's stream and reader): each named, the worst counts.
+    both = realtime_item({"stream": fifo, "reader": refused})
+    assert both.status == "WARN" and "go2 rt/lowcmd writer: SCHED_FIFO 45" in both.measured
+    assert "crazyflie setpoint stream" in both.measured and "deployment.md" in both.hint
+    assert realtime_item({"stream": fifo, "reader": fifo}).status == "PASS"
 
 
 def test_deploy_check_reports_a_loop_without_real_time_priority() -> None:

@@ -19,7 +19,6 @@ from sim2real.errors import ConfigError
 from sim2real.hardware.backend import HardwareError, Phase, backend_class
 from sim2real.hardware.emulator.base import emulator_class
 from sim2real.hardware.emulator.ros2_control_ur import UrDriverEmulator, UrDriverEmulatorConfig
-from sim2real.hardware.preflight import driver_items
 from sim2real.hardware.ros2_control import topics as T
 from sim2real.hardware.ros2_control import ur_topics as UT
 from sim2real.hardware.ros2_control.ur import UrArm
@@ -46,12 +45,12 @@ def test_enable_is_refused_while_the_program_does_not_run() -> None:
         with pytest.raises(HardwareError, match="robot program is not running"):
             rig.backend.enable()
         assert rig.backend.phase == Phase.CONNECTED
-        assert [i.status for i in driver_items(rig.backend.driver_state())][:2] == ["FAIL", "FAIL"]
+        assert [i.status for i in rig.backend.driver_items()][:2] == ["FAIL", "FAIL"]
         assert rig.client.call(UT.PLAY).success  # the operator presses play
         assert wait_for(lambda: (rig.backend.driver_state()["speed_scaling_percent"] or 0.0) > 0.0, 2.0)
         rig.backend.enable()
         assert rig.backend.phase == Phase.ENABLED
-        assert [i.status for i in driver_items(rig.backend.driver_state())] == ["PASS"] * 3
+        assert [i.status for i in rig.backend.driver_items()] == ["PASS"] * 3
 
 
 def test_a_protective_stop_during_motion_latches_and_the_arm_stops(rig: UrRig) -> None:
@@ -127,7 +126,7 @@ def test_the_reach_through_the_scaled_trajectory_controller_succeeds() -> None:
                                            options={"controller": jtc}) as rig:
         assert rig.backend.driver_state()["controller"] == jtc
         rig.backend.enable()
-        items = {i.name: i for i in driver_items(rig.backend.driver_state())}
+        items = {i.name: i for i in rig.backend.driver_items()}
         assert items["motion controller"].status == "PASS"
         assert items["motion controller"].expected == f"{jtc} loaded"
         rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
@@ -146,7 +145,7 @@ def test_the_reach_through_the_forward_velocity_controller_succeeds_and_every_ho
     with contextlib.contextmanager(ur_rig)(UrDriverEmulatorConfig(controller=fvc, unlock_delay_s=0.3),
                                            options={"controller": fvc}) as rig:
         rig.backend.enable()
-        items = {i.name: i for i in driver_items(rig.backend.driver_state())}
+        items = {i.name: i for i in rig.backend.driver_items()}
         assert (items["motion controller"].status, items["motion controller"].expected) == ("PASS", f"{fvc} loaded")
         rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
         mission = rig.emulator.mission()
