@@ -4,10 +4,9 @@ other's nodes).
 
 tests/conftest.py gives each pytest-xdist worker a slice [low, high) of 1..232
 (``SIM2REAL_TEST_DOMAINS``) and sets ``ROS_DOMAIN_ID`` to ``low``, the process's default.
-Each call here returns the next domain of the rest of the slice, starting at a place set
-by the process id: consecutive calls never repeat until the slice is used up, and a
-domain ``d`` handed out leaves ``d + 1`` inside the slice too (a test may put its robot's
-side there)."""
+Each call here returns the first domain of the next pair of the rest of the slice,
+starting at a place set by the process id: consecutive calls never repeat until the slice
+is used up, and ``d + 1`` is the test's too (a test may put its robot's side there)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,11 @@ def domain_slice() -> tuple[int, int]:
 
 
 def unique_domain_id() -> int:
-    """A DDS domain of this process's slice, other than its default ``low`` and not
-    handed out before in this process (until the slice is used up)."""
+    """A DDS domain ``d`` of this process's slice, with ``d + 1`` free for the test's own
+    use: pairs handed out in turn, never the default's (``low``, ``low + 1``), none again
+    in this process until the slice is used up. Pairs, not neighbours: a test whose robot
+    side is on ``d + 1`` would otherwise meet the next test's graph there while its
+    participants are still going (measured: a bridge that received 1 command in 10 s)."""
     low, high = domain_slice()
-    first, span = low + 2, high - low - 3  # low (and low + 1, its pair) stay the default's
-    return first + (os.getpid() * 31 + next(_counter)) % span
+    pairs = (high - low - 2) // 2
+    return low + 2 + 2 * ((os.getpid() * 31 + next(_counter)) % pairs)
