@@ -10,7 +10,9 @@ except the impedance stiffnesses, which the arm maps log-uniformly (equal resolu
 at soft and stiff settings): for those elements ``command = exp(offset + scale * action)``.
 
 with the scales of the simulated robot's own ``action_to_ctrl``, so the sim bridge
-inverts it exactly and a real driver receives the same numbers.
+inverts it exactly and a real driver receives the same numbers. Each robot describes its
+own (``command_layout`` in its ``sim/<robot>/deployment.py``); adding a robot or a mode
+touches nothing here. Today's:
 
 =========  ============  ===================================================
 robot      action mode   command elements
@@ -31,15 +33,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.sim.arm import constants as ARM
+from sim2real.sim.arm.deployment import ARM_TWIST
 from sim2real.sim.core.errors import ConfigError
-from sim2real.sim.drone import constants as DRONE
-from sim2real.sim.quadruped import constants as QUAD
 
 
 @dataclass(frozen=True)
 class CommandSpace:
-    """One robot's command vector: names, units and the affine map from actions."""
+    """One robot's command vector in one action mode: its robot's
+    :class:`~sim2real.sim.core.commands.CommandLayout` (names, units and the affine map
+    from actions) with the robot and the mode it is for."""
 
     robot: str
     action_mode: str
@@ -100,60 +102,24 @@ class CommandSpace:
         return np.clip((c - self.offset) / self.scale, -1.0, 1.0)
 
 
-ARM_TWIST = ("vx", "vy", "vz", "wx", "wy", "wz")
-EE_DELTA_ARMS = ("arm", "ur5e")
-"""Robots whose ``ee_delta`` commands move a setpoint by the arm's own law
-(:func:`sim2real.sim.arm.control.cartesian_setpoint`), so they share its command space."""
-ARM_STIFFNESS = ("kx", "ky", "kz", "krx", "kry", "krz")
 
 
 def command_space(robot: str, action_mode: str, action_scale: float | None = None) -> CommandSpace:
-    """The command space of ``robot`` in ``action_mode``.
+    """The command space of ``robot`` in ``action_mode``: the robot's own command layout
+    (its deployment description's, :meth:`~sim2real.sim.core.deployment.RobotDeployment.command_layout`).
 
     Args:
-        action_scale: The quadruped task's ``action_scale`` option (rad per unit action).
+        action_scale: The task's ``action_scale`` option where the robot has one (the
+            quadruped's rad per unit action).
 
     Raises:
-        ConfigError: the mode has no deployment command space (yet).
+        ConfigError: the mode has no deployment command space (yet), or the robot is unknown.
     """
-    grip_off, grip_scale = ARM.GRIP_WIDTH_MAX / 2, ARM.GRIP_WIDTH_MAX / 2
-    if robot in EE_DELTA_ARMS and action_mode == "ee_delta":
-        lin, ang = ARM.EE_DELTA_POS_MAX / ARM.CONTROL_DT, ARM.EE_DELTA_ROT_MAX / ARM.CONTROL_DT
-        return CommandSpace(
-            robot, action_mode, (*ARM_TWIST, "gripper"), ("m/s",) * 3 + ("rad/s",) * 3 + ("m",),
-            offset=np.r_[np.zeros(6), grip_off], scale=np.r_[np.full(3, lin), np.full(3, ang), grip_scale],
-            control_dt=ARM.CONTROL_DT,
-        )
-    if robot == "arm" and action_mode == "ee_impedance":
-        lin, ang = ARM.EE_DELTA_POS_MAX / ARM.CONTROL_DT, ARM.EE_DELTA_ROT_MAX / ARM.CONTROL_DT
-        k_lo = np.log([ARM.IMPEDANCE_POS_STIFFNESS_RANGE[0]] * 3 + [ARM.IMPEDANCE_ROT_STIFFNESS_RANGE[0]] * 3)
-        k_hi = np.log([ARM.IMPEDANCE_POS_STIFFNESS_RANGE[1]] * 3 + [ARM.IMPEDANCE_ROT_STIFFNESS_RANGE[1]] * 3)
-        return CommandSpace(
-            robot, action_mode, (*ARM_TWIST, *ARM_STIFFNESS, "gripper"),
-            ("m/s",) * 3 + ("rad/s",) * 3 + ("N/m",) * 3 + ("Nm/rad",) * 3 + ("m",),
-            offset=np.r_[np.zeros(6), (k_lo + k_hi) / 2, grip_off],
-            scale=np.r_[np.full(3, lin), np.full(3, ang), (k_hi - k_lo) / 2, grip_scale],
-            control_dt=ARM.CONTROL_DT, log_elements=tuple(range(6, 12)),
-        )
-    if robot == "arm" and action_mode == "joint_torque":
-        return CommandSpace(
-            robot, action_mode, (*ARM.ARM_JOINTS, "gripper"), ("Nm",) * 7 + ("m",),
-            offset=np.r_[np.zeros(7), grip_off], scale=np.r_[ARM.TORQUE_LIMIT, grip_scale], control_dt=ARM.CONTROL_DT,
-        )
-    if robot == "quadruped" and action_mode in ("joint_pos", "gait_residual"):
-        # gait_residual commands are joint targets too: the policy node adds the task's
-        # gait reference (Task.deploy_command) to the mapped action before publishing.
-        scale = QUAD.ACTION_SCALE if action_scale is None else float(action_scale)
-        return CommandSpace(
-            robot, action_mode, QUAD.JOINT_NAMES, ("rad",) * 12,
-            offset=QUAD.DEFAULT_POSE.copy(), scale=np.full(12, scale), control_dt=QUAD.CONTROL_DT,
-        )
-    if robot == "drone" and action_mode in ("ctbr", "ctbr_residual"):  # residual: PID + policy, as ctbr
-        half = DRONE.MAX_COLLECTIVE_THRUST / 2
-        return CommandSpace(
-            robot, action_mode, ("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
-            offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, DRONE.MAX_BODY_RATE], control_dt=DRONE.CONTROL_DT,
-        )
-    supported = ("arm ee_delta|ee_impedance|joint_torque, ur5e ee_delta, quadruped joint_pos|gait_residual, "
-                 "drone ctbr|ctbr_residual")
-    raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; supported: {supported}")
+    from sim2real.sim import ROBOTS, robot_deployment
+
+    layout = robot_deployment(robot).command_layout(action_mode, action_scale)
+    if layout is None:
+        supported = ", ".join(f"{name} {'|'.join(pkg.DEPLOYMENT.command_modes)}" for name, pkg in ROBOTS.items())
+        raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; "
+                                         f"supported: {supported}")
+    return CommandSpace(robot, action_mode, **vars(layout))

@@ -10,6 +10,7 @@ import numpy as np
 
 from sim2real.sim.arm import constants as C
 from sim2real.sim.arm.base import ArmTask
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.deployment import Measurements, OperatorAxis, OperatorSpace, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 
@@ -25,6 +26,21 @@ CARTESIAN_OPERATOR = OperatorSpace(
 below the controller's 1 m/s per unit action, rotation rates (roll and pitch to re-level
 a tilted tool), and the gripper's opening speed (an arm without the driver's tool carries
 the axis for the command layout)."""
+
+
+ARM_TWIST = ("vx", "vy", "vz", "wx", "wy", "wz")
+ARM_STIFFNESS = ("kx", "ky", "kz", "krx", "kry", "krz")
+_GRIP_OFFSET = _GRIP_SCALE = C.GRIP_WIDTH_MAX / 2
+
+
+def ee_delta_layout() -> CommandLayout:
+    """``ee_delta``: the fingertip's velocity (vx vy vz m/s, wx wy wz rad/s) and the gripper
+    width (m); shared by every arm whose commands move a setpoint by the arm's own law
+    (:func:`sim2real.sim.arm.control.cartesian_setpoint`)."""
+    lin, ang = C.EE_DELTA_POS_MAX / C.CONTROL_DT, C.EE_DELTA_ROT_MAX / C.CONTROL_DT
+    return CommandLayout((*ARM_TWIST, "gripper"), ("m/s",) * 3 + ("rad/s",) * 3 + ("m",),
+                         offset=np.r_[np.zeros(6), _GRIP_OFFSET],
+                         scale=np.r_[np.full(3, lin), np.full(3, ang), _GRIP_SCALE], control_dt=C.CONTROL_DT)
 
 
 class ArmDeployment(RobotDeployment[ArmTask]):
@@ -43,6 +59,25 @@ class ArmDeployment(RobotDeployment[ArmTask]):
     rest_poses: ClassVar = {"home": tuple(C.HOME_QPOS)}
     live_cameras = ("front", "wrist")
     operator = CARTESIAN_OPERATOR
+    command_modes = ("ee_delta", "ee_impedance", "joint_torque")
+
+    def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
+        if action_mode == "ee_delta":
+            return ee_delta_layout()
+        if action_mode == "ee_impedance":  # stiffnesses log-uniform: equal resolution soft and stiff
+            twist = ee_delta_layout()
+            k_lo = np.log([C.IMPEDANCE_POS_STIFFNESS_RANGE[0]] * 3 + [C.IMPEDANCE_ROT_STIFFNESS_RANGE[0]] * 3)
+            k_hi = np.log([C.IMPEDANCE_POS_STIFFNESS_RANGE[1]] * 3 + [C.IMPEDANCE_ROT_STIFFNESS_RANGE[1]] * 3)
+            return CommandLayout(
+                (*ARM_TWIST, *ARM_STIFFNESS, "gripper"), ("m/s",) * 3 + ("rad/s",) * 3 + ("N/m",) * 3 + ("Nm/rad",) * 3
+                + ("m",), offset=np.r_[np.zeros(6), (k_lo + k_hi) / 2, _GRIP_OFFSET],
+                scale=np.r_[twist.scale[:6], (k_hi - k_lo) / 2, _GRIP_SCALE], control_dt=C.CONTROL_DT,
+                log_elements=tuple(range(6, 12)))
+        if action_mode == "joint_torque":
+            return CommandLayout((*C.ARM_JOINTS, "gripper"), ("Nm",) * 7 + ("m",),
+                                 offset=np.r_[np.zeros(7), _GRIP_OFFSET], scale=np.r_[C.TORQUE_LIMIT, _GRIP_SCALE],
+                                 control_dt=C.CONTROL_DT)
+        return None
 
     def read_task(self, task: ArmTask, p: PhysicsBatch, out: Measurements) -> None:
         out.ee_pos, out.ee_quat = task.ee_pos(p)[0].copy(), task.ee_quat(p)[0].copy()

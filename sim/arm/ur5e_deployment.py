@@ -10,8 +10,9 @@ from typing import ClassVar
 import mujoco
 
 from sim2real.sim.arm import ur5e as U
-from sim2real.sim.arm.deployment import CARTESIAN_OPERATOR
+from sim2real.sim.arm.deployment import CARTESIAN_OPERATOR, ee_delta_layout
 from sim2real.sim.arm.ur5e_task import Ur5eReach
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.deployment import Measurements, RobotDeployment, StateWriter
 from sim2real.sim.core.task import PhysicsBatch, Task
 
@@ -30,6 +31,11 @@ class Ur5eDeployment(RobotDeployment[Ur5eReach]):
     rest_poses: ClassVar = {"home": tuple(U.HOME_QPOS)}
     live_cameras = ("front", "side")
     operator = CARTESIAN_OPERATOR  # the gripper axis does nothing: a UR's tool is not the driver's
+    command_modes = ("ee_delta",)
+
+    def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
+        """The arm's ``ee_delta`` (the gripper element is carried; the UR ignores it)."""
+        return ee_delta_layout() if action_mode == "ee_delta" else None
 
     def read_task(self, task: Ur5eReach, p: PhysicsBatch, out: Measurements) -> None:
         out.ee_pos, out.ee_quat = task.ee_pos(p)[0].copy(), task.ee_quat(p)[0].copy()

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.task import PhysicsBatch, Task
 
 
@@ -203,6 +204,16 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
             ValueError: the robot has no planner, the inputs are malformed, or no path exists.
         """
         raise ValueError(f"the {self.name} has no path planner")
+
+    command_modes: ClassVar[tuple[str, ...]] = ()
+    """The action modes :meth:`command_layout` describes (deployable through the filter)."""
+
+    def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
+        """What the robot's command topic carries in ``action_mode`` (names, units, the map
+        from actions), or None where the mode has no deployment command space.
+        ``action_scale``: the task's own option where the robot has one (rad per unit
+        action of a quadruped's joint targets)."""
+        return None
 
     def driver_mode(self, action_mode: str, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The action mode and task options of the robot's driver (the sim bridge, an

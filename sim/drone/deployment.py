@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.deployment import (
     ClearanceGrid,
     Measurements,
@@ -22,6 +23,7 @@ from sim2real.sim.core.deployment import (
     StateWriter,
 )
 from sim2real.sim.core.task import PhysicsBatch, Task
+from sim2real.sim.drone import constants as C
 from sim2real.sim.drone import gate_path
 from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.gates import Gates, parse_gate_course
@@ -50,6 +52,17 @@ class DroneDeployment(RobotDeployment[DroneTask]):
     )
     # The policy node publishes CTBR commands with the position PID already added.
     driver_modes: ClassVar = {"ctbr_residual": "ctbr"}
+    command_modes = ("ctbr", "ctbr_residual")
+
+    def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
+        """Collective thrust (N) and body rates (rad/s); ``ctbr_residual`` is commanded as
+        ``ctbr`` (the PID's output plus the policy's residual)."""
+        if action_mode not in self.command_modes:
+            return None
+        half = C.MAX_COLLECTIVE_THRUST / 2
+        return CommandLayout(("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
+                             offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, C.MAX_BODY_RATE],
+                             control_dt=C.CONTROL_DT)
     motors_off_without_command = True
 
     def inputs(self, task: Task) -> Mapping[str, str]:

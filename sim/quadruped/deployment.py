@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.deployment import (
     ClearanceGrid,
     Measurements,
@@ -64,6 +65,17 @@ class QuadrupedDeployment(RobotDeployment[QuadrupedTask]):
     # The policy node publishes joint targets with the trot reference already added.
     driver_modes: ClassVar = {"gait_residual": "joint_pos"}
     driver_options: ClassVar = {"action_scale": DRIVER_ACTION_SCALE}
+    command_modes = ("joint_pos", "gait_residual")
+
+    def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
+        """12 joint position targets (rad) about the default pose, FR FL RR RL x hip thigh
+        calf; ``gait_residual`` commands are joint targets too (the policy node adds the
+        task's gait reference, ``Task.deploy_command``, before publishing)."""
+        if action_mode not in self.command_modes:
+            return None
+        scale = C.ACTION_SCALE if action_scale is None else float(action_scale)
+        return CommandLayout(C.JOINT_NAMES, ("rad",) * 12, offset=C.DEFAULT_POSE.copy(), scale=np.full(12, scale),
+                             control_dt=C.CONTROL_DT)
 
     def backend_options(self, task_options: Mapping[str, Any]) -> dict[str, Any]:
         """A policy's own servo gains (``servo_kp``/``servo_kd``, an imported policy's) go to
