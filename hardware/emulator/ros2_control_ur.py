@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,29 +165,25 @@ class UrDriverEmulator(ControllerManagerEmulator):
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
-        q = forward_command(msg, 6)
-        if isinstance(q, str):
-            return self._reject(q)
-        now = time.monotonic()
-        with self._lock:
-            if not self.program_running:
-                return self._reject("program_not_running")
-            self.target.forward(q, now, U.VELOCITY_LIMIT)
-            self.last_command = (now, q)
-        self.counters["commands_accepted"] += 1
-        return None
+        self._forward_command(msg, lambda q, now: self.target.forward(q, now, U.VELOCITY_LIMIT))
 
     def _on_velocity(self, msg: Float64MultiArray) -> None:
-        v = forward_command(msg, 6)
-        if isinstance(v, str):
-            return self._reject(v)
+        # The robot's joint speed limits bound what it does; it moves from where it is.
+        self._forward_command(msg, lambda v, now: self.target.velocity(
+            np.clip(v, -U.VELOCITY_LIMIT, U.VELOCITY_LIMIT), now, self._q_measured))
+
+    def _forward_command(self, msg: Float64MultiArray, apply: Callable[[np.ndarray, float], None]) -> None:
+        """A forward controller's command (positions or velocities) handed to ``apply``
+        under the lock, unless malformed or the program does not run."""
+        values = forward_command(msg, 6)
+        if isinstance(values, str):
+            return self._reject(values)
         now = time.monotonic()
         with self._lock:
             if not self.program_running:
                 return self._reject("program_not_running")
-            # The robot's joint speed limits bound what it does; it moves from where it is.
-            self.target.velocity(np.clip(v, -U.VELOCITY_LIMIT, U.VELOCITY_LIMIT), now, self._q_measured)
-            self.last_command = (now, v)
+            apply(values, now)
+            self.last_command = (now, values)
         self.counters["commands_accepted"] += 1
         return None
 

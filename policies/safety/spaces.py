@@ -34,24 +34,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim2real.sim.arm.deployment import ARM_TWIST
+from sim2real.sim.core.commands import CommandLayout
 from sim2real.sim.core.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class CommandSpace:
+@dataclass(frozen=True, kw_only=True)
+class CommandSpace(CommandLayout):
     """One robot's command vector in one action mode: its robot's
     :class:`~sim2real.sim.core.commands.CommandLayout` (names, units and the affine map
     from actions) with the robot and the mode it is for."""
 
     robot: str
     action_mode: str
-    names: tuple[str, ...]
-    units: tuple[str, ...]
-    offset: np.ndarray
-    scale: np.ndarray
-    control_dt: float
-    log_elements: tuple[int, ...] = ()
-    """Indices mapped log-uniformly: ``command = exp(offset + scale * action)``."""
 
     @property
     def size(self) -> int:
@@ -122,4 +116,4 @@ def command_space(robot: str, action_mode: str, action_scale: float | None = Non
         supported = ", ".join(f"{name} {'|'.join(pkg.DEPLOYMENT.command_modes)}" for name, pkg in ROBOTS.items())
         raise ConfigError("action_mode", f"{robot} {action_mode!r} has no deployment command space; "
                                          f"supported: {supported}")
-    return CommandSpace(robot, action_mode, **vars(layout))
+    return CommandSpace(robot=robot, action_mode=action_mode, **vars(layout))
