@@ -2,6 +2,7 @@
 
     ros2 launch sim2real drone.launch.py                      # simulated robot, its shipped policy
     ros2 launch sim2real drone.launch.py backend:=real policy:=/path/to/policy.onnx
+    ros2 launch sim2real drone.launch.py backend:=real hardware_backend:=px4   # a PX4 vehicle over MAVLink
     ros2 launch sim2real drone.launch.py record:=true         # MCAP rosbag2 of the run
     ros2 launch sim2real drone.launch.py policy:=classical    # its classical controller
     ros2 launch sim2real drone.launch.py policy:=DroneWaypoints   # + its planner
@@ -11,8 +12,9 @@ policy needs: its task, command layout and planner, as `sim2real deploy` sets th
 planner (a waypoint mission's sequence on `plan`, for DroneWaypoints: started for a policy
 that follows a path, planner:=true/false forces it on/off),
 sim_bridge (backend:=sim only), hardware_bridge (backend:=real only: a
-Crazyflie through cflib's CRTP link; try it against `sim2real hardware emulate --robot
-drone`), policy, safety_filter, recorder (record:=true),
+Crazyflie through cflib's CRTP link, or with hardware_backend:=px4 a PX4 vehicle through
+MAVLink offboard; try either against `sim2real hardware emulate --robot drone
+[--backend px4]`), policy, safety_filter, recorder (record:=true),
 console (console:=true). The hardware bridge keeps the robot in its safe state until its
 pre-flight check passes and it is enabled (`auto_enable` or its ~/enable service;
 docs/hardware.md).

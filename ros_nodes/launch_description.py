@@ -68,7 +68,10 @@ def arguments(robot: str) -> list[LaunchArgument]:
             else "the robot's driver provides the topics")
     bridge = ([LaunchArgument("backend_options", "", "backend:=real: how to reach the robot, JSON on top of the "
                                                      "config's (e.g. '{\"interface\": \"lo\"}' for its emulator "
-                                                     "on this machine); empty: the config's, the robot's own defaults")]
+                                                     "on this machine); empty: the config's, the robot's own defaults"),
+               LaunchArgument("hardware_backend", "", "backend:=real: the robot's protocol, a backend registered in "
+                                                      "sim2real.hardware.backend.BACKENDS for this robot (e.g. px4 "
+                                                      "for a PX4 drone); empty: the config's, the robot's own")]
               if has_hardware_bridge(robot) else [])
     planner = ([LaunchArgument("planner", "auto", "auto: plan a path to the goal on `plan` (nav_msgs/Path) from "
                                                   "`map` or the simulated `course` when the policy follows one; "
@@ -124,7 +127,9 @@ def launch_graph(robot: str, args: dict[str, str], domain: int) -> LaunchGraph:
     args = {**defaults(robot), **args}
     base = load_config(_config(robot), domain)
     record = str(base.get("recorder", {}).get("output") or "bags/deploy") if args["record"] == "true" else ""
-    reach = {"hardware_bridge": {"backend_options": args["backend_options"]}} if args.get("backend_options") else {}
+    reach = {"hardware_bridge": {k: args[v] for k, v in (("backend_options", "backend_options"),
+                                                         ("backend", "hardware_backend")) if args.get(v)}}
+    reach = reach if reach["hardware_bridge"] else {}
     merged, started = graph_parameters(DeployOptions(robot=robot, backend=args["backend"], policy=args["policy"],
                                                      record=record, console=args["console"] == "true",
                                                      domain_id=domain, overrides=reach))

@@ -24,12 +24,14 @@ from netns import private_loopback, run_in
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "sim2real.cli"]
 
-PAIRINGS = {
-    # robot: the launch arguments docs/hardware.md gives for the emulator on this machine
-    "arm": {"backend": "real"},
-    "ur5e": {"backend": "real", "backend_options": '{"domain_id": 0}'},  # the driver at the root, on domain 0
-    "quadruped": {"backend": "real", "backend_options": '{"interface": "lo"}'},
-    "drone": {"backend": "real"},
+PAIRINGS: dict[str, tuple[str, list[str], dict[str, str]]] = {
+    # name: the robot, `hardware emulate`'s extra arguments and the launch arguments
+    # docs/hardware.md gives for that emulator on this machine
+    "arm": ("arm", [], {"backend": "real"}),
+    "ur5e": ("ur5e", [], {"backend": "real", "backend_options": '{"domain_id": 0}'}),  # the driver at the root
+    "quadruped": ("quadruped", [], {"backend": "real", "backend_options": '{"interface": "lo"}'}),
+    "drone": ("drone", [], {"backend": "real"}),
+    "drone-px4": ("drone", ["--backend", "px4"], {"backend": "real", "hardware_backend": "px4"}),
 }
 
 
@@ -56,12 +58,14 @@ def wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("robot", list(PAIRINGS))
-def test_the_documented_launch_pairing_connects_with_the_emulators_defaults(robot: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pairing", list(PAIRINGS))
+def test_the_documented_launch_pairing_connects_with_the_emulators_defaults(pairing: str, tmp_path: Path) -> None:
+    robot, emulate, launch_args = PAIRINGS[pairing]
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "PYTHONUNBUFFERED": "1",
            "ROS_HOME": str(tmp_path / "ros_home")}
     with private_loopback() as ns:
-        robot_proc = subprocess.Popen(run_in(ns, [*CLI, "hardware", "emulate", "--robot", robot, "--no-mission"]),
+        robot_proc = subprocess.Popen(run_in(ns, [*CLI, "hardware", "emulate", "--robot", robot, *emulate,
+                                                          "--no-mission"]),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         log = tmp_path / "bridge.log"
         bridge = None
@@ -73,7 +77,7 @@ def test_the_documented_launch_pairing_connects_with_the_emulators_defaults(robo
             reader.join(90)
             assert first and first[0].startswith("connect: "), first
             with open(log, "wb") as out:
-                bridge = subprocess.Popen(run_in(ns, bridge_command(robot, PAIRINGS[robot], tmp_path)), stdout=out,
+                bridge = subprocess.Popen(run_in(ns, bridge_command(robot, launch_args, tmp_path)), stdout=out,
                                           stderr=subprocess.STDOUT, env=env)
             out = wait_for(log, "pre-flight check:", bridge, 120.0)
         finally:

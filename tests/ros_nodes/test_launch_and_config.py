@@ -44,9 +44,11 @@ def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
                       and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "ROBOT"]
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
-    assert set(args) - {"planner", "backend_options"} == {"backend", "policy", "record", "discovery", "console"}
+    assert set(args) - {"planner", "backend_options", "hardware_backend"} == {"backend", "policy", "record",
+                                                                            "discovery", "console"}
     assert ("planner" in args) == (robot in ("quadruped", "drone"))  # the robots with path-following policies
     assert ("backend_options" in args) == has_hardware_bridge(robot)  # how to reach a robot we drive
+    assert ("hardware_backend" in args) == has_hardware_bridge(robot)  # and by which of its protocols
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")
     assert args["discovery"].default == "auto"
     # DDS stays on this machine for a simulated robot unless asked otherwise.
@@ -207,16 +209,18 @@ def test_a_hardware_bridge_gets_the_time_its_robot_needs_to_come_to_rest(robot: 
 
 
 def documented_pairings(text: str) -> dict[str, dict[str, str]]:
-    """``sim2real hardware emulate --robot R & ros2 launch sim2real R.launch.py ARGS``: the
-    launch arguments a text gives each robot's ``backend:=real`` run against its emulator."""
+    """``sim2real hardware emulate --robot R [--backend B] & ros2 launch sim2real R.launch.py
+    ARGS``: the launch arguments a text gives each robot's ``backend:=real`` run against its
+    emulator, by ``R`` (its own backend) or ``R-B``."""
     import re
     import shlex
 
     found: dict[str, dict[str, str]] = {}
-    pattern = r"sim2real hardware emulate --robot (\S+) & ros2 launch sim2real (\S+)\.launch\.py ([^#\n]*)"
-    for emulated, robot, args in re.findall(pattern, text):
+    pattern = (r"sim2real hardware emulate --robot (\S+)(?: --backend (\S+))? & "
+               r"ros2 launch sim2real (\S+)\.launch\.py ([^#\n]*)")
+    for emulated, backend, robot, args in re.findall(pattern, text):
         assert emulated == robot, f"the {robot}'s launch paired with the {emulated}'s emulator"
-        found[robot] = dict(arg.split(":=", 1) for arg in shlex.split(args))
+        found[f"{robot}-{backend}" if backend else robot] = dict(arg.split(":=", 1) for arg in shlex.split(args))
     return found
 
 
@@ -241,3 +245,16 @@ def test_the_documented_emulator_pairing_gives_the_backend_options_it_needs(robo
     mode = info.driver_mode(params["action_mode"] or info.action_mode, {})[0]
     backend = backend_class(params["backend"] or info.real_backend)(mode, json.loads(params["backend_options"] or "{}"))
     backend.close()
+
+
+def test_the_documented_px4_pairing_starts_the_px4_backend() -> None:
+    """The drone's second protocol: ``hardware_backend:=px4`` reaches the hardware bridge's
+    ``backend`` parameter (before, the launch files had no way to choose it)."""
+    from sim2real.hardware.backend import backend_class
+    from sim2real.hardware.px4.backend import Px4Backend
+    from sim2real.ros_nodes.launch_description import launch_graph
+
+    args = documented_pairings((ROOT / "docs" / "hardware.md").read_text())["drone-px4"]
+    assert args == {"backend": "real", "hardware_backend": "px4"}
+    params = launch_graph("drone", args, domain()).parameters["hardware_bridge"]
+    assert params["backend"] == "px4" and backend_class(params["backend"]) is Px4Backend
