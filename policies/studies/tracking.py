@@ -92,12 +92,14 @@ def track(policy: Any, task_cls: type, options: dict[str, Any], command: tuple[f
 
 
 def tracking_table(policy: Any, episodes: int = 8, seconds: float = 10.0, dr: Any = "train", seed: int = 30_000,
-                   on_row: Any = lambda _: None) -> list[TrackingRow]:
-    """The table for an exported quadruped velocity ``policy`` (an :class:`OnnxPolicy`)."""
+                   on_row: Any = lambda _: None, task_options: dict[str, Any] | None = None) -> list[TrackingRow]:
+    """The table for an exported quadruped velocity ``policy`` (an :class:`OnnxPolicy`);
+    ``task_options`` on top of its own (``{"base_velocity": "estimated"}``: the policy
+    observes the robot's own estimate, :mod:`sim2real.sim.quadruped.onboard`)."""
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)
-    options = dict(policy.metadata.get("task_options") or {})
+    options = {**(policy.metadata.get("task_options") or {}), **(task_options or {})}
     rows = []
     for name, command in GRID:
         on_row(name)

@@ -18,9 +18,11 @@ With ``--base-velocity estimated`` the policy observes the robot's own base-velo
 estimate instead of the simulator's truth: the Go2 backend's leg odometry fed each physics
 step with the lowstate a Go2 sends (IMU, joints, foot contact forces; its noise and latency
 by ``--state-delay-ms``, ``--gyro-noise``, ...), and each row adds the estimate's RMS
-horizontal error. It runs through the deployment path above (one Python call per physics
-step, which the batched table does not make): with ``--model`` in both models, without it
-in our model alone (the same nominal rows as ``ours``, no ``--dr``).
+horizontal error. It runs through the deployment path above: with ``--model`` in both
+models, without it in our model alone (the same nominal rows as ``ours``, no ``--dr``).
+With ``--dr`` as well (and no ``--model``) it runs in the batched table instead, under that
+randomization: each environment estimates from its own lowstate with the Go2's noise
+(the task option ``base_velocity: estimated``, as ``eval`` and ``robustness`` take it).
 
 Examples:
   sim2real sim2sim imported/go2_robot_lab --dr none
@@ -28,6 +30,7 @@ Examples:
   sim2real sim2sim imported/himloco --video runs/himloco_sim2sim.mp4
   sim2real sim2sim policies/baselines/QuadrupedVelocity --model mujoco_menagerie/unitree_go2/scene.xml
   sim2real sim2sim policies/baselines/QuadrupedVelocity --base-velocity estimated --state-delay-ms 5
+  sim2real sim2sim policies/baselines/QuadrupedVelocity --base-velocity estimated --dr heldout
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                            "unnamed joints keep our names")
     parser.add_argument("--base-body", metavar="BODY", help="with --model: the trunk body (default: the free "
                                                             "joint's body)")
-    add_base_velocity_flag(parser, "true", "through the deployment path (see above)")
+    add_base_velocity_flag(parser, "true", "through the deployment path (see above); with --dr, in the "
+                                           "batched engine under that randomization")
     for flag, name, unit in (("--state-delay-ms", "delay_ms", "ms"), ("--gyro-noise", "gyro_noise", "rad/s"),
                              ("--accel-noise", "accel_noise", "m/s^2"), ("--joint-noise", "joint_noise", "rad"),
                              ("--joint-vel-noise", "joint_vel_noise", "rad/s")):
@@ -86,24 +90,33 @@ def run(args: argparse.Namespace) -> int:
     policy = OnnxPolicy(args.policy)
     if policy.metadata["robot"] != "quadruped" or "QuadrupedVelocity" not in policy.task:
         raise ConfigError("policy", f"{args.policy} is a {policy.task} policy; the table is for QuadrupedVelocity")
-    if args.base_velocity != "estimated" and any(getattr(args, k) is not None for k in LOWSTATE_FLAGS):
+    lowstate_flags = any(getattr(args, k) is not None for k in LOWSTATE_FLAGS)
+    if args.base_velocity != "estimated" and lowstate_flags:
         raise ConfigError("--state-delay-ms/--gyro-noise/...", "only with --base-velocity estimated")
-    if args.model or args.base_velocity == "estimated":
+    if args.model or (args.base_velocity == "estimated" and args.dr is None):
         return run_foreign(args, policy)
     if args.joint_map or args.base_body:
         raise ConfigError("--joint-map/--base-body", "only with --model")
+    if lowstate_flags:
+        raise ConfigError("--state-delay-ms/--gyro-noise/...", "the deployment path's (without --dr); with --dr "
+                                                                "the batched engine's estimate has the Go2's own noise")
     args.dr = args.dr or "train"
+    # With --dr and the estimate: the batched engine under randomization, each environment
+    # estimating from its own lowstate (sim/quadruped/onboard.py).
+    estimated = {"base_velocity": "estimated"} if args.base_velocity == "estimated" else {}
     with console.status("tracking") as status:
         rows = tracking_table(policy, args.episodes, args.seconds, args.dr, args.seed,
-                              on_row=lambda name: status.update(f"tracking: {name}"))
+                              on_row=lambda name: status.update(f"tracking: {name}"), task_options=estimated)
         if args.video:
             status.update("rendering the video")
             tracking_video(policy, args.video, args.video_seconds, dr=args.dr, seed=args.seed)
     if args.json:
         emit_json({"policy": str(policy.path), "dr": args.dr, "episodes": args.episodes, "rows": as_dicts(rows),
-                   "video": args.video})
+                   "base_velocity": args.base_velocity, "video": args.video})
         return 0
-    table = Table(title=f"{policy.path} under dr={args.dr}, {args.episodes} episodes of {args.seconds:g} s per command")
+    seen = ", on its estimated base velocity" if estimated else ""
+    table = Table(title=f"{policy.path} under dr={args.dr}{seen}, {args.episodes} episodes of {args.seconds:g} s "
+                        "per command")
     for col in ("command", "achieved vx, vy, yaw rate", "error", "falls", "power W", "foot slip m/s"):
         table.add_column(col)
     for r in rows:

@@ -49,3 +49,20 @@ def test_robustness_points_run_on_the_estimate_when_asked() -> None:
     with pytest.raises(ConfigError, match="unknown option for drone/"):
         evaluate_point_of(str(BASELINES / "DroneHover"), dr, 1, 1, 5, oracle=False,
                           task_options={"base_velocity": "estimated"})
+
+
+def test_sim2sim_runs_the_batched_table_on_the_estimate_under_randomization(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--base-velocity estimated --dr ...``: the batched table (before, the estimate ran
+    only through the nominal deployment path); the lowstate flags are refused there."""
+    policy = str(BASELINES / "QuadrupedVelocity")
+    tables = {}
+    for source in ("true", "estimated"):
+        assert main(["sim2sim", policy, "--episodes", "2", "--seconds", "0.6", "--dr", "train",
+                     "--base-velocity", source, "--json"]) == 0
+        tables[source] = json.loads(capsys.readouterr().out)
+    assert tables["estimated"]["base_velocity"] == "estimated" and tables["estimated"]["dr"] == "train"
+    achieved = {source: [row["achieved"] for row in table["rows"]] for source, table in tables.items()}
+    assert len(achieved["true"]) == len(achieved["estimated"]) == 8
+    assert achieved["true"] != achieved["estimated"]  # the same seeds, another observation
+    assert main(["sim2sim", policy, "--dr", "train", "--base-velocity", "estimated", "--state-delay-ms", "5"]) == 2
+    assert "without --dr" in capsys.readouterr().err
