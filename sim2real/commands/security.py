@@ -41,7 +41,13 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.node import Node
 
     from sim2real.errors import ConfigError
-    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters, request_stop, run_deployment
+    from sim2real.ros_nodes.deployment import (
+        STARTUP_TIMEOUT,
+        DeployOptions,
+        graph_parameters,
+        request_stop,
+        run_deployment,
+    )
     from sim2real.ros_nodes.security import allowed, graph_endpoints, sros2_policy
 
     if args.backend == "real" and not args.emulate:
@@ -52,12 +58,18 @@ def run(args: argparse.Namespace) -> int:
                          domain_id=domain, emulate=args.emulate)
     nodes = graph_parameters(opts)[1]
     failure: list[BaseException] = []
+    running = threading.Event()
+    """Set at the graph's first progress line: every node configured and active, so every
+    endpoint exists (a node makes some only when it configures; read before, the filter's
+    `command` publisher was missing on a loaded machine)."""
 
     def deploy() -> None:
         try:
-            run_deployment(opts)
+            run_deployment(opts, progress=lambda _line: running.set())
         except BaseException as exc:  # reported in the main thread
             failure.append(exc)
+        finally:
+            running.set()
 
     runner = threading.Thread(target=deploy, name="security-graph", daemon=True)
     context = Context()
@@ -66,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         console.print(f"reading the {args.robot} graph's endpoints ({', '.join(nodes)})")
         runner.start()
+        running.wait(STARTUP_TIMEOUT + 30.0)
+        if failure:
+            raise failure[0]
         endpoints = graph_endpoints(probe, nodes)
     finally:
         request_stop()
