@@ -50,16 +50,23 @@ def node_endpoints(probe: Any, name: str, namespace: str = "/") -> Endpoints:
                      requests=names(probe.get_client_names_and_types_by_node(name, namespace)))
 
 
-def graph_endpoints(probe: Any, nodes: list[str], settle: float = 2.0, timeout: float = 60.0) -> dict[str, Endpoints]:
-    """Every node's endpoints once discovery has delivered them all: the same answer twice,
-    ``settle`` seconds apart (a node creates some endpoints only when it configures)."""
+def graph_endpoints(probe: Any, nodes: list[str], settle: float = 2.0, timeout: float = 60.0,
+                    stable: int = 3) -> dict[str, Endpoints]:
+    """Every node's endpoints once discovery has delivered them all: the same answer
+    ``stable`` times, ``settle`` seconds apart (call it once the nodes are active: a node
+    creates some endpoints only when it configures). Over 4 s, not 2: in two full test
+    runs on a loaded machine an equal pair 2 s apart lacked the filter's ``command``
+    publisher, and Fast DDS repairs a lost discovery announcement on its heartbeat,
+    every 3 s by default."""
     end = time.monotonic() + timeout
+    seen: list[dict[str, Endpoints]] = []
     last: dict[str, Endpoints] | None = None
     while time.monotonic() < end:
         now = {n: node_endpoints(probe, n) for n in nodes}
-        if last is not None and now == last and all(e.publishes or e.subscribes for e in now.values()):
-            return now
+        seen = [*seen, now] if seen and now == seen[-1] else [now]
         last = now
+        if len(seen) >= stable and all(e.publishes or e.subscribes for e in now.values()):
+            return now
         time.sleep(settle)
     missing = [n for n in nodes if last is None or not (last[n].publishes or last[n].subscribes)]
     raise TimeoutError(f"the graph did not settle within {timeout:.0f} s (no endpoints yet: {missing})")

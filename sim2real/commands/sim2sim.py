@@ -156,8 +156,8 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     from sim2real.sim.quadruped.foreign import ForeignQuadruped, parse_joint_map
 
     if args.dr is not None or args.video:
-        raise ConfigError("--dr/--video", "not with --model or --base-velocity estimated: the models run as given, "
-                                          "without randomization")
+        raise ConfigError("--dr/--video", "not with --model, or --base-velocity estimated without --dr: the "
+                                          "deployment path runs the models as given, without randomization")
     if not args.model and (args.joint_map or args.base_body):
         raise ConfigError("--joint-map/--base-body", "only with --model")
     lowstate, estimator = lowstate_configs(args)

@@ -25,7 +25,7 @@ def test_the_graphs_policy_lets_only_the_safety_filter_command_the_robot(tmp_pat
                           capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
-    assert summary["command_publishers"] == ["safety_filter"]
+    assert summary["command_publishers"] == ["safety_filter"], (summary, out.read_text(), done.stderr[-3000:])
     assert set(summary["enclaves"]) == {"sim_bridge", "safety_filter", "policy"}
     policy = out.read_text()
     root = ET.fromstring(policy)
