@@ -12,6 +12,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from ros_harness import unique_domain_id
 
 from sim2real.ros_nodes.security import allowed
@@ -25,7 +26,12 @@ def test_the_graphs_policy_lets_only_the_safety_filter_command_the_robot(tmp_pat
                           capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
-    assert summary["command_publishers"] == ["safety_filter"], (summary, out.read_text(), done.stderr[-3000:])
+    if summary["command_publishers"] != ["safety_filter"]:  # intermittent in loaded full runs: say what was read
+        root = ET.fromstring(out.read_text())
+        publishes = {p.get("node"): sorted(t.text or "" for r in p if r.get("publish") == "ALLOW" for t in r)
+                     for p in root.iter("profile")}
+        pytest.fail(f"command publishers {summary['command_publishers']}; each node's publications: {publishes}; "
+                    f"log tail: {done.stderr[-1500:]}")
     assert set(summary["enclaves"]) == {"sim_bridge", "safety_filter", "policy"}
     policy = out.read_text()
     root = ET.fromstring(policy)
