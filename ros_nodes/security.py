@@ -61,13 +61,22 @@ def graph_endpoints(probe: Any, nodes: list[str], settle: float = 2.0, timeout: 
     end = time.monotonic() + timeout
     seen: list[dict[str, Endpoints]] = []
     last: dict[str, Endpoints] | None = None
+    twice: list[str] = []
     while time.monotonic() < end:
+        # A name discovery shows twice (a node of that name not yet gone, or another graph)
+        # reads as either node's endpoints: never settled on (seen in a full test run: a
+        # second `safety_filter` with no `command` publisher).
+        names = [n for n, ns in probe.get_node_names_and_namespaces() if ns == "/"]
+        twice = sorted({n for n in nodes if names.count(n) > 1})
         now = {n: node_endpoints(probe, n) for n in nodes}
-        seen = [*seen, now] if seen and now == seen[-1] else [now]
+        seen = [*seen, now] if seen and now == seen[-1] and not twice else [now]
         last = now
         if len(seen) >= stable and all(e.publishes or e.subscribes for e in now.values()):
             return now
         time.sleep(settle)
+    if twice:
+        raise TimeoutError(f"two nodes named {', '.join(twice)} in the domain for {timeout:.0f} s: their endpoints "
+                           "cannot be told apart (another graph on this domain?)")
     missing = [n for n in nodes if last is None or not (last[n].publishes or last[n].subscribes)]
     raise TimeoutError(f"the graph did not settle within {timeout:.0f} s (no endpoints yet: {missing})")
 

@@ -48,3 +48,31 @@ def test_the_graphs_policy_lets_only_the_safety_filter_command_the_robot(tmp_pat
     assert allowed(policy, "request", "/safety_filter/reset") == ["operator"]
     assert allowed(policy, "request", "/sim_bridge/enable") == ["operator"]
     assert "*" not in policy  # no wildcard grants anything
+
+
+def test_two_nodes_of_one_name_are_never_read_as_one() -> None:
+    """Discovery showing a graph node's name twice (a node of that name not yet gone, or
+    another graph on the domain) reads as either node's endpoints: the reader waits, and
+    says so if it lasts, instead of writing a policy from the wrong one."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from sim2real.ros_nodes.security import graph_endpoints
+
+    domain = unique_domain_id()
+    contexts, nodes = [], []
+    for name in ("safety_filter", "safety_filter", "probe"):
+        context = Context()
+        rclpy.init(context=context, domain_id=domain)
+        contexts.append(context)
+        nodes.append(Node(name, context=context))
+    nodes[0].create_publisher(String, "command", 1)
+    try:
+        with pytest.raises(TimeoutError, match="two nodes named safety_filter"):
+            graph_endpoints(nodes[2], ["safety_filter"], settle=0.2, timeout=4.0)
+    finally:
+        for node, context in zip(nodes, contexts, strict=True):
+            node.destroy_node()
+            rclpy.shutdown(context=context)
