@@ -330,10 +330,10 @@ class Ros2ControlArm(RobotBackend):
                 return
             if now - self._last_command > self.opt.command_timeout:
                 self._hold(f"no command for {self.opt.command_timeout:.3f} s")
-            elif self._fresh_state() is None:
+            elif (m := self._fresh_state()) is None or m.joint_pos is None:
                 self._hold("joint states stale")
             elif self.command_interface == "velocity":  # every tick: the tracking term changes
-                self._send_velocity(self._tracking_velocity(now))
+                self._send_velocity(self._tracking_velocity(now, m.joint_pos[:self.dof]))
                 if self._segment is not None and now - self._segment[0] >= self.opt.control_dt:
                     self._segment = None
             elif self._segment is not None:
@@ -342,16 +342,15 @@ class Ros2ControlArm(RobotBackend):
                 if now - self._segment[0] >= self.opt.control_dt:
                     self._segment = None
 
-    def _tracking_velocity(self, now: float) -> np.ndarray:
+    def _tracking_velocity(self, now: float, q_meas: np.ndarray) -> np.ndarray:
         """For a velocity controller: the interpolated segment's velocity plus a pull
         toward where the segment is now (without it the arm drifts off the targets),
         within the joints' velocity limits; zero feed-forward once the segment ended."""
-        m = self._fresh_state()
         q_ref = self._segment_point(now)
         feed = np.zeros(self.dof)
         if self._segment is not None and now - self._segment[0] < self.opt.control_dt:
             feed = (self._segment[2] - self._segment[1]) / self.opt.control_dt
-        pull = 0.0 if m is None or m.joint_pos is None else VELOCITY_TRACKING_GAIN * (q_ref - m.joint_pos[:self.dof])
+        pull = VELOCITY_TRACKING_GAIN * (q_ref - q_meas)
         limit = self._delta_max / self.opt.control_dt
         return np.clip(feed + pull, -limit, limit)
 
