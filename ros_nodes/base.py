@@ -132,10 +132,19 @@ class ManagedNode(ThrottledLog, LifecycleNode):
                 self.declare_parameter(spec.name, ros_value(spec, spec.default), desc)
             except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
                 error = ConfigError(f"{self.get_name()}.{spec.name}", " ".join(str(exc).split()))
-                # The node never finished construction: leave the context without it (the
+                # The node never finished construction: leave the context without it (a
                 # subclass's destroy_node would reach for attributes it never set).
-                LifecycleNode.destroy_node(self)
+                ManagedNode.destroy_node(self)
                 raise error from None
+
+    def destroy_node(self) -> None:
+        super().destroy_node()
+        # rclpy's LifecycleNode leaves its state machine, which holds the rcl node, to the
+        # garbage collector, and our nodes sit in reference cycles: the node outlived its
+        # context by seconds to minutes. Its name stayed in the graph (the SROS2 reader saw
+        # two `safety_filter`s) and the next node of that name in the process logged over
+        # its dead /rosout publisher ("publisher's context is invalid": logs lost).
+        self._state_machine.destroy_when_not_in_use()
 
     def check_overrides(self) -> None:
         """Refuse a parameter from a file or the command line that no node of the graph

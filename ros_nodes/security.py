@@ -54,18 +54,17 @@ def graph_endpoints(probe: Any, nodes: list[str], settle: float = 2.0, timeout: 
                     stable: int = 3) -> dict[str, Endpoints]:
     """Every node's endpoints once discovery has delivered them all: the same answer
     ``stable`` times, ``settle`` seconds apart (call it once the nodes are active: a node
-    creates some endpoints only when it configures). Over 4 s, not 2: in two full test
-    runs on a loaded machine an equal pair 2 s apart lacked the filter's ``command``
-    publisher, and Fast DDS repairs a lost discovery announcement on its heartbeat,
-    every 3 s by default."""
+    creates some endpoints only when it configures); over 4 s because Fast DDS repairs a
+    lost discovery announcement on its heartbeat, every 3 s by default. A name shown
+    twice is never settled on: its endpoints would be either node's."""
     end = time.monotonic() + timeout
     seen: list[dict[str, Endpoints]] = []
     last: dict[str, Endpoints] | None = None
     twice: list[str] = []
     while time.monotonic() < end:
-        # A name discovery shows twice (a node of that name not yet gone, or another graph)
-        # reads as either node's endpoints: never settled on (seen in a full test run: a
-        # second `safety_filter` with no `command` publisher).
+        # A name discovery shows twice (another graph on the domain; before ManagedNode
+        # destroyed its state machine, the parameter check's never-configured
+        # `safety_filter`, without a `command` publisher) is never settled on.
         names = [n for n, ns in probe.get_node_names_and_namespaces() if ns == "/"]
         twice = sorted({n for n in nodes if names.count(n) > 1})
         now = {n: node_endpoints(probe, n) for n in nodes}

@@ -40,6 +40,45 @@ def test_a_throttled_log_site_takes_every_severity_without_raising() -> None:
         h.close()
 
 
+def test_a_destroyed_node_leaves_the_graph_while_python_still_holds_it(capfd: pytest.CaptureFixture[str]) -> None:
+    """rclpy's lifecycle node leaves the rcl node to the garbage collector; our nodes sit in
+    reference cycles, so a destroyed node stayed in the graph for minutes (the SROS2 reader
+    saw two `safety_filter`s) and the next node of its name logged over its dead /rosout
+    publisher. Destroyed means gone, whoever still holds the Python object."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.node import Node
+
+    from sim2real.ros_nodes.base import ManagedNode
+    from sim2real.ros_nodes.settings import NodeSettings
+
+    domain = unique_domain_id()
+    contexts = [Context(), Context(), Context()]
+    for context in contexts:
+        rclpy.init(context=context, domain_id=domain)
+    probe = Node("probe", context=contexts[0])
+    try:
+        def seen() -> int:
+            return [name for name, _ in probe.get_node_names_and_namespaces()].count("twin")
+
+        held = ManagedNode("twin", NodeSettings, context=contexts[1])  # held: the garbage collector cannot help
+        assert wait_for(lambda: seen() == 1, 20.0, step=0.1), "discovery never delivered the node"
+        held.destroy_node()
+        rclpy.shutdown(context=contexts[1])
+        assert wait_for(lambda: seen() == 0, 20.0, step=0.1), "the destroyed node stayed in the graph"
+        successor = ManagedNode("twin", NodeSettings, context=contexts[2])
+        successor.get_logger().info("logged by the successor")
+        successor.destroy_node()
+        err = capfd.readouterr().err
+        assert "already registered" not in err and "context is invalid" not in err, err[-1000:]
+        assert held is not None
+    finally:
+        probe.destroy_node()
+        for context in contexts:
+            if context.ok():
+                rclpy.shutdown(context=context)
+
+
 def _trigger(h: Harness, service: str) -> tuple[bool, str]:
     """Call a std_srvs/Trigger service from a node spun by the harness."""
     from rclpy.node import Node

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ros_harness import unique_domain_id
+from ros_harness import unique_domain_id, wait_for
 
 from sim2real.ros_nodes.security import allowed
 
@@ -69,7 +69,9 @@ def test_two_nodes_of_one_name_are_never_read_as_one() -> None:
         contexts.append(context)
         nodes.append(Node(name, context=context))
     nodes[0].create_publisher(String, "command", 1)
-    try:
+    try:  # both delivered first: under load discovery took longer than the reader's timeout
+        names = nodes[2].get_node_names_and_namespaces
+        assert wait_for(lambda: [n for n, _ in names()].count("safety_filter") == 2, 30.0, step=0.1)
         with pytest.raises(TimeoutError, match="two nodes named safety_filter"):
             graph_endpoints(nodes[2], ["safety_filter"], settle=0.2, timeout=4.0)
     finally:
