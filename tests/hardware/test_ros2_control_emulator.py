@@ -64,8 +64,16 @@ def test_a_host_resets_the_scene_and_runs_the_episodes() -> None:
         assert result is not None
         return result
 
+    def server_sees_client() -> bool:  # its response reader, which rmw_fastrtps lists the client by
+        names = emulator.ros.node.get_client_names_and_types_by_node("host", "/")
+        return any(name.endswith("/reset_scene") for name, _ in names)
+
     try:
         assert client.wait_for_service(timeout_sec=10.0)
+        # wait_for_service says the client found the server; the server must also have found
+        # the client's response reader, or it drops the answer ("client will not receive
+        # response"): a loaded full run's first call went unanswered.
+        assert wait_for(server_sees_client, 10.0)
         hand = emulator.ee_pose()[0]
         first = call()
         assert first.success, first.message
