@@ -20,7 +20,7 @@ moves the robot on its own except into that state.
 
 Backends register by name in :data:`BACKENDS` (one line per backend, imported only when
 used: each needs its vendor's library); a robot's deployment description names its
-default one (``real_backend``).
+default one (``real_backend``) and any other that can drive it (``other_backends``).
 """
 
 from __future__ import annotations
@@ -77,8 +77,6 @@ class RobotBackend(abc.ABC):
     """One robot behind its vendor's protocol. Thread-safe: :meth:`command` is called from
     the bridge's executor, state callbacks come from the backend's own threads."""
 
-    robot: ClassVar[str]
-    """The robot it drives (a :class:`~sim2real.sim.core.deployment.RobotDeployment` name)."""
     protocol: ClassVar[str]
     """One line: the vendor interface spoken (for logs and the pre-flight table)."""
     state_rate: ClassVar[float]

@@ -101,9 +101,7 @@ class HardwareBridge(ManagedNode):
             raise ConfigError("backend_options", f"not a JSON object: {exc}") from None
         if not isinstance(options, dict):
             raise ConfigError("backend_options", "must be a JSON object")
-        cls = backend_class(p["backend"] or self.info.real_backend)
-        if cls.robot != p["robot"]:
-            raise ConfigError("backend", f"{cls.__name__} drives the {cls.robot}, not the {p['robot']}")
+        cls = backend_class(self.info.backend(p["backend"]))
         self.state_out = StatePublishers(self, self.info)
         events = SubscriptionEventCallbacks(deadline=self._on_deadline)
         self.command_sub = self.create_subscription(Float64MultiArray, "command", self._on_command,

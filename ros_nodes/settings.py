@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from sim2real.policies.teleop.operator import DEAD_MAN_TIMEOUT
-from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, Positive, PositiveInt
+from sim2real.robot_names import ROBOT_NAMES
+from sim2real.sim.core.schema import Bounds, NonNegative, NonNegativeInt, OneOf, Positive, PositiveInt
 
-Robot = Literal["arm", "ur5e", "quadruped", "drone"]
+Robot = Annotated[str, OneOf(ROBOT_NAMES)]
+"""A registered robot's name (``sim2real.sim.ROBOTS``)."""
 Port = Annotated[int, Bounds(ge=0, le=65535)]
 JpegQuality = Annotated[int, Bounds(ge=1, le=100)]
 ImageSide = Annotated[int, Bounds(ge=0, le=8192)]
@@ -101,8 +103,9 @@ class HardwareBridgeSettings(DriverSettings):
     action_mode: str = ""
     """Command space the filtered commands are in (empty: the robot's driver mode)."""
     backend: str = ""
-    """Registered backend speaking the robot's protocol (empty: the robot's own,
-    ``ros2_control``, ``unitree_go2`` or ``crazyflie``; docs/hardware.md)."""
+    """Registered backend speaking the robot's protocol (empty: the robot's own:
+    ``ros2_control``, ``ur``, ``unitree_go2``, ``crazyflie``, ``px4``; or another the robot
+    lists, ``px4`` for the drone; docs/hardware.md)."""
     backend_options: str = "{}"
     """The backend's connection options as a JSON object (its URI, network interface,
     DDS domain, controller names: docs/hardware.md per robot)."""

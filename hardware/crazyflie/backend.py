@@ -127,7 +127,6 @@ def _close_in_background(cf: Any) -> None:
 
 
 class CrazyflieBackend(RobotBackend):
-    robot = "drone"
     protocol = "CRTP via cflib 0.1.34: RPYT setpoints in rate mode, log blocks, params, supervisor e-stop"
     close_seconds = 12.0  # close() waits for the firmware's landing: 6-10 s from 1.5-2.5 m
     state_rate = 100.0  # the log blocks run at 10 ms (the firmware's fastest useful period over the radio)

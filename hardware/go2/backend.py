@@ -84,7 +84,6 @@ class Go2Backend(RobotBackend):
     ``release_sport_mode`` (default true; false for a robot already in low-level mode).
     """
 
-    robot = "quadruped"
     protocol = "Unitree Go2 low level over DDS: rt/lowcmd (500 Hz, CRC32) / rt/lowstate, motion switcher"
     state_rate = 500.0  # rt/lowstate: the motion computer publishes every 2 ms
     needs_own_process = True

@@ -65,7 +65,6 @@ HEARTBEAT_LOST = 2.5
 
 
 class Px4Backend(RobotBackend):
-    robot = "drone"
     protocol = ("MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust or "
                 "SET_POSITION_TARGET_LOCAL_NED, COMMAND_ACK checked")
     state_rate = 100.0  # asked for on connect (Px4Options.state_hz)

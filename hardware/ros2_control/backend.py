@@ -70,7 +70,6 @@ VELOCITY_ACK_TIMEOUT = 0.5
 class Ros2ControlArm(RobotBackend):
     """The arm through ros2_control (``backend: ros2_control``)."""
 
-    robot = "arm"
     protocol = "ROS 2 ros2_control (franka_ros2): joint_state_broadcaster, joint_trajectory_controller, franka_gripper"
     state_rate = T.ARM_STATE_RATE  # the arm's stream; each stream's own: stream_rates()
     options_class: ClassVar[type[Ros2ControlArmOptions]] = Ros2ControlArmOptions

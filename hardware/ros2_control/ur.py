@@ -90,7 +90,6 @@ class UrArmOptions(Ros2ControlArmOptions):
 class UrArm(Ros2ControlArm):
     """A UR5e under ur_robot_driver (``backend: ur``)."""
 
-    robot = "ur5e"
     protocol = ("ROS 2 ur_robot_driver (ros2_control): joint_state_broadcaster, forward_position_controller, "
                 "forward_velocity_controller or scaled_joint_trajectory_controller, speed_scaling_state_broadcaster, "
                 "io_and_status_controller")

@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 
 from sim2real.sim.core.commands import CommandLayout
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import PhysicsBatch, Task
 
 
@@ -169,6 +170,25 @@ class RobotDeployment(abc.ABC, Generic[TaskT]):
     real_backend: ClassVar[str]
     """The backend (:mod:`sim2real.hardware.backend`) that speaks the real robot's own
     protocol; ``backend:=real`` drives it."""
+    other_backends: ClassVar[tuple[str, ...]] = ()
+    """Further backends that can drive this robot (chosen by the hardware bridge's
+    ``backend``); no other backend may."""
+
+    @property
+    def real_backends(self) -> tuple[str, ...]:
+        """Every backend that can drive the robot, its own first."""
+        return (self.real_backend, *self.other_backends)
+
+    def backend(self, name: str = "") -> str:
+        """Backend ``name`` (empty: the robot's own), checked to be one that drives it.
+
+        Raises:
+            ConfigError: another robot's backend.
+        """
+        backend = name or self.real_backend
+        if backend not in self.real_backends:
+            raise ConfigError("backend", f"the {self.name} speaks {' or '.join(self.real_backends)}, not {backend}")
+        return backend
     live_cameras: ClassVar[tuple[str, ...]] = ()
     """The simulated robot's cameras a person watches it through (the console's views)."""
     motors_off_without_command: ClassVar[bool] = False

@@ -25,6 +25,7 @@ import math
 import textwrap
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -59,6 +60,19 @@ class Bounds:
         lo = f"{'(' if self.gt is not None else '['}{_num(self.low) if self.low is not None else '-inf'}"
         hi = f"{_num(self.high) if self.high is not None else 'inf'}{')' if self.lt is not None else ']'}"
         return f"{lo}, {hi}"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """Choices from elsewhere (``Annotated[str, OneOf(names)]``): a registry's names,
+    which a ``Literal`` would repeat by hand."""
+
+    names: Sequence[str]
+    """Any sequence; a lazy one (``sim2real.robot_names.ROBOT_NAMES``) is read at each check."""
+
+    def check(self, value: Any, path: str) -> None:
+        if value not in self.names:
+            raise ConfigError(path, f"{value!r} is not one of {', '.join(map(repr, self.names))}")
 
 
 def _num(x: float) -> str:
@@ -174,6 +188,8 @@ def coerce(value: Any, tp: Any, path: str, validate: bool = True) -> Any:
         for bounds in (e for e in extras if isinstance(e, Bounds)):
             for i, v in enumerate(out if isinstance(out, (list, tuple)) else [out]):
                 bounds.check(v, f"{path}[{i}]" if isinstance(out, (list, tuple)) else path)
+        for one_of in (e for e in extras if isinstance(e, OneOf)):
+            one_of.check(out, path)
         return out
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, value if value is not None else {}, path + ".", validate)
@@ -287,7 +303,9 @@ def fields_of(cls: type) -> list[FieldSpec]:
         # whose value is a compound such as a randomization Range, in its metadata.
         bounds = next((e for e in _extras(tp) if isinstance(e, Bounds)), f.metadata.get("bounds"))
         base = strip(tp)
-        choices = typing.get_args(base) if typing.get_origin(base) is Literal else None
+        one_of = next((e for e in _extras(tp) if isinstance(e, OneOf)), None)
+        choices = typing.get_args(base) if typing.get_origin(base) is Literal else (
+            tuple(one_of.names) if one_of is not None else None)
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:

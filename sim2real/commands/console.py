@@ -15,10 +15,11 @@ import argparse
 import sys
 
 from sim2real.console.launch import DEFAULT_PORT
+from sim2real.robot_names import ROBOT_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], required=True)
+    parser.add_argument("--robot", choices=ROBOT_NAMES, required=True)
     parser.add_argument("--cameras", default=None,
                         help="comma-separated camera names (<cam>/image_raw/compressed); default: the simulated "
                              "robot's live views")

@@ -23,10 +23,11 @@ import sys
 
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
+from sim2real.robot_names import ROBOT_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"],
+    parser.add_argument("--robot", choices=ROBOT_NAMES,
                         help="robot (required for a run)")
     parser.add_argument("--backend", choices=["sim", "real"], default="sim",
                         help="sim: start the sim bridge; real: the robot's driver provides the topics")

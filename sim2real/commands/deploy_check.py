@@ -29,6 +29,7 @@ import numpy as np
 from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
 from sim2real.errors import ConfigError
+from sim2real.robot_names import ROBOT_NAMES
 
 Z_FAIL = 6.0
 """|z| of an observation element beyond which the policy never saw anything like it."""
@@ -38,7 +39,7 @@ Z_WARN = 4.0
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sim2real deploy check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], required=True, help="robot class")
+    parser.add_argument("--robot", choices=ROBOT_NAMES, required=True, help="robot class")
     parser.add_argument("--backend", default="", help="the robot's protocol (default: its own)")
     parser.add_argument("--options", default="{}", help="backend options as JSON (default: loopback)")
     parser.add_argument("--policy", default="", help="exported policy whose training distribution to check "

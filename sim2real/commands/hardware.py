@@ -29,16 +29,15 @@ from typing import Any
 
 from sim2real.commands.output import add_json_flag, console, emit_json
 from sim2real.errors import ConfigError
-
-ROBOTS = ("arm", "ur5e", "quadruped", "drone")
+from sim2real.robot_names import ROBOT_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     emulate = sub.add_parser("emulate", help="run a robot emulator behind its vendor's protocol")
-    emulate.add_argument("--robot", choices=ROBOTS, default="arm", help="robot class")
-    emulate.add_argument("--backend", default="", help="protocol (default: the robot's: ros2_control, "
-                                                       "unitree_go2, crazyflie)")
+    emulate.add_argument("--robot", choices=ROBOT_NAMES, default="arm", help="robot")
+    emulate.add_argument("--backend", default="", help="protocol (default: the robot's own: ros2_control, ur, "
+                                                       "unitree_go2, crazyflie, px4)")
     emulate.add_argument("--task", default="", help="simulated task (default: the robot's deployment task)")
     emulate.add_argument("--seed", type=int, default=0, help="seed of the simulated task")
     emulate.add_argument("--airframe", default="", help="the drone emulated by px4: crazyflie (default) or x500 "
@@ -104,12 +103,12 @@ def start_emulator(args: argparse.Namespace) -> Any:
     from sim2real.ros_nodes.deployment import json_object
     from sim2real.sim import robot_deployment
 
-    backend = args.backend or robot_deployment(args.robot).real_backend
-    cls = emulator_class(backend)
-    if cls.robot != args.robot:
-        raise ConfigError("--backend", f"{backend} emulates the {cls.robot}, not the {args.robot}")
+    try:
+        cls = emulator_class(robot_deployment(args.robot).backend(args.backend))
+    except ConfigError as exc:
+        raise ConfigError("--backend", exc.message) from None
     domain = args.domain_id if args.domain_id is not None else int(os.environ.get("ROS_DOMAIN_ID", "0"))
-    settings = EmulatorSettings(task=args.task, seed=args.seed, port=args.port, domain_id=domain,
+    settings = EmulatorSettings(robot=args.robot, task=args.task, seed=args.seed, port=args.port, domain_id=domain,
                                 robot_domain_id=args.robot_domain_id, interface=args.interface, airframe=args.airframe,
                                 faults=parse_faults(args.fault),
                                 backend_options=json_object(args.backend_options, "--backend-options"))

@@ -6,10 +6,11 @@ import argparse
 import dataclasses
 
 from sim2real.commands.output import add_json_flag, emit_json, stdout
+from sim2real.robot_names import ROBOT_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", choices=["arm", "ur5e", "quadruped", "drone"], help="only this robot's tasks")
+    parser.add_argument("--robot", choices=ROBOT_NAMES, help="only this robot's tasks")
     add_json_flag(parser)
 
 

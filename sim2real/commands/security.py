@@ -19,11 +19,12 @@ import threading
 from pathlib import Path
 
 from sim2real.commands.output import add_json_flag, console, emit_json
+from sim2real.robot_names import ROBOT_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["policy"], help="policy: write the graph's SROS2 permissions policy")
-    parser.add_argument("--robot", required=True, choices=["arm", "ur5e", "quadruped", "drone"])
+    parser.add_argument("--robot", required=True, choices=ROBOT_NAMES)
     parser.add_argument("--backend", choices=["sim", "real"], default="real",
                         help="the graph whose endpoints are read (real: the hardware bridge's)")
     parser.add_argument("--emulate", action="store_true",

@@ -174,8 +174,10 @@ def test_bridge_refuses_an_unknown_backend_or_another_robots(capfd: pytest.Captu
 
     from sim2real.ros_nodes.hardware_bridge import HardwareBridge
 
-    for params, message in (({"backend": "ur_rtde"}, "unknown backend 'ur_rtde'"),
-                            ({"robot": "quadruped", "backend": "ros2_control"}, "drives the arm, not the quadruped"),
+    for params, message in (({"backend": "ur_rtde"}, "the arm speaks ros2_control, not ur_rtde"),
+                            ({"robot": "quadruped", "backend": "ros2_control"},
+                             "the quadruped speaks unitree_go2, not ros2_control"),
+                            ({"robot": "x500", "backend": "crazyflie"}, "the x500 speaks px4, not crazyflie"),
                             ({"backend_options": "[1]"}, "must be a JSON object")):
         h = Harness()
         try:
