@@ -14,10 +14,12 @@ from sim2real.sim.arm import ur5e_robot
 from sim2real.sim.core.deployment import RobotDeployment
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.registry import REGISTRY, gym_id, make, make_vec
+from sim2real.sim.drone import x500_robot
 
 # The explicit registry: one line per robot; each entry (a robot's package, or a module
-# for a robot sharing its class's folder: the UR5e in sim/arm/) has TASKS and DEPLOYMENT.
-ROBOTS = {"arm": arm, "ur5e": ur5e_robot, "quadruped": quadruped, "drone": drone}
+# for a robot sharing its class's folder: the UR5e in sim/arm/, the X500 in sim/drone/)
+# has TASKS and DEPLOYMENT.
+ROBOTS = {"arm": arm, "ur5e": ur5e_robot, "quadruped": quadruped, "drone": drone, "x500": x500_robot}
 
 
 def robot_deployment(robot: str) -> RobotDeployment:

@@ -40,7 +40,7 @@ def test_list_json_names_every_robot_with_sizes() -> None:
     out = run_cli("list", "--json")
     assert out.returncode == 0, out.stderr
     tasks = json.loads(out.stdout)["tasks"]
-    assert {t["robot"] for t in tasks} == {"arm", "ur5e", "quadruped", "drone"}
+    assert {t["robot"] for t in tasks} == {"arm", "ur5e", "quadruped", "drone", "x500"}
     velocity = next(t for t in tasks if t["id"] == "sim2real/QuadrupedVelocity-v0")
     assert velocity["obs_size"] == 48 and velocity["control_hz"] == 50
 

@@ -49,6 +49,9 @@ class Mission:
 class EmulatorSettings:
     """What every emulator is started with (``sim2real hardware emulate``)."""
 
+    robot: str = ""
+    """The robot emulated, where its protocol serves more than one (PX4: the Crazyflie-scale
+    ``drone`` or the ``x500``); empty: the emulator's own (:attr:`Emulator.robot`)."""
     task: str = ""
     """Simulated task (registry name; empty: the robot's deployment task)."""
     seed: int = 0

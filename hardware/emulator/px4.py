@@ -57,8 +57,11 @@ class Px4EmulatorConfig:
     gcs_port: int = 14540
     """UDP port it sends to before anyone has spoken to it (the offboard API's)."""
     task: str = "DroneHover"
-    airframe: str = "crazyflie"
-    """The quadrotor it flies (:mod:`sim2real.sim.drone.airframe`: ``crazyflie``, ``x500``)."""
+    """A drone task; its robot is the vehicle (``DroneHover``: the Crazyflie-scale drone,
+    ``X500Hover``: the X500)."""
+    airframe: str = ""
+    """The quadrotor it flies (:mod:`sim2real.sim.drone.airframe`: ``crazyflie``, ``x500``;
+    empty: the task's robot's)."""
     seed: int = 0
     start: str = "ground"
     tick: float = C.INNER_DT
@@ -68,14 +71,16 @@ class Px4EmulatorConfig:
     """Charge at boot, 0..1."""
     battery_seconds: float = 420.0
     """Seconds of hover a full charge lasts (the Crazyflie-scale airframe's ~7 min)."""
-    battery_cells: int = 1
+    battery_cells: int = 0
+    """Cells in series of the pack it reports (0: the airframe's)."""
 
     def validate(self) -> None:
         for name in ("port", "gcs_port"):
             if not 0 <= int(getattr(self, name)) <= 65535:
                 raise ConfigError(name, f"must be 0..65535, got {getattr(self, name)}")
         check_tick(self.tick)
-        airframe(self.airframe)
+        if self.airframe:
+            airframe(self.airframe)
         if not 0.0 <= self.battery_charge <= 1.0:
             raise ConfigError("battery_charge", f"must be in 0..1, got {self.battery_charge}")
         unknown = set(self.rates_hz) - set(RATES_HZ)
@@ -92,8 +97,10 @@ class Px4Emulator(DroneEmulator):
         self.config = cfg = config or Px4EmulatorConfig()
         cfg.validate()
         self.faults = faults or StreamFaults()
-        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start, airframe=cfg.airframe)
+        self.drone = SimulatedDrone(cfg.task, cfg.tick, seed=cfg.seed, start=cfg.start,
+                                    **({"airframe": cfg.airframe} if cfg.airframe else {}))
         self.airframe = self.drone.task.airframe
+        self.battery_cells = cfg.battery_cells or self.airframe.battery_cells
         self.env, self.task, self.model, self.data = self.drone.env, self.drone.task, self.drone.model, self.drone.data
         self.origin = np.array(self.data.qpos[:3], dtype=np.float64)
         """Where it booted (world ENU): the local NED frame's origin, as PX4's EKF origin."""
@@ -120,8 +127,8 @@ class Px4Emulator(DroneEmulator):
     def launch(cls, settings: EmulatorSettings) -> Px4Emulator:
         port = Px4EmulatorConfig.port if settings.port is None else settings.port
         config = Px4EmulatorConfig(host=settings.host, port=port,
-                                   task=settings.task or robot_deployment("drone").task, seed=settings.seed,
-                                   airframe=settings.airframe or Px4EmulatorConfig.airframe)
+                                   task=settings.task or robot_deployment(settings.robot or cls.robot).task,
+                                   seed=settings.seed, airframe=settings.airframe)
         return cls(config, settings.faults)
 
     def connect_options(self) -> dict[str, Any]:
@@ -144,7 +151,7 @@ class Px4Emulator(DroneEmulator):
         return height < C.GROUND_BAND and float(np.linalg.norm(d.qvel[:3])) < 0.3
 
     def battery_voltage(self) -> float:
-        return self.config.battery_cells * (3.5 + 0.7 * self.charge)
+        return self.battery_cells * (3.5 + 0.7 * self.charge)
 
     def set_estimate(self, valid: bool) -> None:
         """Fault: the estimator loses (False) or regains its position."""
@@ -239,7 +246,8 @@ class Px4Emulator(DroneEmulator):
 
     def summary(self) -> dict[str, Any]:
         c = self.commander
-        return {"robot": "drone", "address": f"{self.address[0]}:{self.address[1]}", "task": self.config.task,
+        return {"robot": self.drone.task.robot, "address": f"{self.address[0]}:{self.address[1]}",
+                "task": self.config.task,
                 "ticks": self.ticks, "overruns": self.overruns, "realtime": self.realtime,
                 "simulated_s": round(self.ticks * self.config.tick, 3), "mode": c.mode, "armed": c.armed,
                 "failsafe": c.failsafe, "commander": dict(c.counters), "accepted": dict(self.link.accepted),

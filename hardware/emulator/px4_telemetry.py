@@ -17,7 +17,6 @@ from sim2real.sim.core.deployment import Measurements
 
 class _Config(Protocol):
     rates_hz: dict[str, float]
-    battery_cells: int
     tick: float
 
 
@@ -32,6 +31,7 @@ class Vehicle(Protocol):
     frame: Measurements | None
     estimate_valid: bool
     charge: float
+    battery_cells: int
     boot: float | None
 
     def battery_voltage(self) -> float: ...
@@ -62,7 +62,7 @@ def send_telemetry(link: Link, now: float) -> None:
     if link.due("EXTENDED_SYS_STATE", now):
         link.send(link.mav.extended_sys_state_encode(mavlink.MAV_VTOL_STATE_UNDEFINED, _landed_state(link)))
     if link.due("BATTERY_STATUS", now):
-        volts = [min(int(v.battery_voltage() / v.config.battery_cells * 1000), 65534)] * v.config.battery_cells
+        volts = [min(int(v.battery_voltage() / v.battery_cells * 1000), 65534)] * v.battery_cells
         volts += [65535] * (10 - len(volts))
         link.send(link.mav.battery_status_encode(0, mavlink.MAV_BATTERY_FUNCTION_ALL, mavlink.MAV_BATTERY_TYPE_LIPO,
                                                  32767, volts, -1, -1, -1, int(round(v.charge * 100))))

@@ -53,7 +53,7 @@ class SimulatedDrone:
         self.task: DroneTask = self.env.task
         self.env.reset(seed=seed)
         self.model, self.data = self.env.model, self.env.data
-        self._read = robot_deployment("drone").state_reader(self.task, self.model)
+        self._read = robot_deployment(self.task.robot).state_reader(self.task, self.model)
         sensor = mujoco.mjtObj.mjOBJ_SENSOR
         self._gyro = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "gyro")])
         self._acc = int(self.model.sensor_adr[mujoco.mj_name2id(self.model, sensor, "accelerometer")])

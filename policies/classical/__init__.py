@@ -30,6 +30,7 @@ CONTROLLERS: dict[str, Callable[[Task, int], Controller]] = {
     "ur5e": ur_reach.controller_for,
     "quadruped": quadruped.controller_for,
     "drone": drone.controller_for,
+    "x500": drone.controller_for,
 }
 
 
@@ -37,6 +38,7 @@ ORACLES: dict[str, Callable[[Task, int], tuple[Any, str] | None]] = {
     "arm": arm.oracle_for,
     "drone": drone.oracle_for,
     "quadruped": quadruped.oracle_for,
+    "x500": drone.oracle_for,
 }
 """Robots with an oracle: a model-based controller told each episode's true parameters
 (``on_reset(env_ids, draws)``) or a policy reading the simulator's privileged state

@@ -9,7 +9,8 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
-from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
+from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.position_control import HOVER_LAYOUT, REQUIRED_BLOCKS, CascadedPID, CascadedPIDGains
 
 __all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "DroneOracle", "controller_for",
@@ -17,14 +18,21 @@ __all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains",
 
 
 def controller_for(task: Task, num_envs: int = 1) -> CascadedPID:
-    """The drone's cascaded PID for ``task``, at the task's control period.
+    """The drone's cascaded PID for ``task``, at the task's control period, scaled to the
+    task's airframe (its mass and thrust; the gains are accelerations and rates).
 
     Raises:
         ConfigError: a mode other than ``ctbr`` (``ctbr_residual`` adds this PID itself).
     """
     if task.action_mode != "ctbr":
         raise ConfigError("action_mode", f"the drone's cascaded PID acts in ctbr, not {task.action_mode!r}")
-    return CascadedPID(num_envs=num_envs, observation_layout=task.observation_layout(), dt=float(task.control_dt))
+    frame = _airframe(task)
+    return CascadedPID(num_envs=num_envs, observation_layout=task.observation_layout(), dt=float(task.control_dt),
+                       mass=frame.mass, max_collective_thrust=frame.max_collective_thrust)
+
+
+def _airframe(task: Task) -> Airframe:
+    return task.airframe if isinstance(task, DroneTask) else CRAZYFLIE
 
 
 class DroneOracle(CascadedPID):
@@ -34,11 +42,16 @@ class DroneOracle(CascadedPID):
     thrust; the integrator is cleared at every reset. Where it fails, a PID that knows
     the robot cannot fly the case either."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.nominal_mass = float(self.mass[0])
+        """kg, the airframe's: what each episode's mass draw scales."""
+
     def on_reset(self, env_ids: Sequence[int], draws: Sequence[dict[str, Any]]) -> None:
         for i, draw in zip(env_ids, draws, strict=True):
             mass = float(np.mean(draw.get("mass_scale", [1.0])))
             thrust = float(draw.get("thrust_coefficient", 1.0)) * float(np.mean(draw.get("motor_strength", [1.0])))
-            self.mass[i] = C.MASS * mass / max(thrust, 1e-3)
+            self.mass[i] = self.nominal_mass * mass / max(thrust, 1e-3)
             self.reset(i)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -47,5 +60,6 @@ class DroneOracle(CascadedPID):
 
 def oracle_for(task: Task, num_envs: int = 1) -> tuple[DroneOracle, str]:
     """The drone's oracle and the action mode it flies in (``ctbr``)."""
-    return DroneOracle(num_envs=num_envs, observation_layout=task.observation_layout(),
-                       dt=float(task.control_dt)), "ctbr"
+    frame = _airframe(task)
+    return DroneOracle(num_envs=num_envs, observation_layout=task.observation_layout(), dt=float(task.control_dt),
+                       mass=frame.mass, max_collective_thrust=frame.max_collective_thrust), "ctbr"

@@ -18,7 +18,7 @@ from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.thrust_model import ThrustGain
 from sim2real.policies.safety.types import FilterReport, SafetyState, compare
 from sim2real.sim.core.frames import rotation
-from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 
 
 @dataclass
@@ -68,8 +68,8 @@ class HoverThenLandParams:
     """Hold the position where the fallback engaged for this long, then land."""
     land_speed: float = 0.3
     """Descent rate of the landing setpoint (m/s)."""
-    landed_height: float = C.REST_HEIGHT + 0.03
-    """Below this height (m) while landing, the motors stop."""
+    landed_clearance: float = 0.03
+    """Below this height (m) above the airframe's resting height, while landing, the motors stop."""
     fence_low: tuple[float, float, float] = (-3.0, -3.0, 0.0)
     fence_high: tuple[float, float, float] = (3.0, 3.0, 2.5)
     """The hover point is pulled 0.3 m inside this box."""
@@ -85,19 +85,23 @@ class HoverThenLand(Fallback):
     fresh odometry it flies a :class:`~sim2real.policies.safety.blind_descent.BlindDescent`
     from the last known state: levelled, at a controlled speed, motors off only when the
     drone must be down. Odometry that comes back ends the blind descent: the drone lands
-    from where it is then."""
+    from where it is then. ``airframe``: the vehicle (its mass, thrust, motor lag and
+    resting height), the robot's own (``DroneDeployment.airframe``)."""
 
-    def __init__(self, space: CommandSpace, params: HoverThenLandParams) -> None:
+    def __init__(self, space: CommandSpace, params: HoverThenLandParams, airframe: Airframe = CRAZYFLIE) -> None:
         from sim2real.policies.classical.drone import CascadedPID
 
         super().__init__(space)
         self.params = params
+        self.airframe = airframe
+        self.landed_height = airframe.rest_height + params.landed_clearance
         params.blind.validate()
-        self.pid = CascadedPID(num_envs=1, dt=space.control_dt)
+        self.pid = CascadedPID(num_envs=1, dt=space.control_dt, mass=airframe.mass,
+                               max_collective_thrust=airframe.max_collective_thrust)
         self.hold: np.ndarray | None = None
         self.landed = False
         self.blind: BlindDescent | None = None
-        self.thrust_gain = ThrustGain()
+        self.thrust_gain = ThrustGain(airframe=airframe)
         self._last: tuple[float, np.ndarray] | None = None
 
     def observe_output(self, command: np.ndarray, state: SafetyState) -> None:
@@ -105,12 +109,11 @@ class HoverThenLand(Fallback):
 
     def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
         super().engage(state, last_output)
-        p = self.params
         self.blind = None
         self._hold_at(state)
         # Resting on the ground (e.g. no command yet): stay there with the motors off.
         pos, vel = state.value("base_pos"), state.value("base_lin_vel")
-        self.landed = bool(pos is not None and vel is not None and pos[2] < p.landed_height
+        self.landed = bool(pos is not None and vel is not None and pos[2] < self.landed_height
                            and np.linalg.norm(vel) < 0.2)
         self.pid.reset()
         self._last = None
@@ -128,7 +131,7 @@ class HoverThenLand(Fallback):
     def target(self, now: float) -> np.ndarray:
         assert self.hold is not None
         t = now - self.engaged_at - self.params.hover_seconds
-        z = self.hold[2] if t <= 0 else max(C.REST_HEIGHT, self.hold[2] - self.params.land_speed * t)
+        z = self.hold[2] if t <= 0 else max(self.airframe.rest_height, self.hold[2] - self.params.land_speed * t)
         return np.array([self.hold[0], self.hold[1], z])
 
     def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
@@ -148,7 +151,7 @@ class HoverThenLand(Fallback):
             state.fresh_value(f, timeout) for f in ("base_pos", "base_lin_vel", "base_quat", "base_ang_vel"))
         if base_pos is None or lin_vel is None or quat is None or ang_vel is None or self.hold is None:
             if self.blind is None:
-                self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.band())
+                self.blind = BlindDescent(p.blind, state, last_output, timeout, self.thrust_gain.band(), self.airframe)
             out = self.blind.step(state, last_output)
             self.landed = self.blind.motors_off  # down: odometry coming back must not restart the motors
             return out
@@ -160,7 +163,7 @@ class HoverThenLand(Fallback):
             self.pid.reset()
         pos = np.asarray(base_pos, float)
         landing = state.now - self.engaged_at > p.hover_seconds
-        if landing and pos[2] < p.landed_height and abs(float(lin_vel[2])) < 0.5:
+        if landing and pos[2] < self.landed_height and abs(float(lin_vel[2])) < 0.5:
             self.landed = True
             return np.zeros(4)
         obs = np.concatenate(

@@ -34,6 +34,7 @@ from sim2real.policies.safety.thrust_model import GainBand
 from sim2real.policies.safety.types import SafetyState
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 
 
 def levelling_rates(R: np.ndarray, gain: float) -> tuple[float, float]:
@@ -90,18 +91,18 @@ class BlindDescentParams:
     max_seconds: float = 30.0
     """Whatever the dead reckoning says, the motors spin down this long after the loss
     (a drone caught up somewhere, an accelerometer's bias)."""
-    thrust_max: float = 0.9 * C.MAX_COLLECTIVE_THRUST
-    """Collective thrust bound (N)."""
+    thrust_max: float | None = None
+    """Collective thrust bound (N; None: 90 % of the airframe's)."""
 
     def validate(self) -> None:
         positive = (self.descent_speed, self.speed_gain, self.max_accel, self.level_gain, self.ceiling,
                     self.min_descent_speed, self.max_seconds)
         if not (min(positive) > 0 and self.brake_gain >= 0 and 0 <= self.max_brake_tilt < 1.2
                 and 0 < self.speed_margin <= 1 and self.ground_seconds >= 0
-                and self.spin_down_seconds >= 0
+                and self.spin_down_seconds >= 0 and (self.thrust_max is None or self.thrust_max > 0)
                 and self.min_descent_speed <= self.descent_speed <= self.max_descent_speed):
             raise ValueError("blind descent: speeds, gains, accelerations, the ceiling and max_seconds must be "
-                             "> 0, max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1], "
+                             "> 0 (thrust_max too), max_brake_tilt in [0, 1.2) rad, speed_margin in (0, 1], "
                              "min_descent_speed <= descent_speed <= max_descent_speed")
 
 
@@ -115,15 +116,18 @@ class BlindDescent:
             dead reckoning runs it from the loss to now (hover thrust if unknown).
         attitude_timeout: Attitude older than this (s) is dead-reckoned.
         gains: The plausible thrust gains (:meth:`.thrust_model.ThrustGain.band`).
+        airframe: The vehicle dead-reckoned: its mass, drag, motor lag, resting height.
     """
 
     HEAVY, ESTIMATE, LIGHT = 0, 1, 2
     """Rows of the dead reckoning: the lowest gain, the estimate, the highest."""
 
     def __init__(self, params: BlindDescentParams, state: SafetyState, last_command: np.ndarray | None,
-                 attitude_timeout: float, gains: GainBand) -> None:
+                 attitude_timeout: float, gains: GainBand, airframe: Airframe = CRAZYFLIE) -> None:
         params.validate()
         self.params = params
+        self.airframe = af = airframe
+        self.thrust_max = 0.9 * af.max_collective_thrust if params.thrust_max is None else params.thrust_max
         self.gains = gains.as_array()
         self.attitude_timeout = attitude_timeout
         pos, vel, quat = state.value("base_pos"), state.value("base_lin_vel"), state.value("base_quat")
@@ -138,12 +142,12 @@ class BlindDescent:
         self.R = rotation(quat) if quat is not None else np.eye(3)
         last = np.asarray(last_command, float) if last_command is not None else np.zeros(0)
         if last.shape != (4,) or not np.all(np.isfinite(last)):
-            last = np.array([C.HOVER_THRUST, 0.0, 0.0, 0.0])
+            last = np.array([af.hover_thrust, 0.0, 0.0, 0.0])
         self.command = last.copy()
-        self.thrust = float(np.clip(last[0], 0.0, params.thrust_max))
+        self.thrust = float(np.clip(last[0], 0.0, self.thrust_max))
         """The thrust the motors produce (first-order lag behind the command)."""
         self.time = self.lost_at
-        self.static_cut = self.lost_at + max(self.heights[0] - C.REST_HEIGHT, 0.0) / (
+        self.static_cut = self.lost_at + max(self.heights[0] - af.rest_height, 0.0) / (
             params.speed_margin * params.descent_speed) + params.ground_seconds
         """The last known height covered at the slowest credible speed."""
         self.down_at = np.inf
@@ -186,7 +190,8 @@ class BlindDescent:
         brake = -p.brake_gain * v[:2]
         limit = C.GRAVITY * np.tan(p.max_brake_tilt)
         brake *= min(1.0, limit / max(float(np.linalg.norm(brake)), 1e-9))
-        force = C.MASS * np.array([brake[0], brake[1], C.GRAVITY + self._climb(-p.descent_speed, v[2])])
+        mass = self.airframe.mass
+        force = mass * np.array([brake[0], brake[1], C.GRAVITY + self._climb(-p.descent_speed, v[2])])
         axis = force / np.linalg.norm(force)
         # The vertical component is what the descent needs, at any tilt up to 60 degrees;
         # the horizontal one follows the attitude, which the rates steer.
@@ -194,12 +199,12 @@ class BlindDescent:
         thrust = force[2] / lift / self.gains[self.ESTIMATE]
         if measured is None:  # blind: every plausible gain must come down, the heavy ones not too fast
             vz = self.velocities[:, 2]
-            lightest = C.MASS * (C.GRAVITY + self._climb(-p.min_descent_speed, vz[self.LIGHT])) / (
+            lightest = mass * (C.GRAVITY + self._climb(-p.min_descent_speed, vz[self.LIGHT])) / (
                 lift * self.gains[self.LIGHT])
-            heaviest = C.MASS * (C.GRAVITY + self._climb(-p.max_descent_speed, vz[self.HEAVY])) / (
+            heaviest = mass * (C.GRAVITY + self._climb(-p.max_descent_speed, vz[self.HEAVY])) / (
                 lift * self.gains[self.HEAVY])
             thrust = min(max(thrust, heaviest), lightest)
-        thrust = float(np.clip(thrust, 0.0, p.thrust_max))
+        thrust = float(np.clip(thrust, 0.0, self.thrust_max))
         if state.now > self.cut_at:  # down by every credible estimate: spin the motors down
             thrust *= max(0.0, 1.0 - (state.now - self.cut_at) / max(p.spin_down_seconds, 1e-9))
         wx, wy = pointing_rates(self.R, axis, p.level_gain)
@@ -218,24 +223,25 @@ class BlindDescent:
         if span <= 0:
             return
         self.time = now
+        af = self.airframe
         if specific_force is not None:
             accel = self.R @ np.asarray(specific_force, float)
             accel[2] -= C.GRAVITY
             self.velocities = self.velocities + accel * span
             self.heights += self.velocities[:, 2] * span
-            lag = 1.0 - np.exp(-span / C.MOTOR_TIME_CONSTANT)
+            lag = 1.0 - np.exp(-span / af.motor_time_constant)
             self.thrust += (self.command[0] - self.thrust) * lag
         else:
-            steps = int(np.ceil(span / 0.005))  # the motor lag is 40 ms: integrate finer than that
+            steps = int(np.ceil(span / 0.005))  # motor lags are 20-40 ms: integrate finer than that
             dt = span / steps
-            lag = 1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT)
+            lag = 1.0 - np.exp(-dt / af.motor_time_constant)
             for _ in range(steps):
                 self.thrust += (self.command[0] - self.thrust) * lag
                 self.R = _turn(self.R, self.command[1:], dt)
-                accel = (np.outer(self.gains * self.thrust / C.MASS, self.R[:, 2])
-                         - C.LINEAR_DRAG / C.MASS * self.velocities)
+                accel = (np.outer(self.gains * self.thrust / af.mass, self.R[:, 2])
+                         - af.linear_drag / af.mass * self.velocities)
                 accel[:, 2] -= C.GRAVITY
                 self.velocities = self.velocities + accel * dt
                 self.heights += self.velocities[:, 2] * dt
-        if not np.isfinite(self.down_at) and self.heights[self.LIGHT] <= C.REST_HEIGHT:
+        if not np.isfinite(self.down_at) and self.heights[self.LIGHT] <= af.rest_height:
             self.down_at = now

@@ -25,6 +25,7 @@ import numpy as np
 from sim2real.policies.safety.types import SafetyState
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,12 @@ class ThrustGain:
         model_error: Added to either side of the band: what the model leaves out
             (quadratic drag in a fast climb, motor lag) biases the estimate by a few percent.
         prior: The band before any flight (default: the description's).
+        airframe: The description: mass, drag, motor lag and resting height.
     """
 
     def __init__(self, time_constant: float = 2.0, sample_noise: float = 1.0, model_error: float = 0.04,
-                 prior: GainBand | None = None) -> None:
+                 prior: GainBand | None = None, airframe: Airframe = CRAZYFLIE) -> None:
+        self.airframe = airframe
         self.time_constant = time_constant
         self.sample_noise = sample_noise
         self.model_error = model_error
@@ -68,7 +71,7 @@ class ThrustGain:
         self.sxx = 0.0
         """Forgotten sum of lift^2 (information, times the noise variance)."""
         self.sxy = 0.0
-        self.thrust = C.HOVER_THRUST
+        self.thrust = airframe.hover_thrust
         """The thrust the motors produce (first-order lag behind the commands)."""
         self._previous: tuple[float, float] | None = None
         self._sent: tuple[float, float] | None = None
@@ -92,7 +95,7 @@ class ThrustGain:
         if self._sent is not None:
             dt = state.now - self._sent[0]
             if dt > 0:
-                self.thrust += (self._sent[1] - self.thrust) * (1.0 - np.exp(-dt / C.MOTOR_TIME_CONSTANT))
+                self.thrust += (self._sent[1] - self.thrust) * (1.0 - np.exp(-dt / self.airframe.motor_time_constant))
         self._sent = (state.now, float(thrust) if np.isfinite(thrust) else 0.0)
         vel = state.fresh_value("base_lin_vel", max_age)
         quat = state.fresh_value("base_quat", max_age)
@@ -105,11 +108,12 @@ class ThrustGain:
         previous, self._previous = self._previous, (stamp, vz)
         if previous is None or not 0 < stamp - previous[0] <= 4 * max_age:
             return
-        lift = self.thrust * float(rotation(quat)[2, 2]) / C.MASS
-        if pos[2] < C.REST_HEIGHT + 0.05 or lift < 0.5 * C.GRAVITY:
+        af = self.airframe
+        lift = self.thrust * float(rotation(quat)[2, 2]) / af.mass
+        if pos[2] < af.rest_height + 0.05 or lift < 0.5 * C.GRAVITY:
             return  # on (or near) the ground, or nearly falling: contact or lag would dominate
         dt = stamp - previous[0]
-        accel = (vz - previous[1]) / dt + C.GRAVITY + C.LINEAR_DRAG / C.MASS * 0.5 * (vz + previous[1])
+        accel = (vz - previous[1]) / dt + C.GRAVITY + af.linear_drag / af.mass * 0.5 * (vz + previous[1])
         if not np.isfinite(accel):
             return
         decay = float(np.exp(-dt / self.time_constant))

@@ -41,6 +41,8 @@ class Airframe:
     linear_drag: float
     """N s/m, rotor drag growing linearly with airspeed."""
     collision_half_size: tuple[float, float, float]
+    battery_cells: int = 1
+    """LiPo cells in series (the Crazyflie's 1S; the X500's 4S [HB])."""
 
     @property
     def hover_thrust(self) -> float:
@@ -112,7 +114,7 @@ CRAZYFLIE = Airframe(
 X500 = Airframe(
     name="x500", mass=x500.MASS, inertia=x500.INERTIA, rotor_offset=x500.ROTOR_OFFSET, prop_radius=x500.PROP_RADIUS,
     max_thrust=x500.MAX_THRUST, yaw_torque_ratio=x500.YAW_TORQUE_RATIO, motor_time_constant=x500.MOTOR_TIME_CONSTANT,
-    linear_drag=x500.LINEAR_DRAG, collision_half_size=x500.COLLISION_HALF_SIZE)
+    linear_drag=x500.LINEAR_DRAG, collision_half_size=x500.COLLISION_HALF_SIZE, battery_cells=x500.BATTERY_CELLS)
 """The Holybro X500 V2, as PX4's Gazebo model describes it (:mod:`.x500`)."""
 AIRFRAMES: dict[str, Airframe] = {a.name: a for a in (CRAZYFLIE, X500)}
 

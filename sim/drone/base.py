@@ -108,10 +108,12 @@ class DroneTask(Task):
             recovers them (docs/BENCHMARKS.md, "Gating the residual by tilt").
         airframe: the quadrotor flown (:mod:`.airframe`): ``"crazyflie"`` (every shipped
             policy's) or ``"x500"`` (a PX4-class Holybro X500 V2); thrust, mixer and
-            resting height follow it.
+            resting height follow it. Default: the robot's (:attr:`default_airframe`).
     """
 
     robot: ClassVar[str] = "drone"
+    default_airframe: ClassVar[str] = "crazyflie"
+    """The airframe of the task's robot (the ``x500`` robot's tasks fly the X500)."""
     action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust", "ctbr_residual")
     physics_dt: ClassVar[float] = C.PHYSICS_DT
     control_dt: ClassVar[float] = C.CONTROL_DT
@@ -126,11 +128,11 @@ class DroneTask(Task):
 
     def __init__(
         self, num_envs: int, action_mode: str | None = None, start: str = "ground", residual_scale: float = 0.3,
-        residual_tilt_gate: tuple[float, float] | list[float] | None = None, airframe: str = "crazyflie",
+        residual_tilt_gate: tuple[float, float] | list[float] | None = None, airframe: str = "",
         **options: Any,
     ) -> None:
         super().__init__(num_envs, action_mode, **options)
-        self.airframe: Airframe = get_airframe(airframe)
+        self.airframe: Airframe = get_airframe(airframe or self.default_airframe)
         af = self.airframe
         if start not in START_MODES:
             raise ConfigError("start", f"must be one of {list(START_MODES)}, got {start!r}")

@@ -25,6 +25,7 @@ from sim2real.sim.core.deployment import (
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone import gate_path
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.gates import Gates, parse_gate_course
 from sim2real.sim.drone.waypoints import Waypoints
@@ -36,6 +37,10 @@ class DroneDeployment(RobotDeployment[DroneTask]):
     action_mode = "ctbr"
     task_class = DroneTask
     real_backend = "crazyflie"
+    other_backends = ("px4",)  # a Crazyflie-scale vehicle under PX4 (its SITL, a small custom build)
+    airframe: ClassVar[Airframe] = CRAZYFLIE
+    """The vehicle: its thrust scales the command space, the safety filter's limits and
+    fallback, and the classical controller (:mod:`.airframe`)."""
     floating_base = True
     measured = ("base_pos", "base_quat", "base_lin_vel", "base_ang_vel")
     observable = frozenset({"pos_error", "lin_vel", "rot_mat", "body_rates", "last_action",
@@ -59,7 +64,7 @@ class DroneDeployment(RobotDeployment[DroneTask]):
         ``ctbr`` (the PID's output plus the policy's residual)."""
         if action_mode not in self.command_modes:
             return None
-        half = C.MAX_COLLECTIVE_THRUST / 2
+        half = self.airframe.max_collective_thrust / 2
         return CommandLayout(("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
                              offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, C.MAX_BODY_RATE],
                              control_dt=C.CONTROL_DT)

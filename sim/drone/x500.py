@@ -46,3 +46,5 @@ LINEAR_DRAG: float = 4.0 * 8.06428e-05 * HOVER_ROTOR_SPEED
 """N s/m: [GZ]'s rotor drag coefficient x rotor speed, summed over the four rotors at hover (0.24)."""
 COLLISION_HALF_SIZE: tuple[float, float, float] = (0.3, 0.3, 0.12)
 """m, half sizes of the one collision box: rotor discs (0.175 + 0.127) and the 0.24 m landing gear."""
+BATTERY_CELLS: int = 4
+"""LiPo cells in series: [HB]'s 4S 5000 mAh pack."""

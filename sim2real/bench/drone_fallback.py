@@ -27,6 +27,7 @@ from sim2real.commands.output import add_json_flag, console, emit_json, stdout
 if TYPE_CHECKING:
     from sim2real.policies.safety import CommandSpace, SafetyState
     from sim2real.sim.core.engine import Engine
+    from sim2real.sim.drone.airframe import Airframe
 
 HELP = "drone fallback in MuJoCo: odometry/IMU lost mid-flight -> touchdown speed and drift"
 
@@ -54,6 +55,8 @@ class Scenario:
     """Domain randomization of the drone (``none``, ``train``, ``heldout``): mass,
     thrust, motors, drag, wind, gusts and latency the fallback's model does not know."""
     seed: int = 0
+    robot: str = "drone"
+    """The vehicle (a drone-class robot: ``drone``, the Crazyflie; ``x500``)."""
 
 
 @dataclass
@@ -127,18 +130,19 @@ def _start_engine(sc: Scenario) -> tuple[Engine, int]:
     at the start height, and the address of its touch sensor."""
     import mujoco
 
+    from sim2real.sim import REGISTRY, robot_deployment
     from sim2real.sim.core.engine import Engine
-    from sim2real.sim.drone.base import HOVER_COMMAND
     from sim2real.sim.drone.hover import Hover
 
-    task = Hover(num_envs=1, action_mode="ctbr", start="air")
+    task = REGISTRY.get(robot_deployment(sc.robot).task)(num_envs=1, action_mode="ctbr", start="air")
+    assert isinstance(task, Hover)
     engine = Engine(task, dr=getattr(task.dr_class, sc.dr)(), seed=sc.seed, backend="step")
     engine.reset()
     d = engine.data
     d.qpos[:3] = [0.0, 0.0, sc.height]
     d.qpos[3:7] = [1.0, 0.0, 0.0, 0.0]
     d.qvel[:] = 0.0
-    d.act[:] = HOVER_COMMAND
+    d.act[:] = task.airframe.hover_command
     model = engine.models[0]
     mujoco.mj_forward(model, d)
     touch = int(model.sensor_adr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "touch")])
@@ -167,11 +171,12 @@ def _feed_streams(state: SafetyState, t: float, s: _Reading, prev_vel: np.ndarra
 class _Pilot:
     """The policy: the cascaded PID holding a point, or (flight, before the fault) the tilt manoeuvre."""
 
-    def __init__(self, sc: Scenario, space: CommandSpace, rng: np.random.Generator) -> None:
+    def __init__(self, sc: Scenario, space: CommandSpace, rng: np.random.Generator, airframe: Airframe) -> None:
         from sim2real.policies.classical.drone import CascadedPID
 
-        self.sc, self.space = sc, space
-        self.pid = CascadedPID(num_envs=1, dt=space.control_dt)
+        self.sc, self.space, self.airframe = sc, space, airframe
+        self.pid = CascadedPID(num_envs=1, dt=space.control_dt, mass=airframe.mass,
+                               max_collective_thrust=airframe.max_collective_thrust)
         heading = rng.uniform(-np.pi, np.pi)
         tilt_axis = np.array([-np.sin(heading), np.cos(heading), 0.0])  # pitching toward `heading`
         self.tilt = np.radians(sc.tilt_deg)
@@ -188,11 +193,9 @@ class _Pilot:
 
     def command(self, t: float, s: _Reading, faulted: bool) -> np.ndarray:
         """The policy's command for this control period."""
-        from sim2real.sim.drone import constants as C
-
         if self.sc.phase == "flight" and WARMUP_SECONDS < t < self.fault_at:
             rates = 5.0 * (s.R.T @ np.cross(s.R[:, 2], self.want_up))
-            return np.array([C.HOVER_THRUST / max(np.cos(self.tilt), 0.5), rates[0], rates[1], 0.0])
+            return np.array([self.airframe.hover_thrust / max(np.cos(self.tilt), 0.5), rates[0], rates[1], 0.0])
         if faulted and self.recover_target is None:  # after the manoeuvre: hold where it is
             self.recover_target = np.array([s.pos[0], s.pos[1], self.sc.height])
         target = self.hover_target if self.recover_target is None else self.recover_target
@@ -211,12 +214,10 @@ class _Track:
     prev_vz: float = 0.0
     prev_vel: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
-    def note_fault(self, s: _Reading) -> None:
+    def note_fault(self, s: _Reading, rest_height: float) -> None:
         """Keep position, tilt and whether the drone was already down, the first time only."""
-        from sim2real.sim.drone import constants as C
-
         if not self.at_fault:
-            down = s.pos[2] < C.REST_HEIGHT + 0.02 or self.flipped or s.R[2, 2] < 0.0
+            down = s.pos[2] < rest_height + 0.02 or self.flipped or s.R[2, 2] < 0.0
             self.at_fault = {"pos": s.pos, "tilt": _tilt(s.R), "down": bool(down)}
 
     def note_after(self, s: _Reading, command: np.ndarray) -> None:
@@ -243,15 +244,17 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
     receives one row per control period (time, position, velocity, tilt, command, mode)."""
     from sim2real.policies.safety import SafetyState, command_space, make_chain
     from sim2real.sim.core.frames import rotation
-    from sim2real.sim.drone import constants as C
+    from sim2real.sim.drone.base import DroneTask
 
     rng = np.random.default_rng(sc.seed)
-    space = command_space("drone", "ctbr")
+    space = command_space(sc.robot, "ctbr")
     engine, touch = _start_engine(sc)
+    assert isinstance(engine.task, DroneTask)
+    airframe = engine.task.airframe
     d = engine.data
     dt = space.control_dt
     chain = make_chain(space)
-    pilot = _Pilot(sc, space, rng)
+    pilot = _Pilot(sc, space, rng, airframe)
     state = SafetyState(now=0.0)
     track = _Track()
     # Hover first (the fallback learns the thrust it takes meanwhile, as in any flight
@@ -263,7 +266,7 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
         s = _read(d)
         faulted = t >= fault_at
         if faulted:
-            track.note_fault(s)
+            track.note_fault(s, airframe.rest_height)
         odom, imu = _streams_alive(sc.fault, faulted)
         _feed_streams(state, t, s, track.prev_vel, dt, odom, imu)
         policy_runs = pilot.runs(t, odom, faulted)
@@ -279,7 +282,7 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
         engine.step(space.command_to_action(command)[None])
         vz = float(d.qvel[2])
         track.flipped = track.flipped or rotation(d.qpos[3:7])[2, 2] < 0.0
-        touching = d.sensordata[touch] > 0.0 or d.qpos[2] < C.REST_HEIGHT + 0.005
+        touching = d.sensordata[touch] > 0.0 or d.qpos[2] < airframe.rest_height + 0.005
         ended = faulted and (touching or track.flipped or t - fault_at > max_seconds or (
             t - fault_at > fly_on_seconds and out.mode == "nominal" and policy_runs))
         if ended:

@@ -251,3 +251,22 @@ def test_a_low_battery_in_flight_lands_by_px4s_land_mode(vehicle: ServedVehicle)
             backend.enable()
     finally:
         backend.close()
+
+
+@pytest.mark.heavy
+def test_the_x500_flies_its_own_graph_through_the_emulated_px4(tmp_path: Path) -> None:
+    """``deploy --robot x500 --backend real --emulate``: PX4's emulator (the robot's only
+    backend) flies the X500 airframe, and its classical controller, behind the X500's
+    own safety chain, holds the hover targets."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(unique_domain_id())}
+    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "x500", "--backend", "real",
+                          "--emulate", "--duration", "25", "--json"],
+                         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    emulator, hardware = summary["emulator"], summary["hardware"]
+    assert emulator["robot"] == "x500" and emulator["task"] == "X500Hover", emulator
+    assert hardware["preflight"] == "PASS" and hardware["commands_rejected"] == 0, hardware
+    assert emulator["crashes"] == 0 and emulator["failsafe"] == "", emulator
+    success = summary["task_success"]
+    assert success["episodes"] >= 1 and success["successes"] == success["episodes"], success

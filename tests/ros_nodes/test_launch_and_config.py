@@ -12,10 +12,11 @@ import pytest
 import yaml
 from ros_harness import unique_domain_id
 
+from sim2real.robot_names import ROBOT_NAMES
 from sim2real.ros_nodes import policy, recorder, safety_filter, sim_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
-ROBOTS = ("arm", "ur5e", "quadruped", "drone")
+ROBOTS = tuple(ROBOT_NAMES)  # every registered robot: each has its config and launch file
 
 
 def declared(node: str, robot: str) -> dict:
@@ -46,7 +47,7 @@ def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
     args = {a.name: a for a in arguments(robot)}
     assert set(args) - {"planner", "backend_options", "hardware_backend"} == {"backend", "policy", "record",
                                                                             "discovery", "console"}
-    assert ("planner" in args) == (robot in ("quadruped", "drone"))  # the robots with path-following policies
+    assert ("planner" in args) == (robot in ("quadruped", "drone", "x500"))  # the robots with path-following policies
     assert ("backend_options" in args) == has_hardware_bridge(robot)  # how to reach a robot we drive
     assert ("hardware_backend" in args) == has_hardware_bridge(robot)  # and by which of its protocols
     assert args["backend"].default == "sim" and args["backend"].choices == ("sim", "real")

@@ -21,7 +21,7 @@ from sim2real.policies.safety.chain import SafetyChain
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.presets.arm import FRANKA, UR5E_ARM, ArmSafetyParams, Ur5eSafetyParams
 from sim2real.policies.safety.presets.common import CommonParams, Preset
-from sim2real.policies.safety.presets.drone import DRONE_PRESET, DroneSafetyParams
+from sim2real.policies.safety.presets.drone import DRONE_PRESET, X500_PRESET, DroneSafetyParams
 from sim2real.policies.safety.presets.quadruped import QUADRUPED, TUNED_KP, QuadrupedSafetyParams, target_lead
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.sim.core.schema import from_dict
@@ -31,6 +31,7 @@ PRESETS: dict[str, Preset] = {
     "ur5e": UR5E_ARM,
     "quadruped": QUADRUPED,
     "drone": DRONE_PRESET,
+    "x500": X500_PRESET,
 }
 """Robot name -> its safety filter."""
 

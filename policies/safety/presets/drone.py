@@ -1,5 +1,6 @@
-"""The drone's safety parameters and chain (thrust and body-rate limits under a
-geofence; the fallback hovers, then lands)."""
+"""The drones' safety parameters and chain (thrust and body-rate limits under a
+geofence; the fallback hovers, then lands): the Crazyflie's, and the X500's with its own
+thrust. The chain flies the robot's airframe (:attr:`DroneDeployment.airframe`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from sim2real.policies.safety import aerial, guards, limits
 from sim2real.policies.safety.presets.common import CommonParams, Preset, Tilt, _list, _xyz
 from sim2real.policies.safety.spaces import CommandSpace
 from sim2real.policies.safety.tightening import CEILING, FLOOR
+from sim2real.sim import robot_deployment
 from sim2real.sim.core.schema import Bounds, NonNegative, Positive
 from sim2real.sim.drone import constants as DRONE
+from sim2real.sim.drone.airframe import CRAZYFLIE, X500, Airframe
+from sim2real.sim.drone.deployment import DroneDeployment
 
 
 @dataclass
@@ -43,6 +47,21 @@ class DroneSafetyParams(CommonParams):
     """m/s, the fallback's descent speed with odometry."""
 
 
+@dataclass
+class X500SafetyParams(DroneSafetyParams):
+    """The drone's filter with the X500's thrust (:mod:`sim2real.sim.drone.x500`), the
+    thrust slew scaled by its hover thrust, and PX4's default rate limits."""
+
+    thrust_max: Annotated[float, Bounds(gt=0.0, le=X500.max_collective_thrust), CEILING] = (
+        round(0.9 * X500.max_collective_thrust, 3))
+    """N, largest collective thrust command (90 % of the four rotors at full)."""
+    thrust_rate: Annotated[Positive, CEILING] = round(6.0 * X500.hover_thrust / CRAZYFLIE.hover_thrust, -1)
+    """N/s: the Crazyflie's 6 N/s relative to its hover thrust (0 to hover in 44 ms)."""
+    max_body_rate: Annotated[list[Positive], CEILING] = field(default_factory=lambda: [3.8, 3.8, 3.0])
+    """rad/s: PX4's ``MC_ROLLRATE_MAX`` and ``MC_PITCHRATE_MAX`` (220 deg/s), the yaw at the
+    command space's 3 rad/s (PX4's ``MC_YAWRATE_MAX`` is 200 deg/s)."""
+
+
 def build(space: CommandSpace, p: DroneSafetyParams, dt: float):
     # The geofence validates the fence (two 3-vectors) before the fallback reads it.
     g: list = [guards.Geofence(guards.BoxGuardParams(p.fence_low, p.fence_high, p.fence_lookahead))]
@@ -57,8 +76,15 @@ def build(space: CommandSpace, p: DroneSafetyParams, dt: float):
     ]
     fb = aerial.HoverThenLand(space, aerial.HoverThenLandParams(
         hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=_xyz(p.fence_low),
-        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt))
+        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt,
+        blind=aerial.BlindDescentParams(thrust_max=p.thrust_max)), _airframe(space.robot))
     return g, lim, fb
 
 
+def _airframe(robot: str) -> Airframe:
+    deployment = robot_deployment(robot)
+    return deployment.airframe if isinstance(deployment, DroneDeployment) else CRAZYFLIE
+
+
 DRONE_PRESET = Preset(DroneSafetyParams, build)
+X500_PRESET = Preset(X500SafetyParams, build)
