@@ -21,6 +21,9 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone import x500
 
+PAD_TOP: float = 0.005
+"""m, top of the landing pad every drone task starts on."""
+
 
 @dataclass(frozen=True)
 class Airframe:
@@ -62,7 +65,14 @@ class Airframe:
     @property
     def rest_height(self) -> float:
         """m, body-frame origin height when resting on the 5 mm landing pad."""
-        return 0.005 + self.collision_half_size[2]
+        return PAD_TOP + self.collision_half_size[2]
+
+    def lowest_point(self, height: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+        """m, height of the collision box's lowest corner for body origins at ``height``
+        ``[B]`` with attitudes ``rotation`` ``[B, 3, 3]``: a tilted X500 reaches 0.3 m x
+        sin(tilt) further down than its centre says, a Crazyflie hardly at all."""
+        reach = np.abs(rotation[:, 2, :]) @ np.asarray(self.collision_half_size)
+        return np.asarray(height) - reach
 
     @cached_property
     def rotor_xy(self) -> np.ndarray:

@@ -37,7 +37,7 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
+from sim2real.sim.drone.airframe import CRAZYFLIE, PAD_TOP, Airframe
 from sim2real.sim.drone.airframe import airframe as get_airframe
 from sim2real.sim.drone.position_control import CascadedPID
 from sim2real.sim.drone.randomize import DroneRandomization
@@ -309,8 +309,12 @@ class DroneTask(Task):
         step, so the current velocity alone would miss it.
         """
         pos, vel = phys.qpos[:, :3], phys.qvel[:, :3]
-        up_z = quat_to_mat(phys.qpos[:, 3:7])[:, 2, 2]
-        near_ground = pos[:, 2] < self.airframe.rest_height + C.GROUND_BAND
+        rot = quat_to_mat(phys.qpos[:, 3:7])
+        up_z = rot[:, 2, 2]
+        # By the hull's lowest corner, not its centre: an X500 tilting 6 degrees as it left
+        # the pad touched it with a corner while its centre was above the band ("touching
+        # something above the ground": a crash at take-off in 2 of 7 emulated runs).
+        near_ground = self.airframe.lowest_point(pos[:, 2], rot) < PAD_TOP + C.GROUND_BAND
         touching = phys.sensordata[:, self._touch] > 0.0
         sink = np.maximum(-vel[:, 2], -self.prev_vel[:, 2])
         slide = np.maximum(np.linalg.norm(vel[:, :2], axis=1), np.linalg.norm(self.prev_vel[:, :2], axis=1))
