@@ -44,7 +44,7 @@ from sim2real.hardware.options import load_options
 from sim2real.hardware.preflight import Item
 from sim2real.hardware.px4.link import Px4Link, result_name, text_since
 from sim2real.hardware.px4.options import Px4Options
-from sim2real.hardware.px4.setpoints import LocalSetpoint, RatesSetpoint, Setpoint
+from sim2real.hardware.px4.setpoints import AttitudeSetpoint, LocalSetpoint, RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone.airframe import airframe
@@ -174,6 +174,25 @@ class Px4Backend(RobotBackend):
             self._counts["commands_rejected"] += 1
             raise ValueError(f"a PX4 command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
         self._stream_while_enabled(RatesSetpoint(float(np.clip(v[0] / self.max_thrust, 0.0, 1.0)), v[1:].copy()))
+
+    def command_attitude(self, attitude: np.ndarray, thrust: float) -> None:
+        """Hold ``attitude`` (body FLU in the task's world ENU, unit quaternion w x y z) at
+        collective ``thrust`` (N, normalized by ``max_thrust`` as :meth:`command`'s) by PX4's
+        attitude controller: SET_ATTITUDE_TARGET with its rate fields ignored, streamed as
+        :meth:`command`'s are (the same staleness watchdog).
+
+        Raises:
+            ValueError: not a finite unit quaternion, or a thrust that is not finite.
+        """
+        try:
+            if not np.isfinite(thrust):
+                raise ValueError(f"thrust must be finite, got {thrust!r}")
+            setpoint = AttitudeSetpoint(float(np.clip(thrust / self.max_thrust, 0.0, 1.0)),
+                                        np.array(attitude, dtype=np.float64))
+        except (ValueError, TypeError) as exc:
+            self._counts["commands_rejected"] += 1
+            raise ValueError(str(exc)) from None
+        self._stream_while_enabled(setpoint)
 
     def command_position(self, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
         """Fly to ``position`` (the task's world ENU, m; ``velocity``: an optional feed-forward,

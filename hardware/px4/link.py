@@ -22,12 +22,14 @@ from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
 from sim2real.hardware.px4 import frames, modes
-from sim2real.hardware.px4.setpoints import RatesSetpoint, Setpoint
+from sim2real.hardware.px4.setpoints import AttitudeSetpoint, RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.deployment import Measurements
 
 OFFBOARD_SYSTEM, OFFBOARD_COMPONENT = 255, mavlink.MAV_COMP_ID_ONBOARD_COMPUTER
 ATTITUDE_IGNORED = 1 << 7
+RATES_IGNORED = 0b111
+"""SET_ATTITUDE_TARGET type_mask bits 0-2: roll, pitch and yaw rate ignored (the attitude counts)."""
 """SET_ATTITUDE_TARGET type_mask: body rates and thrust given, the attitude ignored."""
 RESULTS = {v: k.removeprefix("MAV_RESULT_") for k, v in vars(mavlink).items() if k.startswith("MAV_RESULT_")
            and isinstance(v, int) and k != "MAV_RESULT_ENUM_END"}
@@ -78,11 +80,17 @@ class Px4Link:
 
     def setpoint(self, setpoint: Setpoint) -> None:
         """One offboard setpoint (:mod:`.setpoints`): SET_ATTITUDE_TARGET (body rates, ours
-        FLU, sent FRD, and normalized thrust) or SET_POSITION_TARGET_LOCAL_NED."""
+        FLU, sent FRD, or an attitude, ours ENU/FLU, sent NED/FRD; and normalized thrust)
+        or SET_POSITION_TARGET_LOCAL_NED."""
         ms = int(time.monotonic() * 1000) & 0xFFFFFFFF
         if isinstance(setpoint, RatesSetpoint):
             p, q, r = (float(x) for x in frames.flu_to_frd(setpoint.rates))
             self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
+                      float(setpoint.thrust))
+            return
+        if isinstance(setpoint, AttitudeSetpoint):
+            quat = [float(x) for x in setpoint.ned()]
+            self.send("set_attitude_target", ms, *self.target, RATES_IGNORED, quat, 0.0, 0.0, 0.0,
                       float(setpoint.thrust))
             return
         (x, y, z), (vx, vy, vz) = setpoint.ned(self.home)

@@ -3,7 +3,9 @@
 PX4's offboard mode takes (v1.14 docs, "Offboard Mode", MAVLink messages):
 
 * ``SET_ATTITUDE_TARGET`` with body rates and normalized thrust (:class:`RatesSetpoint`,
-  the ``ctbr`` commands);
+  the ``ctbr`` commands), or with an attitude and normalized thrust
+  (:class:`AttitudeSetpoint`: PX4's attitude controller turns it into rates, its rate
+  fields ignored);
 * ``SET_POSITION_TARGET_LOCAL_NED`` in ``MAV_FRAME_LOCAL_NED`` with a position (optionally a
   velocity feed-forward) or a velocity alone (:class:`LocalSetpoint`), the ``type_mask``
   saying which fields count; PX4's position controller flies them.
@@ -39,6 +41,26 @@ class RatesSetpoint:
 
 
 @dataclass(frozen=True)
+class AttitudeSetpoint:
+    """An attitude (body FLU in world ENU, quaternion w x y z, unit) and normalized
+    collective thrust (0..1)."""
+
+    thrust: float
+    attitude: np.ndarray
+
+    def __post_init__(self) -> None:
+        q = np.asarray(self.attitude)
+        if q.shape != (4,) or not np.all(np.isfinite(q)) or abs(float(np.linalg.norm(q)) - 1.0) > 1e-3:
+            raise ValueError(f"an attitude setpoint is a unit quaternion (w, x, y, z), got {self.attitude!r}")
+        if not 0.0 <= self.thrust <= 1.0:
+            raise ValueError(f"normalized thrust is in [0, 1], got {self.thrust!r}")
+
+    def ned(self) -> np.ndarray:
+        """The attitude as PX4 takes it: body FRD in local NED."""
+        return frames.quat_enu_flu_to_ned_frd(np.asarray(self.attitude, dtype=np.float64))
+
+
+@dataclass(frozen=True)
 class LocalSetpoint:
     """A position (world ENU, m) with an optional velocity feed-forward, or a velocity alone
     (world ENU, m/s); at least one of the two."""
@@ -69,4 +91,4 @@ class LocalSetpoint:
         return position, velocity
 
 
-Setpoint = RatesSetpoint | LocalSetpoint
+Setpoint = RatesSetpoint | AttitudeSetpoint | LocalSetpoint

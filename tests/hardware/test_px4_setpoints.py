@@ -1,6 +1,7 @@
 """The PX4 backend's setpoints against the emulated PX4 over real UDP on loopback: thrust
-normalized by the vehicle's airframe (the X500 model), position and velocity setpoints as
-SET_POSITION_TARGET_LOCAL_NED (flown, and on the wire as pymavlink reads them)."""
+normalized by the vehicle's airframe (the X500 model), attitude setpoints as
+SET_ATTITUDE_TARGET and position and velocity setpoints as SET_POSITION_TARGET_LOCAL_NED
+(flown, and on the wire as pymavlink reads them)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,71 @@ def test_position_and_velocity_setpoints_stream_as_set_position_target_local_ned
         assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
     finally:
         backend.close()
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> float:
+    """Degrees between two attitudes (unit quaternions)."""
+    return float(np.degrees(2.0 * np.arccos(min(1.0, abs(float(np.dot(a, b)))))))
+
+
+def test_an_attitude_setpoint_is_held_by_px4s_attitude_controller(vehicle: ServedVehicle) -> None:
+    """``command_attitude`` (the task's ENU/FLU attitude, thrust in N): level at 1.3 x the
+    weight climbs; 10 degrees nose down, facing east, is reached (within 3 degrees) and
+    accelerates the vehicle east; a quaternion that is not a unit one is refused."""
+    from sim2real.sim.drone import constants as C
+
+    backend = backend_for(vehicle)
+    emu = vehicle.emu
+    level = np.array([1.0, 0.0, 0.0, 0.0])
+    nose_down = np.array([np.cos(np.radians(5.0)), 0.0, np.sin(np.radians(5.0)), 0.0])  # 10 deg about +y (left)
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        end = time.monotonic() + 0.8  # about 0.8 m up (0.3 g), turning from its resting heading to east
+        while time.monotonic() < end:
+            backend.command_attitude(level, 1.3 * C.HOVER_THRUST)
+            time.sleep(0.02)
+        assert float(emu.data.qpos[2]) - float(emu.origin[2]) > 0.3
+        east = float(emu.data.qvel[0])
+        end = time.monotonic() + 1.2
+        while time.monotonic() < end:
+            backend.command_attitude(nose_down, C.HOVER_THRUST / np.cos(np.radians(10.0)))
+            time.sleep(0.02)
+        assert _angle(emu.data.qpos[3:7], nose_down) < 3.0, emu.data.qpos[3:7]
+        assert float(emu.data.qvel[0]) > east + 0.5  # tan(10 deg) g for a second: ~1.7 m/s
+        assert emu.drone.episodes == []  # one flight: never out of the arena, never reset
+        assert emu.link.accepted.get("SET_ATTITUDE_TARGET", 0) > 100
+        with pytest.raises(ValueError, match="unit quaternion"):
+            backend.command_attitude(np.array([1.0, 1.0, 0.0, 0.0]), C.HOVER_THRUST)
+        assert backend.phase is Phase.ENABLED
+        backend.safe("test")
+        assert wait_for(lambda: not emu.commander.armed, 8.0) and emu.crashes == 0
+    finally:
+        backend.close()
+
+
+def test_an_attitude_setpoint_on_the_wire_is_frd_in_ned_with_the_rates_ignored() -> None:
+    """Level, facing east in the task's ENU: PX4's body FRD in NED is a 90 degree yaw
+    (w = z = 0.707); type_mask 0b111 (the rates ignored, the attitude counts)."""
+    from pymavlink import mavutil
+
+    from sim2real.hardware.px4.link import Px4Link
+    from sim2real.hardware.px4.setpoints import AttitudeSetpoint
+
+    vehicle = mavutil.mavlink_connection("udpin:127.0.0.1:0", source_system=1, source_component=1)
+    port = vehicle.port.getsockname()[1]
+    link = Px4Link(f"udpout:127.0.0.1:{port}", np.zeros(3), lambda m: None)
+    try:
+        link.setpoint(AttitudeSetpoint(0.6, np.array([1.0, 0.0, 0.0, 0.0])))
+        got = vehicle.recv_match(type="SET_ATTITUDE_TARGET", blocking=True, timeout=2)
+    finally:
+        link.close()
+        vehicle.close()
+    assert got is not None and got.type_mask == 0b111
+    assert list(got.q) == pytest.approx([np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)], abs=1e-6)
+    assert got.thrust == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="normalized thrust"):
+        AttitudeSetpoint(1.5, np.array([1.0, 0.0, 0.0, 0.0]))
 
 
 def test_local_setpoints_on_the_wire_are_px4s_type_masks_in_local_ned() -> None:
