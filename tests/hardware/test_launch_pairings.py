@@ -19,20 +19,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from documented_pairings import documented_pairings
 from netns import private_loopback, run_in
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "sim2real.cli"]
 
-PAIRINGS: dict[str, tuple[str, list[str], dict[str, str]]] = {
-    # name: the robot, `hardware emulate`'s extra arguments and the launch arguments
-    # docs/hardware.md gives for that emulator on this machine
-    "arm": ("arm", [], {"backend": "real"}),
-    "ur5e": ("ur5e", [], {"backend": "real", "backend_options": '{"domain_id": 0}'}),  # the driver at the root
-    "quadruped": ("quadruped", [], {"backend": "real", "backend_options": '{"interface": "lo"}'}),
-    "drone": ("drone", [], {"backend": "real"}),
-    "drone-px4": ("drone", ["--backend", "px4"], {"backend": "real", "hardware_backend": "px4"}),
-}
+PAIRINGS = documented_pairings()
+"""Each pairing as docs/hardware.md writes it: the robot, ``hardware emulate``'s extra
+arguments and the launch arguments for that emulator on this machine."""
 
 
 def bridge_command(robot: str, args: dict[str, str], tmp_path: Path) -> list[str]:
@@ -42,7 +37,8 @@ def bridge_command(robot: str, args: dict[str, str], tmp_path: Path) -> list[str
     graph = launch_graph(robot, args, int(os.environ["ROS_DOMAIN_ID"]))
     assert "hardware_bridge" in graph.nodes
     extra = tmp_path / "launch_params.yaml"  # what launch_ros writes for a node's `parameters` dict
-    extra.write_text(yaml.safe_dump({"hardware_bridge": {"ros__parameters": graph.parameters["hardware_bridge"]}}))
+    own = graph.parameters.get("hardware_bridge", {})  # none beyond the config for a classical controller
+    extra.write_text(yaml.safe_dump({"hardware_bridge": {"ros__parameters": own}}))
     return [*CLI, "deploy", "--node", "hardware_bridge", "--", "--ros-args", "-r", "__node:=hardware_bridge",
             "--params-file", str(ROOT / "config" / f"{robot}.yaml"), "--params-file", str(extra)]
 
@@ -60,7 +56,8 @@ def wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float
 @pytest.mark.heavy
 @pytest.mark.parametrize("pairing", list(PAIRINGS))
 def test_the_documented_launch_pairing_connects_with_the_emulators_defaults(pairing: str, tmp_path: Path) -> None:
-    robot, emulate, launch_args = PAIRINGS[pairing]
+    documented = PAIRINGS[pairing]
+    robot, emulate, launch_args = documented.robot, documented.emulate, documented.launch
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "PYTHONUNBUFFERED": "1",
            "ROS_HOME": str(tmp_path / "ros_home")}
     with private_loopback() as ns:

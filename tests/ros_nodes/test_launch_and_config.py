@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from documented_pairings import documented_pairings
 from ros_harness import unique_domain_id
 
 from sim2real.robot_names import ROBOT_NAMES
@@ -209,22 +210,6 @@ def test_a_hardware_bridge_gets_the_time_its_robot_needs_to_come_to_rest(robot: 
     assert "sigterm_timeout=str(grace)" in source
 
 
-def documented_pairings(text: str) -> dict[str, dict[str, str]]:
-    """``sim2real hardware emulate --robot R [--backend B] & ros2 launch sim2real R.launch.py
-    ARGS``: the launch arguments a text gives each robot's ``backend:=real`` run against its
-    emulator, by ``R`` (its own backend) or ``R-B``."""
-    import re
-    import shlex
-
-    found: dict[str, dict[str, str]] = {}
-    pattern = (r"sim2real hardware emulate --robot (\S+)(?: --backend (\S+))? & "
-               r"ros2 launch sim2real (\S+)\.launch\.py ([^#\n]*)")
-    for emulated, backend, robot, args in re.findall(pattern, text):
-        assert emulated == robot, f"the {robot}'s launch paired with the {emulated}'s emulator"
-        found[f"{robot}-{backend}" if backend else robot] = dict(arg.split(":=", 1) for arg in shlex.split(args))
-    return found
-
-
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_the_documented_emulator_pairing_gives_the_backend_options_it_needs(robot: str) -> None:
     """docs/hardware.md pairs each robot's ``backend:=real`` with its emulator in one command
@@ -236,9 +221,9 @@ def test_the_documented_emulator_pairing_gives_the_backend_options_it_needs(robo
     from sim2real.ros_nodes.launch_description import launch_graph
     from sim2real.sim import robot_deployment
 
-    docs = documented_pairings((ROOT / "docs" / "hardware.md").read_text())
+    docs = documented_pairings()
     assert robot in docs, f"docs/hardware.md pairs {sorted(docs)} with their emulators, not the {robot}"
-    args = docs[robot]
+    args = docs[robot].launch
     assert args.get("backend") == "real"
     config = yaml.safe_load((ROOT / "config" / f"{robot}.yaml").read_text())["hardware_bridge"]["ros__parameters"]
     params = {**config, **launch_graph(robot, args, domain()).parameters.get("hardware_bridge", {})}
@@ -255,7 +240,7 @@ def test_the_documented_px4_pairing_starts_the_px4_backend() -> None:
     from sim2real.hardware.px4.backend import Px4Backend
     from sim2real.ros_nodes.launch_description import launch_graph
 
-    args = documented_pairings((ROOT / "docs" / "hardware.md").read_text())["drone-px4"]
+    args = documented_pairings()["drone-px4"].launch
     assert args == {"backend": "real", "hardware_backend": "px4"}
     params = launch_graph("drone", args, domain()).parameters["hardware_bridge"]
     assert params["backend"] == "px4" and backend_class(params["backend"]) is Px4Backend
