@@ -290,9 +290,9 @@ def run_scenario(sc: Scenario, max_seconds: float = 25.0, fly_on_seconds: float 
         track.prev_vz, track.prev_vel = vz, s.lin_vel
 
 
-def random_scenarios(n: int, seed: int = 0, dr: str = "none") -> list[Scenario]:
-    """``n`` scenarios cycling through every fault x phase, times, tilts (flight: 0-30
-    degrees) and start heights drawn at random."""
+def random_scenarios(n: int, seed: int = 0, dr: str = "none", robot: str = "drone") -> list[Scenario]:
+    """``n`` scenarios of ``robot`` cycling through every fault x phase, times, tilts
+    (flight: 0-30 degrees) and start heights drawn at random."""
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
@@ -301,7 +301,7 @@ def random_scenarios(n: int, seed: int = 0, dr: str = "none") -> list[Scenario]:
                       "landing": rng.uniform(0.0, 7.0)}[phase]
         out.append(Scenario(fault, phase, round(float(fault_time), 3),
                             round(float(rng.uniform(0.0, 30.0)), 1) if phase == "flight" else 0.0,
-                            round(float(rng.uniform(0.6, 2.2)), 2), dr, int(rng.integers(1 << 30))))
+                            round(float(rng.uniform(0.6, 2.2)), 2), dr, int(rng.integers(1 << 30)), robot))
     return out
 
 
@@ -310,6 +310,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dr", default="none,train,heldout",
                         help="comma-separated randomization presets, each run over every scenario")
+    parser.add_argument("--robot", default="drone", help="a drone-class robot: drone (the Crazyflie) or x500")
     add_json_flag(parser)
 
 
@@ -339,8 +340,14 @@ def summarize(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import track
 
+    from sim2real.errors import ConfigError
+    from sim2real.sim import robot_deployment
+    from sim2real.sim.drone.deployment import DroneDeployment
+
+    if not isinstance(robot_deployment(args.robot), DroneDeployment):
+        raise ConfigError("--robot", f"{args.robot} is not a drone")
     presets = [d.strip() for d in args.dr.split(",") if d.strip()]
-    scenarios = [sc for dr in presets for sc in random_scenarios(args.scenarios, args.seed, dr)]
+    scenarios = [sc for dr in presets for sc in random_scenarios(args.scenarios, args.seed, dr, args.robot)]
     outcomes = [run_scenario(sc) for sc in track(scenarios, description="drone fallback", console=console)]
     rows = summarize(outcomes)
     failures = [asdict(o.scenario) | {"touchdown_speed": o.touchdown_speed, "flipped": bool(o.flipped)}
@@ -350,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title=f"drone fallback: touchdown speed (limit {TOUCHDOWN_LIMIT} m/s) and drift")
+    table = Table(title=f"{args.robot} fallback: touchdown speed (limit {TOUCHDOWN_LIMIT} m/s) and drift")
     for col in ("dr", "phase", "fault", "runs", "failures", "excluded", "flew on", "max tilt at fault (deg)",
                 "touchdown median / max (m/s)", "drift median / max (m)"):
         table.add_column(col)
