@@ -199,6 +199,9 @@ class Link:
         self.counters[0] += 1
 
     def fault(self, now: float, reason: str) -> None:
+        # The mode it now writes (damping) first: the backend leaves ENABLED on the fault
+        # event, and a reader of its detail() then saw "policy" for one more message.
+        self.report_mode()
         self.send({"ev": "fault", "reason": reason, "at": now, "command_age": now - self.machine.command_time,
                    "state_age": now - self.state_time})
 
