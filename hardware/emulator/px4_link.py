@@ -18,9 +18,12 @@ from sim2real.hardware.emulator.px4_commander import FORCE_MAGIC, PARAMS
 from sim2real.hardware.emulator.px4_control import AttitudeTarget, PositionTarget
 from sim2real.hardware.emulator.px4_telemetry import Vehicle, send_telemetry
 from sim2real.hardware.px4 import frames, modes
-from sim2real.hardware.px4.setpoints import IGNORE_POSITION, IGNORE_VELOCITY
 
 SYSTEM_ID, COMPONENT_ID = 1, 1
+IGNORE_POSITION = 0b111
+"""SET_POSITION_TARGET_LOCAL_NED type_mask bits 0-2: x, y, z ignored."""
+IGNORE_VELOCITY = 0b111 << 3
+"""Bits 3-5: vx, vy, vz ignored."""
 ATT_IGNORE_RATES = 0b0000_0111
 """SET_ATTITUDE_TARGET type_mask bits 0-2: ignore roll, pitch, yaw rate."""
 ATT_IGNORE_THRUST, ATT_IGNORE_ATTITUDE = 1 << 6, 1 << 7

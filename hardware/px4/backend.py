@@ -1,6 +1,5 @@
-"""A PX4 multicopter through MAVLink offboard control (pymavlink): CTBR commands as
-SET_ATTITUDE_TARGET body rates and normalized thrust; position and velocity setpoints
-as SET_POSITION_TARGET_LOCAL_NED.
+"""A PX4 multicopter through MAVLink offboard control (pymavlink): the filtered CTBR
+commands as SET_ATTITUDE_TARGET body rates and normalized thrust.
 
 Life cycle (see :mod:`sim2real.hardware.backend`):
 
@@ -16,9 +15,9 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
 * ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` (body FLU) -> normalized thrust
   (``thrust / max_thrust``: the airframe model's four rotors at full unless set; clipped
   to 0..1) and FRD rates, sent at once; the stream repeats the newest while it is fresh;
-* ``command_position`` / ``command_velocity``: a position (optionally with a velocity
-  feed-forward) or a velocity in the task's world ENU, as SET_POSITION_TARGET_LOCAL_NED
-  (:mod:`.setpoints`) for PX4's own position controller; streamed and watched as ``command``'s;
+* no other setpoint: PX4 also flies attitude, position and velocity setpoints, but every
+  motion command reaches the robot through the safety filter, whose drone command space
+  is ``ctbr``; a public method sending those would be a way around it;
 * ``safe``: PX4's own AUTO.LAND (acked; repeated by the stream thread until the HEARTBEAT
   shows it), also by itself while enabled when no command came for ``stale_after`` s or
   no state for ``state_timeout`` s;
@@ -42,9 +41,8 @@ from pymavlink.dialects.v20 import common as mavlink
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
 from sim2real.hardware.preflight import Item
-from sim2real.hardware.px4.link import Px4Link, result_name, text_since
+from sim2real.hardware.px4.link import Px4Link, RatesSetpoint, result_name, text_since
 from sim2real.hardware.px4.options import Px4Options
-from sim2real.hardware.px4.setpoints import AttitudeSetpoint, LocalSetpoint, RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone.airframe import airframe
@@ -65,8 +63,7 @@ HEARTBEAT_LOST = 2.5
 
 
 class Px4Backend(RobotBackend):
-    protocol = ("MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust or "
-                "SET_POSITION_TARGET_LOCAL_NED, COMMAND_ACK checked")
+    protocol = "MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust, COMMAND_ACK checked"
     state_rate = 100.0  # asked for on connect (Px4Options.state_hz)
     close_seconds = 10.0
 
@@ -80,7 +77,7 @@ class Px4Backend(RobotBackend):
         self.link: Px4Link | None = None
         self._io = threading.RLock()
         """Orders phase changes and what goes out: nothing is sent after safe() or estop()."""
-        self._setpoint: Setpoint | None = None
+        self._setpoint: RatesSetpoint | None = None
         """What the stream repeats; None: no stream."""
         self._last_command = self._enabled_at = self._land_sent = -math.inf
         self._landing = False
@@ -175,53 +172,7 @@ class Px4Backend(RobotBackend):
             raise ValueError(f"a PX4 command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
         self._stream_while_enabled(RatesSetpoint(float(np.clip(v[0] / self.max_thrust, 0.0, 1.0)), v[1:].copy()))
 
-    def command_attitude(self, attitude: np.ndarray, thrust: float) -> None:
-        """Hold ``attitude`` (body FLU in the task's world ENU, unit quaternion w x y z) at
-        collective ``thrust`` (N, normalized by ``max_thrust`` as :meth:`command`'s) by PX4's
-        attitude controller: SET_ATTITUDE_TARGET with its rate fields ignored, streamed as
-        :meth:`command`'s are (the same staleness watchdog).
-
-        Raises:
-            ValueError: not a finite unit quaternion, or a thrust that is not finite.
-        """
-        try:
-            if not np.isfinite(thrust):
-                raise ValueError(f"thrust must be finite, got {thrust!r}")
-            setpoint = AttitudeSetpoint(float(np.clip(thrust / self.max_thrust, 0.0, 1.0)),
-                                        np.array(attitude, dtype=np.float64))
-        except (ValueError, TypeError) as exc:
-            self._counts["commands_rejected"] += 1
-            raise ValueError(str(exc)) from None
-        self._stream_while_enabled(setpoint)
-
-    def command_position(self, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
-        """Fly to ``position`` (the task's world ENU, m; ``velocity``: an optional feed-forward,
-        m/s) by PX4's position controller: SET_POSITION_TARGET_LOCAL_NED, streamed as
-        :meth:`command`'s are (the same staleness watchdog).
-
-        Raises:
-            ValueError: not 3 finite numbers each.
-        """
-        self._local(position, velocity)
-
-    def command_velocity(self, velocity: np.ndarray) -> None:
-        """Fly at ``velocity`` (world ENU, m/s) by PX4's velocity controller (position ignored).
-
-        Raises:
-            ValueError: not 3 finite numbers.
-        """
-        self._local(None, velocity)
-
-    def _local(self, position: np.ndarray | None, velocity: np.ndarray | None) -> None:
-        try:
-            setpoint = LocalSetpoint(None if position is None else np.array(position, dtype=np.float64),
-                                     None if velocity is None else np.array(velocity, dtype=np.float64))
-        except (ValueError, TypeError) as exc:
-            self._counts["commands_rejected"] += 1
-            raise ValueError(str(exc)) from None
-        self._stream_while_enabled(setpoint)
-
-    def _stream_while_enabled(self, setpoint: Setpoint) -> None:
+    def _stream_while_enabled(self, setpoint: RatesSetpoint) -> None:
         """The stream's setpoint from now on, sent at once; ignored (counted) unless enabled."""
         if self._phase is not Phase.ENABLED:
             self._counts["commands_ignored"] += 1

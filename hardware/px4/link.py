@@ -15,6 +15,7 @@ import select
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,17 +23,25 @@ from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as mavlink
 
 from sim2real.hardware.px4 import frames, modes
-from sim2real.hardware.px4.setpoints import AttitudeSetpoint, RatesSetpoint, Setpoint
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.deployment import Measurements
 
 OFFBOARD_SYSTEM, OFFBOARD_COMPONENT = 255, mavlink.MAV_COMP_ID_ONBOARD_COMPUTER
 ATTITUDE_IGNORED = 1 << 7
-RATES_IGNORED = 0b111
-"""SET_ATTITUDE_TARGET type_mask bits 0-2: roll, pitch and yaw rate ignored (the attitude counts)."""
 """SET_ATTITUDE_TARGET type_mask: body rates and thrust given, the attitude ignored."""
 RESULTS = {v: k.removeprefix("MAV_RESULT_") for k, v in vars(mavlink).items() if k.startswith("MAV_RESULT_")
            and isinstance(v, int) and k != "MAV_RESULT_ENUM_END"}
+
+
+@dataclass(frozen=True)
+class RatesSetpoint:
+    """The one offboard setpoint the host sends: body rates (FLU, rad/s) and normalized
+    collective thrust (0..1), the filtered ``ctbr`` command. PX4 also flies attitude,
+    position and velocity setpoints (the emulator does too), but no command space of our
+    safety filter produces them, so nothing here sends them."""
+
+    thrust: float
+    rates: np.ndarray
 
 
 class Px4Link:
@@ -78,24 +87,13 @@ class Px4Link:
         self.send("heartbeat", mavlink.MAV_TYPE_ONBOARD_CONTROLLER, mavlink.MAV_AUTOPILOT_INVALID, 0, 0,
                   mavlink.MAV_STATE_ACTIVE)
 
-    def setpoint(self, setpoint: Setpoint) -> None:
-        """One offboard setpoint (:mod:`.setpoints`): SET_ATTITUDE_TARGET (body rates, ours
-        FLU, sent FRD, or an attitude, ours ENU/FLU, sent NED/FRD; and normalized thrust)
-        or SET_POSITION_TARGET_LOCAL_NED."""
+    def setpoint(self, setpoint: RatesSetpoint) -> None:
+        """SET_ATTITUDE_TARGET with body rates (ours FLU, sent FRD) and normalized thrust,
+        the attitude ignored."""
         ms = int(time.monotonic() * 1000) & 0xFFFFFFFF
-        if isinstance(setpoint, RatesSetpoint):
-            p, q, r = (float(x) for x in frames.flu_to_frd(setpoint.rates))
-            self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
-                      float(setpoint.thrust))
-            return
-        if isinstance(setpoint, AttitudeSetpoint):
-            quat = [float(x) for x in setpoint.ned()]
-            self.send("set_attitude_target", ms, *self.target, RATES_IGNORED, quat, 0.0, 0.0, 0.0,
-                      float(setpoint.thrust))
-            return
-        (x, y, z), (vx, vy, vz) = setpoint.ned(self.home)
-        self.send("set_position_target_local_ned", ms, *self.target, mavlink.MAV_FRAME_LOCAL_NED,
-                  setpoint.type_mask(), x, y, z, vx, vy, vz, 0.0, 0.0, 0.0, 0.0, 0.0)
+        p, q, r = (float(x) for x in frames.flu_to_frd(setpoint.rates))
+        self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
+                  float(setpoint.thrust))
 
     def command(self, command: int, params: list[float], timeout: float) -> int | None:
         """COMMAND_LONG until acked: its MAV_RESULT, or None when no ack came in ``timeout`` s."""
