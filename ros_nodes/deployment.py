@@ -479,8 +479,8 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
         },
         **({"hardware": _hardware_figures(stats["hardware_bridge"])} if stats.get("hardware_bridge") else {}),
         "scheduling": {name: str(s["scheduling"]) for name, s in stats.items() if "scheduling" in s},
-        "deadline_misses": {
-            "policy_ticks": int(_num(policy.get("ticks", 0))),
+        "policy_ticks": int(_num(policy.get("ticks", 0))),
+        "deadline_misses": {  # each a count of misses (the verdict adds them up)
             "policy_ticks_late": int(_num(policy.get("deadline_misses", 0))),
             "policy_ticks_skipped": int(_num(policy.get("skipped", 0))),
             "command_deadline": int(_num(bridge.get("command_deadline_misses", 0))),

@@ -43,6 +43,7 @@ from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from sim2real.policies.safety import PARAMS, SafetyChain, SafetyState, command_space, make_chain, params_from_dict
+from sim2real.policies.safety.guards import stream_stopped
 from sim2real.policies.safety.latch import LatchStore, default_latch_path
 from sim2real.policies.safety.mux import CommandSource
 from sim2real.policies.safety.tightening import directions
@@ -384,7 +385,7 @@ class SafetyFilterNode(ManagedNode):
             if self.safe_since is None:
                 self.safe_since = self.state.now
                 self.safe_reasons.append((self.state.now, out.reason))
-                if "watchdog" in out.reason:
+                if "watchdog" in out.reason and stream_stopped(out.reason):  # not the wait for the first
                     self.stats["watchdog_trips"] += 1
                 self.get_logger().warning(f"safe action: {out.reason}")
         elif self.safe_since is not None:

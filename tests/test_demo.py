@@ -213,6 +213,32 @@ def test_a_run_is_judged_on_its_episodes_and_its_window(task_success: dict, dura
     assert verdict.status == status, verdict
 
 
+def test_a_run_that_missed_no_deadline_kept_real_time() -> None:
+    """deploy's summary as it comes: 600 policy ticks, 3 late, the filter's wait for its
+    first command in the logs (no trip). The ticks once sat among the misses and every run
+    read "did NOT keep real time: 604 of 600 control ticks missed"; then one late tick over
+    the allowance, and one stale command, are each found."""
+    from sim2real.demo.node_logs import NodeLogDigest
+    from sim2real.demo.verdict import real_time
+
+    logs = NodeLogDigest(echo=lambda line: None)
+    logs.feed("[WARN] [100.000000000] [safety_filter]: safe action: watchdog: no command received yet")
+    summary = {"task": "DroneHover", "duration_s": 12.0, "policy_ticks": 600,
+               "deadline_misses": {"policy_ticks_late": 3, "policy_ticks_skipped": 0, "command_deadline": 0,
+                                   "sim_step_overruns": 0},
+               "interventions": {"watchdog_trips": 0}}
+    kept = real_time(summary, logs)
+    assert kept.kept and kept.figures["control_ticks"] == 600 and kept.figures["deadline_misses"] == 3, kept
+    assert "kept real time (3 of 600 control ticks missed, 0 watchdog trips" in kept.line()
+    late = real_time({**summary, "deadline_misses": {**summary["deadline_misses"], "policy_ticks_skipped": 4}}, logs)
+    assert not late.kept and late.problems == ["7 of 600 control ticks missed their deadline "
+                                               "(policy ticks late 3, policy ticks skipped 4)"]
+    logs.feed("[WARN] [104.000000000] [safety_filter]: safe action: watchdog: command stale for 0.071 s "
+              "(timeout 0.060 s)")
+    stale = real_time({**summary, "interventions": {"watchdog_trips": 1}}, logs)
+    assert not stale.kept and stale.figures["watchdog_trips"] == {"command stale": 1}, stale
+
+
 def test_an_emulated_robot_whose_pre_flight_check_failed_fails_with_its_items() -> None:
     """The issue's report: the arm's check failed (83 Hz of 250), 0 commands were sent, and
     the row said it was enabled after the check passed."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
-from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
+from sim2real.sim.drone.airframe import Airframe
 from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.position_control import HOVER_LAYOUT, REQUIRED_BLOCKS, CascadedPID, CascadedPIDGains
 
@@ -32,7 +32,10 @@ def controller_for(task: Task, num_envs: int = 1) -> CascadedPID:
 
 
 def _airframe(task: Task) -> Airframe:
-    return task.airframe if isinstance(task, DroneTask) else CRAZYFLIE
+    """The vehicle ``task`` flies; only a drone task has one (``ctbr`` is a drone's mode)."""
+    if not isinstance(task, DroneTask):
+        raise ConfigError("task", f"the cascaded PID flies a drone task, not {type(task).__name__}")
+    return task.airframe
 
 
 class DroneOracle(CascadedPID):

@@ -81,6 +81,12 @@ class WatchdogParams(FilterParams):
             raise ValueError("command_timeout and state_timeout must be > 0")
 
 
+def stream_stopped(reason: str) -> bool:
+    """Whether a watchdog's ``reason`` is a stream that went stale (a trip: it latches,
+    and the filter and the demo count it), not one that has not started yet."""
+    return "stale" in reason
+
+
 class Watchdog(Guard):
     """Trips when the command or the state stream is stale, or never started."""
 
@@ -110,12 +116,12 @@ class Watchdog(Guard):
         # Only a stream that stopped latches: before the first command the robot has
         # not been commanded yet, and the policy starting must not need a reset.
         reason = self.latched_reason or self.check(state)
-        if reason and self.latch and not self.latched_reason and "stale" in reason:
+        if reason and self.latch and not self.latched_reason and stream_stopped(reason):
             self.latched_reason = reason
         return command, FilterReport(self.name, tripped=bool(reason), reason=reason)
 
     def latchable(self, reason: str) -> bool:
-        return self.latch and "stale" in reason
+        return self.latch and stream_stopped(reason)
 
     def state_stale(self, state: SafetyState) -> bool:
         return state.state_stamp is None or not 0 <= state.now - state.state_stamp <= self.params.state_timeout

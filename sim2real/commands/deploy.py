@@ -154,7 +154,8 @@ def _print(s: dict) -> None:
     for key in ("state_to_command", "safety_filter", "inference"):
         v = lat[key]
         table.add_row(f"{key} latency", f"p50 {v['p50_ms']:.2f} ms, p99 {v['p99_ms']:.2f} ms, max {v['max_ms']:.2f} ms")
-    table.add_row("deadline misses", ", ".join(f"{k} {v}" for k, v in s["deadline_misses"].items()))
+    table.add_row("deadline misses", ", ".join(f"{k} {v}" for k, v in s["deadline_misses"].items())
+                  + f" (of {s['policy_ticks']} policy ticks)")
     if "realtime_demand" in s:
         d = s["realtime_demand"]
         table.add_row("real-time threads", f"{d['cores']:.2f} of {d['machine_cores']} cores")

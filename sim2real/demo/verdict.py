@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sim2real.demo.node_logs import NodeLogDigest
+from sim2real.policies.safety.guards import stream_stopped
 
 MIN_SUCCESS_RATE = 0.5
 MAX_MISSED_FRACTION = 0.01
@@ -69,11 +70,12 @@ class RealTime:
 
 def watchdog_trips(logs: NodeLogDigest) -> dict[str, int]:
     """The safety filter's watchdog entering its safe action, by what it found (``command
-    stale``, ``state stale``); its wait for the first command is not a trip."""
+    stale``, ``state stale``); its wait for the first command or state is not a trip (one
+    rule with the filter's own count: :func:`~sim2real.policies.safety.guards.stream_stopped`)."""
     trips: dict[str, int] = {}
     for cause in logs.causes.values():
         match = WATCHDOG.match(cause.pattern) if cause.node == "safety_filter" else None
-        if match and "no command received yet" not in match[1]:
+        if match and stream_stopped(match[1]):
             trips[match[1]] = trips.get(match[1], 0) + cause.count
     return trips
 

@@ -31,7 +31,10 @@ def test_deploy_json_summary_and_mcap_recording(tmp_path: Path) -> None:
     for key in ("state_to_command", "safety_filter", "inference", "sim_step"):
         lat = s["latency_ms"][key]
         assert 0 <= lat["p50_ms"] <= lat["p99_ms"] <= lat["max_ms"]
-    assert set(s["deadline_misses"]) >= {"policy_ticks_late", "command_deadline"}
+    # Every entry is a count of misses (the demo's verdict adds them up): the ticks are apart.
+    assert set(s["deadline_misses"]) == {"policy_ticks_late", "policy_ticks_skipped", "command_deadline",
+                                         "sim_step_overruns"}
+    assert s["policy_ticks"] > 20
 
     from rosbags.highlevel import AnyReader
 

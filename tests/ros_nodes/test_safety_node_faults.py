@@ -83,6 +83,8 @@ def test_nominal_commands_pass_then_frozen_state_gives_the_hold_within_3_periods
 
 def test_silent_policy_gives_the_hold_within_3_periods(rig) -> None:
     _, node, probe = rig
+    drive(probe, 0.3, command=None)  # the state first: the filter waits for the policy's first command
+    assert wait_for(lambda: any("no command received yet" in r for _, r in node.safe_reasons), 2.0)
     drive(probe, 1.0)
     t_last_command = time.monotonic()
     drive(probe, 0.5, command=None)  # the state goes on, the policy stopped
@@ -90,6 +92,8 @@ def test_silent_policy_gives_the_hold_within_3_periods(rig) -> None:
     assert t_safe is not None and t_safe - t_last_command <= 3 * PERIOD + TRANSPORT_SLACK
     _, reason = node.safe_reasons[-1]
     assert "command stale" in reason and stale_for(reason) <= 3 * PERIOD
+    # The wait for the first command is no trip; each stream that went stale is one.
+    assert node.stats["watchdog_trips"] == sum("stale" in r for _, r in node.safe_reasons) >= 1
 
 
 def test_nan_inf_huge_are_clamped_or_rejected_flagged_and_the_node_keeps_running(rig, capfd) -> None:
