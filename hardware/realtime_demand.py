@@ -17,8 +17,11 @@ more than the machine has instead of failing on a watchdog with no cause in sigh
 from __future__ import annotations
 
 import glob
+import json
 import os
-import threading
+import select
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
@@ -143,49 +146,45 @@ def _process_name(cmdline: str) -> str:
 class RealtimeDemand:
     """Samples the machine's threads once a second from :meth:`start` to :meth:`stop`
     (a thread that ends keeps the CPU time of its last sample; one born in the window
-    counts from its birth)."""
+    counts from its birth).
+
+    The sampling runs in a process of its own (``python -m`` this module), never in the
+    measured one: reading every thread's ``/proc`` entry is Python work under the
+    interpreter lock, and a normal-priority thread preempted while holding it delays the
+    process's real-time loops (``benchmarks/gil_sampler.py``: a 2 ms SCHED_FIFO loop beside
+    4 CPU-bound competitors was up to 4.7-7.2 ms late with the sampler in its process,
+    0.8-1.0 ms with it in its own; docs/BENCHMARKS.md)."""
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
         self._first: dict[tuple[int, int], float] = {}
         self._last: dict[tuple[int, int], tuple[str, str, float, int]] = {}
         self._realtime: set[tuple[int, int]] = set()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sampler: subprocess.Popen[str] | None = None
         self._window = (0.0, 0.0)
-        self._started = False
+        self._stopped = False
 
     def start(self) -> RealtimeDemand:
-        self._sample()
-        self._started = True
+        """Starts the sampler; returns once it has taken its first sample (the window's start)."""
+        self._sampler = subprocess.Popen([sys.executable, "-m", __name__, str(self.period)], text=True,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._sampler.stdout is not None
+        if self._sampler.stdout.readline().strip() != "sampled":
+            raise RuntimeError("the real-time demand sampler did not start")
         self._window = (time.monotonic(), 0.0)
-        self._thread = threading.Thread(target=self._run, name="realtime demand", daemon=True)
-        self._thread.start()
         return self
 
     def stop(self) -> None:
         """End the window (again: nothing)."""
-        if self._stop.is_set():
+        if self._stopped or self._sampler is None:
             return
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        self._window = (self._window[0], time.monotonic())
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.period):
-            self._sample()
-
-    def _sample(self) -> None:
-        for key, entry in thread_times().items():
-            # A thread first seen after the window began was born in it: all its CPU counts
-            # (from its first sample on, a thread's first moments would be lost, however
-            # long the sampler itself waited for a CPU).
-            self._first.setdefault(key, 0.0 if self._started else entry[2])
-            self._last[key] = entry
-            if entry[3] in REALTIME_POLICIES:  # real-time at any sample: it counts as real-time
-                self._realtime.add(key)
+        self._stopped = True
+        sampler, self._window = self._sampler, (self._window[0], time.monotonic())
+        out, _ = sampler.communicate("stop\n", timeout=30)  # its last sample, then everything it saw
+        data = json.loads(out)
+        self._first = {_key(k): v for k, v in data["first"].items()}
+        self._last = {_key(k): tuple(v) for k, v in data["last"].items()}  # type: ignore[misc]
+        self._realtime = {_key(k) for k in data["realtime"]}
 
     @property
     def seconds(self) -> float:
@@ -215,3 +214,41 @@ class RealtimeDemand:
                 "kernel_stall_ms": kernel_limits().stall_ms(),
                 "busiest": [{"process": u.process, "thread": u.thread, "cores": round(u.cores, 3)}
                             for u in threads[:busiest] if u.cores >= 0.005]}
+
+
+def _key(text: str) -> tuple[int, int]:
+    pid, tid = text.split(":")
+    return int(pid), int(tid)
+
+
+def _sample_until_stopped(period: float) -> None:
+    """The sampler process: a sample now (then ``sampled`` on stdout), one every ``period``
+    s until a line (or the end) on stdin, one last, then what it saw as one JSON object."""
+    first: dict[tuple[int, int], float] = {}
+    last: dict[tuple[int, int], tuple[str, str, float, int]] = {}
+    realtime: set[tuple[int, int]] = set()
+
+    def sample(started: bool) -> None:
+        for key, entry in thread_times().items():
+            # A thread first seen after the window began was born in it: all its CPU counts
+            # (from its first sample on, a thread's first moments would be lost, however
+            # long the sampler itself waited for a CPU).
+            first.setdefault(key, 0.0 if started else entry[2])
+            last[key] = entry
+            if entry[3] in REALTIME_POLICIES:  # real-time at any sample: it counts as real-time
+                realtime.add(key)
+
+    # Started from a real-time thread it would have inherited the policy: it stays normal.
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    sample(started=False)
+    print("sampled", flush=True)
+    while not select.select([sys.stdin], [], [], period)[0]:
+        sample(started=True)
+    sample(started=True)
+    print(json.dumps({"first": {f"{p}:{t}": v for (p, t), v in first.items()},
+                      "last": {f"{p}:{t}": v for (p, t), v in last.items()},
+                      "realtime": [f"{p}:{t}" for p, t in realtime]}))
+
+
+if __name__ == "__main__":
+    _sample_until_stopped(float(sys.argv[1]))

@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from sim2real.bench import load as L
-from sim2real.commands.output import console, emit_json, stdout
+from sim2real.commands.output import emit_json, status_line, stdout
 
 HELP = "arm (ros2_control) 200 Hz command stream and joint_states beside N CPU-bound competitors, real-time off and on"
 
@@ -56,9 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    with console.status("benchmarking") as status:
+    with status_line("benchmarking") as show:
         report = L.run_cases(measure, args.load, args.seconds, idle=not args.no_idle,
-                             progress=lambda s: status.update(s), realtime=args.realtime)
+                             progress=show, realtime=args.realtime)
     report["robot"] = "arm (ros2_control emulator, forward position controller)"
     if args.json:
         emit_json(report)

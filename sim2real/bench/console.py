@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from sim2real.bench.load import competitors, default_load
-from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.output import add_json_flag, emit_json, status_line, stdout
 
 HELP = "correction console: key press -> filtered command latency (p50/p99), fps with 2 cameras, CPU share"
 
@@ -329,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"robot": "arm", "cameras": ["front", "wrist"], "frame_size": [320, 240]}
     try:
         url = _console_url(graph)
-        with console.status("console bench") as status, sync_playwright() as p:
+        with status_line("console bench") as show, sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
             page = browser.new_context(bypass_csp=True).new_page()
@@ -349,18 +349,18 @@ def run(args: argparse.Namespace) -> int:
             page.keyboard.down("Space")  # the takeover, held for every press
             page.wait_for_timeout(500)
             cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
-            presses = _time_presses(page, probe, args.presses, status.update)
+            presses = _time_presses(page, probe, args.presses, show)
             out["console_cpu_share_operating"] = round((_cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0), 3)
             page.keyboard.up("Space")
             browser.close()
-            status.update("dead man, idle")
+            show("dead man, idle")
             dead_man = {"idle": _time_dead_man(url, probe, args.dead_man)}
-            status.update(f"dead man, {args.load} competitors")
+            show(f"dead man, {args.load} competitors")
             with competitors(args.load):
                 time.sleep(1.0)  # the competitors running before the first trial
                 dead_man["loaded"] = _time_dead_man(url, probe, args.dead_man)
                 if args.hold_seconds > 0:
-                    status.update(f"key held {args.hold_seconds:g} s, {args.load} competitors")
+                    show(f"key held {args.hold_seconds:g} s, {args.load} competitors")
                     held = _hold_key(url, args.hold_seconds, timeout_s)
     finally:
         probe.close()

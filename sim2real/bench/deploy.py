@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.output import add_json_flag, emit_json, status_line, stdout
 
 HELP = "ROS 2 state-in to command-out latency (safety filter vs bare echo), 500 Hz, arm"
 
@@ -360,16 +360,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     if args.load is not None:
-        with console.status("benchmarking") as status:
+        with status_line("benchmarking") as show:
             report = run_load_bench(args.load, args.seconds or 30.0, args.rate, idle=not args.no_idle,
-                                    progress=lambda s: status.update(s))
+                                    progress=show)
         if args.json:
             emit_json(report)
         else:
             stdout.print(_load_table(report))
         return 0
-    with console.status("benchmarking") as status:
-        report = run_deploy_bench(args.seconds or 60.0, args.rate, progress=lambda s: status.update(s))
+    with status_line("benchmarking") as show:
+        report = run_deploy_bench(args.seconds or 60.0, args.rate, progress=show)
     if args.json:
         emit_json(report)
         return 0

@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from sim2real.bench import load as L
-from sim2real.commands.output import console, emit_json, stdout
+from sim2real.commands.output import emit_json, status_line, stdout
 
 HELP = "Go2 rt/lowcmd writer (500 Hz) beside N CPU-bound competitors, with and without real-time scheduling"
 PERIOD = 0.002
@@ -131,9 +131,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    with console.status("benchmarking") as status:
+    with status_line("benchmarking") as show:
         report = L.run_cases(measure, args.load, args.seconds, idle=not args.no_idle,
-                             progress=lambda s: status.update(s), realtime=args.realtime)
+                             progress=show, realtime=args.realtime)
     report["robot"] = "quadruped (Unitree Go2 emulator)"
     if args.json:
         emit_json(report)

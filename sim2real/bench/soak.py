@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from sim2real.bench.deploy import Driver, _stream, _wait_for_answers
-from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.output import add_json_flag, console, emit_json, status_line, stdout
 
 HELP = "safety filter for an hour at 500 Hz: p99 and RSS per minute (flat is the point)"
 # Each window also records the 1-minute load average: a p99 step in a loaded window is
@@ -104,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if args.windows < 1 or not args.window_seconds > 0:
         console.print("sim2real bench soak: --windows must be >= 1 and --window-seconds > 0")
         return 2
-    with console.status("soaking") as status:
-        report = run_soak(args.windows, args.window_seconds, args.rate, progress=lambda s: status.update(s))
+    with status_line("soaking") as show:
+        report = run_soak(args.windows, args.window_seconds, args.rate, progress=show)
     if args.json:
         emit_json(report)
         return 0

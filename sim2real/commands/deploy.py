@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 
-from sim2real.commands.output import add_json_flag, console, emit_json, stdout
+from sim2real.commands.output import add_json_flag, console, emit_json, status_line, stdout
 from sim2real.commands.overrides import add_set_flag, parse_overrides
 from sim2real.robot_names import ROBOT_NAMES
 
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Ctrl-C or SIGTERM (a launcher, a test) ends the window early: the graph and the
     # emulator shut down and the summary is printed as at the end of --duration.
-    with console.status(f"deploying {args.robot}") as status, stop_on_signals(request_stop):
-        summary = run_deployment(opts, progress=lambda s: status.update(f"{args.robot}: {s}"))
+    with status_line(f"deploying {args.robot}") as show, stop_on_signals(request_stop):
+        summary = run_deployment(opts, progress=lambda s: show(f"{args.robot}: {s}"))
     warning = summary.get("realtime_demand", {}).get("warning")
     if warning:  # on stderr, so it reaches a person whatever the output format
         console.print(f"warning: {warning}")

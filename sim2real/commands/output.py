@@ -6,9 +6,11 @@ browsers refuse those); human-readable tables and progress go to the terminal
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,30 @@ class _StreamConsole(Console):
 console = _StreamConsole(stderr=True)
 """Progress and logs: stderr, so stdout stays clean for --json."""
 stdout = _StreamConsole()
+
+
+@contextlib.contextmanager
+def status_line(text: str) -> Iterator[Callable[[str], None]]:
+    """A one-line status on stderr (on a terminal; piped, nothing), redrawn by the caller
+    when its text changes: yields the update function. rich's ``status`` spinner redraws
+    from a thread of its own 12.5 times a second; in a process that runs real-time loops
+    that normal-priority thread holds the interpreter lock the loops need, and a CPU-bound
+    competitor that preempts it there stalls them."""
+    if not console.is_terminal:
+        yield lambda _text: None
+        return
+    from rich.live import Live
+    from rich.text import Text
+
+    with Live(Text(text), console=console, auto_refresh=False, transient=True) as live:
+        shown = [text]
+
+        def update(new: str) -> None:
+            if new != shown[0]:
+                shown[0] = new
+                live.update(Text(new), refresh=True)
+
+        yield update
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

@@ -36,7 +36,11 @@ def test_only_real_time_threads_count() -> None:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     except PermissionError:
         pytest.skip("real-time scheduling is not permitted here")
+    threads = threading.active_count()
     demand = RealtimeDemand(period=0.1).start()
+    # It samples from a process of its own: /proc reading in a thread here would hold this
+    # process's interpreter lock, which its real-time loops need.
+    assert threading.active_count() == threads
     spinners = {policy: subprocess.Popen([sys.executable, "-c", SPIN, policy]) for policy in ("rr", "normal")}
     for spinner in spinners.values():
         spinner.wait(30)
