@@ -151,7 +151,7 @@ class RealtimeDemand:
     The sampling runs in a process of its own (``python -m`` this module), never in the
     measured one: reading every thread's ``/proc`` entry is Python work under the
     interpreter lock, and a normal-priority thread preempted while holding it delays the
-    process's real-time loops (``benchmarks/gil_sampler.py``: a 2 ms SCHED_FIFO loop beside
+    process's real-time loops (``benchmarks/gil_neighbours.py``: a 2 ms SCHED_FIFO loop beside
     4 CPU-bound competitors was up to 4.7-7.2 ms late with the sampler in its process,
     0.8-1.0 ms with it in its own; docs/BENCHMARKS.md)."""
 

@@ -12,7 +12,7 @@ llvmpipe's) depends on the loop: where the loop cannot be real-time, the worker 
 is real-time it needs no such help, and a reniced worker would hurt it: the worker holds
 Python's GIL between its C calls, and a nice-10 thread preempted while holding it waits
 behind every CPU-bound competitor before it can let go. Measured
-(``benchmarks/gil_worker_niceness.py``: a SCHED_FIFO 2 ms loop and a worker building
+(``benchmarks/gil_neighbours.py``: a SCHED_FIFO 2 ms loop and a worker building
 230 kB frames, 4 competitors on 2 cores, three 30 s runs each): at nice 10 the loop
 stalled up to 39.8 ms, 44 ticks over 15 ms in one run; at nice 0, 0.9 ms at most.
 """
