@@ -163,6 +163,8 @@ class RealtimeDemand:
         self._sampler: subprocess.Popen[str] | None = None
         self._window = (0.0, 0.0)
         self._stopped = False
+        self.error = ""
+        """Why there are no figures (the sampler failed), else empty."""
 
     def start(self) -> RealtimeDemand:
         """Starts the sampler; returns once it has taken its first sample (the window's start)."""
@@ -180,8 +182,14 @@ class RealtimeDemand:
             return
         self._stopped = True
         sampler, self._window = self._sampler, (self._window[0], time.monotonic())
-        out, _ = sampler.communicate("stop\n", timeout=30)  # its last sample, then everything it saw
-        data = json.loads(out)
+        try:
+            out, _ = sampler.communicate("stop\n", timeout=30)  # its last sample, then everything it saw
+            data = json.loads(out)
+        except (subprocess.TimeoutExpired, ValueError) as exc:  # a measurement lost, never the run
+            sampler.kill()
+            sampler.wait()
+            self.error = f"the sampler gave no figures: {exc!r}"
+            return
         self._first = {_key(k): v for k, v in data["first"].items()}
         self._last = {_key(k): tuple(v) for k, v in data["last"].items()}  # type: ignore[misc]
         self._realtime = {_key(k) for k in data["realtime"]}
@@ -210,6 +218,8 @@ class RealtimeDemand:
             warning = (f"real-time threads used {used:.2f} of {machine} cores: the kernel stalls all of them "
                        "for tens of ms about once a second to run normal threads (watchdogs will trip); "
                        "run on more cores or fewer real-time loops")
+        if self.error:
+            warning = f"real-time demand not measured: {self.error}"
         return {"cores": used, "machine_cores": machine, "warning": warning,
                 "kernel_stall_ms": kernel_limits().stall_ms(),
                 "busiest": [{"process": u.process, "thread": u.thread, "cores": round(u.cores, 3)}

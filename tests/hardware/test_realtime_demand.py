@@ -83,3 +83,13 @@ def test_the_kernels_stall_of_real_time_loops_is_read_and_judged(tmp_path: Path)
     unread = kernel_limits(*_kernel_tree(tmp_path / "unread", "-1", None))
     assert unread.fair_server_ms is None and unread.fair_server_why
     assert unread.stall_ms() == (50.0 if unread.has_fair_server() else 0.0)
+
+
+def test_a_sampler_that_dies_loses_its_figures_not_the_run() -> None:
+    demand = RealtimeDemand(period=0.1).start()
+    sampler = demand._sampler  # the child process, killed as a crash would
+    assert sampler is not None
+    sampler.kill()
+    demand.stop()  # no exception: deploy calls it in a finally
+    summary = demand.summary()
+    assert summary["cores"] == 0 and str(summary["warning"]).startswith("real-time demand not measured")
