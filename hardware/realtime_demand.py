@@ -191,7 +191,7 @@ class RealtimeDemand:
             self.error = f"the sampler gave no figures: {exc!r}"
             return
         self._first = {_key(k): v for k, v in data["first"].items()}
-        self._last = {_key(k): tuple(v) for k, v in data["last"].items()}  # type: ignore[misc]
+        self._last = {_key(k): tuple(v) for k, v in data["last"].items()}
         self._realtime = {_key(k) for k in data["realtime"]}
 
     @property
