@@ -310,10 +310,13 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     episodes, successes = len(results), sum(results)
     summary["task_success"].update(episodes=episodes, successes=successes,
                                    success_rate=round(successes / episodes, 3) if episodes else None)
-    # A walking robot has no episodes: its success is tracking the commanded velocity.
+    # A walking robot has no episodes: its success is tracking the commanded velocity and
+    # not falling in the window (after it, the bridge lies the robot down: no fall).
     summary["task_success"].update({k: emulator.summary[k] for k in ("cmd_vel", "walking_s", "mean_vx",
-                                                                     "velocity_error_rms", "falls")
+                                                                     "velocity_error_rms")
                                     if k in emulator.summary})
+    if "fall_times" in emulator.summary:
+        summary["task_success"]["falls"] = sum(t <= window_end for t in emulator.summary["fall_times"])
     summary["emulator"] = emulator.summary
     requested, moved = summary.get("hardware", {}).get("first_enable_requested_at"), emulator.summary.get(
         "first_motion_at")

@@ -260,7 +260,7 @@ class Go2Emulator(Emulator):
         d = self.data
         if d.time <= self._watch_fall_until:
             self.fall_after_release = max(self.fall_after_release, float(-d.qvel[2]))
-        self.gait.sample(d.time, d.qpos, d.qvel, np.asarray(self.config.cmd_vel), self._powered)
+        self.gait.sample(d.time, d.qpos, d.qvel, np.asarray(self.config.cmd_vel), self._powered, now)
         self.onset.observe(now, d.qpos[7:7 + C.NUM_JOINTS], self._powered)
         accel = d.sensordata[self._sensor["imu_acc"]].copy()
         feet = d.sensordata[self._touch].copy()
