@@ -320,6 +320,8 @@ def _run_emulated(opts: DeployOptions, progress: Any) -> dict[str, Any]:
     summary["emulator"] = emulator.summary
     requested, moved = summary.get("hardware", {}).get("first_enable_requested_at"), emulator.summary.get(
         "first_motion_at")
+    if isinstance(requested, float):  # how long the robot could do its task in the window
+        summary["task_success"]["enabled_s"] = round(max(0.0, window_end - requested), 2)
     if isinstance(requested, float) and isinstance(moved, float):  # one machine: one monotonic clock
         summary["enable_to_first_motion_ms"] = round((moved - requested) * 1e3, 1)
     return summary

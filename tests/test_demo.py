@@ -110,7 +110,8 @@ def test_the_demo_says_what_each_run_ran_found_and_failed(tmp_path: Path) -> Non
 # core it failed 1 of 7 runs before, and passed every run since (docs/BENCHMARKS.md).
 @pytest.mark.heavy
 def test_ros_demo_deploys_through_the_graph_and_writes_the_report(tmp_path: Path) -> None:
-    summary = run_demo("--robot", "drone", "--seconds", "12", "--transfer-episodes", "0", "--no-video",
+    # 15 s: the emulated robot flies after its 2 s pre-flight check, and a hover lasts 10 s.
+    summary = run_demo("--robot", "drone", "--seconds", "15", "--transfer-episodes", "0", "--no-video",
                        "--domain-id", domain(), "--out", str(tmp_path))
     real = summary["emulated"]["drone"]["hardware"]
     assert real["preflight"] == "PASS" and real["commands_sent"] > 300 and real["commands_rejected"] == 0, real
@@ -200,6 +201,8 @@ def test_repeated_node_log_lines_are_shown_once_and_counted_per_second() -> None
 
 @pytest.mark.parametrize(("task_success", "duration", "status"), [
     ({"episodes": 0, "successes": 0}, 6.0, "NOT JUDGED"),  # DroneHover episodes last 10 s
+    ({"episodes": 0, "successes": 0, "enabled_s": 9.9}, 12.0, "NOT JUDGED"),  # emulated: 2.1 s pre-flight
+    ({"episodes": 0, "successes": 0, "enabled_s": 12.8}, 15.0, "FAIL"),
     ({"episodes": 0, "successes": 0}, 25.0, "FAIL"),
     ({"episodes": 4, "successes": 1}, 25.0, "FAIL"),
     ({"episodes": 4, "successes": 2}, 25.0, "PASS"),

@@ -9,8 +9,9 @@ the nodes' logs); the thresholds are here and nowhere else (README, "make demo")
   or missed its commanded speed by more than half; an emulated robot's pre-flight
   check failed or never finished, no command reached it, or it ended the run out of
   ``enabled`` (its deadman or its own watchdog put it in its safe state). A window
-  shorter than one episode, or a simulation that covered less than one episode of it
-  (the host was too slow), with no episode ended is NOT JUDGED. Any FAIL makes
+  shorter than one episode (for an emulated robot, the part after its enabling), or a
+  simulation that covered less than one episode of it (the host was too slow), with no
+  episode ended is NOT JUDGED. Any FAIL makes
   ``sim2real demo`` exit 1.
 * **Real time.** The host kept real time when the control ticks that came late or
   without a fresh state, late commands to the sim bridge and sim-step overruns are at
@@ -196,6 +197,11 @@ def task(summary: dict[str, Any], error: str = "") -> Verdict:
     if length is not None and duration < length:
         return Verdict("NOT JUDGED", f"no episode ended in the {duration:g} s window "
                                      f"({summary.get('task')} episodes last up to {length:g} s)")
+    enabled = t.get("enabled_s")  # an emulated robot: the window less its pre-flight check
+    if length is not None and enabled is not None and float(enabled) < length:
+        return Verdict("NOT JUDGED", f"no episode ended in the {float(enabled):.1f} s the robot was enabled of "
+                                     f"the {duration:g} s window ({summary.get('task')} episodes last up to "
+                                     f"{length:g} s)")
     if length is not None and simulated is not None and simulated < length:
         return Verdict("NOT JUDGED", f"no episode ended: the host simulated only {simulated:.1f} s in the "
                                      f"{duration:g} s window ({summary.get('task')} episodes last up to {length:g} s)")
