@@ -89,10 +89,12 @@ class Harness:
         import rclpy
 
         self.executor.shutdown(timeout_sec=2.0)
+        # Let spin() return before the nodes go: destroying a node the spinning thread still
+        # waits on raises InvalidHandle there (seen in a fresh-clone CI run's warnings).
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
         for node in self.nodes:
             node.destroy_node()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
         if self.context.ok():
             rclpy.shutdown(context=self.context)
 
