@@ -72,6 +72,10 @@ class DeployOptions:
     """``--fault`` items for the emulator (``swap_joints=1,3``, ...)."""
     emulated: bool = False
     """Set by the run itself: the robot is an emulator started for this run."""
+    action_mode: str = ""
+    """The command space of a classical or external policy (the drone's ``velocity``, an
+    arm's ``ee_impedance``); every node that reads commands runs in it. Empty: the
+    parameter file's, else the robot's. An ONNX policy's is its own."""
 
 
 def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -110,16 +114,16 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         task = meta["task"].split("/")[-1].removesuffix("-v0")
         if opts.task and opts.task != task:
             raise ConfigError("--task", f"{policy} was trained on {task}, not {opts.task}")
-        extra["sim_bridge"].update(task=task, action_mode=meta["action_mode"],
-                                   task_options=json.dumps(meta.get("task_options") or {}))
+        if opts.action_mode and opts.action_mode != meta["action_mode"]:
+            raise ConfigError("--action-mode", f"{policy} acts in {meta['action_mode']}, not {opts.action_mode}")
+        extra["sim_bridge"].update(task=task, task_options=json.dumps(meta.get("task_options") or {}))
         # The servo gains the robot runs under this policy (an imported policy's own): the
         # filter's joint limits follow them (policies/safety/presets.py: target_lead).
         from sim2real.policies.safety.presets import policy_safety_values
 
-        extra["safety_filter"] = {"action_mode": meta["action_mode"],
-                                  **policy_safety_values(opts.robot, meta.get("task_options") or {})}
+        extra["safety_filter"] = policy_safety_values(opts.robot, meta.get("task_options") or {})
+        _deploy_in(extra, meta["action_mode"], has_driver)
         if has_driver:
-            extra["hardware_bridge"] = {"action_mode": meta["action_mode"]}
             try:
                 gains = robot_deployment(opts.robot).backend_options(meta.get("task_options") or {})
             except ValueError as exc:
@@ -129,9 +133,14 @@ def graph_parameters(opts: DeployOptions) -> tuple[dict[str, dict[str, Any]], li
         node, info = merge(params, extra)["policy"], robot_deployment(opts.robot)
         task = opts.task or node.get("task") or info.task
         extra["policy"]["task"] = task
-        planned = _planner_parameters(opts.robot, task, node.get("action_mode") or info.action_mode,
-                                      json.loads(node.get("task_options") or "{}"))
+        if opts.action_mode:
+            extra["policy"]["action_mode"] = opts.action_mode
+            _deploy_in(extra, opts.action_mode, has_driver)
+        planned = _planner_parameters(opts.robot, task, opts.action_mode or node.get("action_mode")
+                                      or info.action_mode, json.loads(node.get("task_options") or "{}"))
     else:
+        if opts.action_mode:
+            _deploy_in(extra, opts.action_mode, has_driver)
         planned = None
     if planned is not None:
         extra["planner"] = planned
@@ -211,6 +220,12 @@ def typed_like(value: Any, like: Any) -> Any:
 LIVE_VIEW = {"image_rate": 20.0, "image_width": 320, "image_height": 240}
 """The sim bridge's cameras for a person watching: 320x240, asked at 20 frames/s so that at least 15
 reach the page when the machine is loaded (a frame still drawing when the next is due is skipped)."""
+
+
+def _deploy_in(extra: dict[str, dict[str, Any]], action_mode: str, has_driver: bool) -> None:
+    """Every node that reads commands in ``action_mode``: the filter, the simulator, the driver."""
+    for node in ("sim_bridge", "safety_filter", *(("hardware_bridge",) if has_driver else ())):
+        extra.setdefault(node, {})["action_mode"] = action_mode
 
 
 def _planner_parameters(robot: str, task: str, mode: str, options: dict[str, Any]) -> dict[str, Any] | None:

@@ -4,12 +4,16 @@ OFFBOARD with ``SET_ATTITUDE_TARGET``: body rates (FRD, rad/s, turned into our F
 normalized collective thrust (0..1 of the rotors' full thrust) go to the simulator's own
 body-rate PID and mixer (:class:`~sim2real.sim.drone.rate_control.BodyRateController`,
 the ``ctbr`` path), as PX4's rate controller takes them. OFFBOARD with
-``SET_POSITION_TARGET_LOCAL_NED`` (position, optionally velocity feedforward, or a
-velocity alone), AUTO.LOITER,
+``SET_POSITION_TARGET_LOCAL_NED`` with a position (optionally a velocity feedforward),
+AUTO.LOITER,
 POSCTL without sticks (hold where the mode began), AUTO.LAND (hold x, y; descend at
 ``MPC_LAND_SPEED``) and AUTO.RTL (back over home at its altitude, then land) go through the simulator's cascaded PID
 (:class:`~sim2real.sim.drone.position_control.CascadedPID`) on the true state, standing
-in for PX4's position and velocity loops. Disarmed, or landed outside OFFBOARD: motors off.
+in for PX4's position and velocity loops; a velocity alone goes through the velocity loop
+the simulated ``velocity`` action mode flies
+(:class:`~sim2real.sim.drone.position_control.VelocityControl`), the heading held.
+Disarmed, or landed outside OFFBOARD, or landed under a velocity that asks no climb (the
+land detector): motors off.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import numpy as np
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
-from sim2real.sim.drone.position_control import CascadedPID
+from sim2real.sim.drone.base import TAKEOFF_SPEED
+from sim2real.sim.drone.position_control import CascadedPID, VelocityControl
 from sim2real.sim.drone.rate_control import BodyRateController
 
 RTL_ARRIVED = 0.2
@@ -75,6 +80,7 @@ class Px4Control:
         # wound up on the landing's constant velocity offset and doubled its sink rate.
         self.position = CascadedPID(1, dt=tick, mass=airframe.mass,
                                     max_collective_thrust=airframe.max_collective_thrust)
+        self.velocity = VelocityControl(1, tick, airframe.mass, airframe.max_collective_thrust)
         self.max_collective_thrust = airframe.max_collective_thrust
         self.home = np.zeros(3) if home is None else np.asarray(home, dtype=np.float64)
         """Where AUTO.RTL returns to (world ENU): where the vehicle booted."""
@@ -87,6 +93,7 @@ class Px4Control:
     def reset(self) -> None:
         self.rates.reset()
         self.position.reset()
+        self.velocity.reset()
 
     def thrusts(self, mode: str, armed: bool, landed: bool, target: Target | None, land_speed: float,
                 position: np.ndarray, velocity: np.ndarray, quat: np.ndarray, gyro: np.ndarray) -> np.ndarray:
@@ -104,9 +111,15 @@ class Px4Control:
                 rates = target.rates if target.attitude is None else np.clip(  # PX4's MC_*RATE_MAX
                     attitude_rates(quat, target.attitude), -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
                 return self.rates(np.array([collective]), rates[None], gyro[None])[0]
-            if isinstance(target, PositionTarget):  # a velocity alone: no position error, as PX4's velocity loop
-                goal = position if target.position is None else target.position
-                return self._track(goal, target.velocity, position, velocity, quat, gyro)
+            if isinstance(target, PositionTarget) and target.position is not None:
+                return self._track(target.position, target.velocity, position, velocity, quat, gyro)
+            if isinstance(target, PositionTarget):  # a velocity alone: PX4's velocity loop
+                if landed and target.velocity[2] < TAKEOFF_SPEED:  # its land detector: idle on the ground
+                    self.reset()
+                    return np.zeros(4)
+                action = self.velocity.act(target.velocity[None], np.asarray(velocity)[None],
+                                           rotation(quat)[None])[0]
+                return self._fly(action, gyro)
             return np.zeros(4)
         if mode == "AUTO.RTL":  # back over home at the altitude it began at, then land there
             self._over_home |= bool(np.hypot(*(position[:2] - self.home[:2])) < RTL_ARRIVED)
@@ -126,6 +139,9 @@ class Px4Control:
         gains = self.position.gains
         error = np.asarray(goal) - position + np.asarray(feedforward) / gains.kp_pos
         obs = np.concatenate([error, velocity, rotation(quat).reshape(9), gyro, np.zeros(4)])
-        action = self.position.act(obs)
+        return self._fly(self.position.act(obs), gyro)
+
+    def _fly(self, action: np.ndarray, gyro: np.ndarray) -> np.ndarray:
+        """Rotor thrusts for one ``ctbr`` action (in [-1, 1]) through the rate loop and mixer."""
         thrust = (action[0] + 1.0) / 2.0 * self.max_collective_thrust
         return self.rates(np.array([thrust]), (action[1:] * C.MAX_BODY_RATE)[None], gyro[None])[0]

@@ -1,5 +1,6 @@
-"""A PX4 multicopter through MAVLink offboard control (pymavlink): the filtered CTBR
-commands as SET_ATTITUDE_TARGET body rates and normalized thrust.
+"""A PX4 multicopter through MAVLink offboard control (pymavlink): the filtered commands
+of the drone's ``ctbr`` space as SET_ATTITUDE_TARGET body rates and normalized thrust, or
+of its ``velocity`` space as SET_POSITION_TARGET_LOCAL_NED velocities.
 
 Life cycle (see :mod:`sim2real.hardware.backend`):
 
@@ -7,17 +8,19 @@ Life cycle (see :mod:`sim2real.hardware.backend`):
   link sends; ``udpout:HOST:PORT`` to speak first, as to the emulator), our HEARTBEAT at
   2 Hz from then on, until the autopilot's HEARTBEAT (PX4, :mod:`.link`) and a full state
   (ATTITUDE_QUATERNION + LOCAL_POSITION_NED) have arrived;
-* ``enable``: setpoints streamed first (zero thrust, zero rates) for ``stream_before_s``
+* ``enable``: setpoints streamed first (zero thrust and rates, or zero velocity) for ``stream_before_s``
   (PX4 accepts OFFBOARD only after a second of them), then OFFBOARD, then ARM, each
   COMMAND_ACK checked (refused: the result and PX4's last STATUSTEXT in the error); an
   e-stop or fault that came while it waited is never overridden (``_still_connected``
   under the lock before each step and before ENABLED);
-* ``command``: ``[thrust N, roll, pitch, yaw rate rad/s]`` (body FLU) -> normalized thrust
-  (``thrust / max_thrust``: the airframe model's four rotors at full unless set; clipped
-  to 0..1) and FRD rates, sent at once; the stream repeats the newest while it is fresh;
-* no other setpoint: PX4 also flies attitude, position and velocity setpoints, but every
-  motion command reaches the robot through the safety filter, whose drone command space
-  is ``ctbr``; a public method sending those would be a way around it;
+* ``command``: ``ctbr``: ``[thrust N, roll, pitch, yaw rate rad/s]`` (body FLU) ->
+  normalized thrust (``thrust / max_thrust``: the airframe model's four rotors at full
+  unless set; clipped to 0..1) and FRD rates; ``velocity``: ``[vx, vy, vz]`` (m/s, world
+  ENU) -> NED, the yaw rate 0 (heading held). Sent at once; the stream repeats the newest
+  while it is fresh;
+* no other setpoint: PX4 also flies attitude and position setpoints, but every motion
+  command reaches the robot through the safety filter, whose drone command spaces are
+  ``ctbr`` and ``velocity``; a public method sending others would be a way around it;
 * ``safe``: PX4's own AUTO.LAND (acked; repeated by the stream thread until the HEARTBEAT
   shows it), also by itself while enabled when no command came for ``stale_after`` s or
   no state for ``state_timeout`` s;
@@ -41,7 +44,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend
 from sim2real.hardware.options import load_options
 from sim2real.hardware.preflight import Item
-from sim2real.hardware.px4.link import Px4Link, RatesSetpoint, result_name, text_since
+from sim2real.hardware.px4.link import Px4Link, RatesSetpoint, Setpoint, VelocitySetpoint, result_name, text_since
 from sim2real.hardware.px4.options import Px4Options
 from sim2real.hardware.realtime import WRITER_PRIORITY, realtime_thread
 from sim2real.sim.core.errors import ConfigError
@@ -63,21 +66,23 @@ HEARTBEAT_LOST = 2.5
 
 
 class Px4Backend(RobotBackend):
-    protocol = "MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust, COMMAND_ACK checked"
+    protocol = ("MAVLink 2 via pymavlink: OFFBOARD, SET_ATTITUDE_TARGET body rates + thrust or "
+                "SET_POSITION_TARGET_LOCAL_NED velocities, COMMAND_ACK checked")
     state_rate = 100.0  # asked for on connect (Px4Options.state_hz)
     close_seconds = 10.0
 
     def __init__(self, action_mode: str = "ctbr", options: dict[str, Any] | None = None) -> None:
         super().__init__(action_mode, options)
-        if action_mode not in ("ctbr", "ctbr_residual"):
-            raise ConfigError("action_mode", f"the PX4 backend takes ctbr commands, got {action_mode!r}")
+        if action_mode not in ("ctbr", "ctbr_residual", "velocity"):
+            raise ConfigError("action_mode", f"the PX4 backend takes ctbr or velocity commands, got {action_mode!r}")
+        self.velocity_mode = action_mode == "velocity"
         (self.cfg,) = load_options(self.options, [(Px4Options, "")], "PX4")
         self.max_thrust = self.cfg.max_thrust or airframe(self.cfg.airframe).max_collective_thrust
         """N at normalized thrust 1."""
         self.link: Px4Link | None = None
         self._io = threading.RLock()
         """Orders phase changes and what goes out: nothing is sent after safe() or estop()."""
-        self._setpoint: RatesSetpoint | None = None
+        self._setpoint: Setpoint | None = None
         """What the stream repeats; None: no stream."""
         self._last_command = self._enabled_at = self._land_sent = -math.inf
         self._landing = False
@@ -138,7 +143,7 @@ class Px4Backend(RobotBackend):
             raise HardwareError(f"cannot enable: the battery is low ({link.battery_remaining} %): charge it")
         with self._io:
             self._still_connected()
-            self._setpoint = RatesSetpoint(0.0, np.zeros(3))  # PX4 wants the stream before OFFBOARD
+            self._setpoint = self._zero_setpoint()  # PX4 wants the stream before OFFBOARD
         try:
             time.sleep(self.cfg.stream_before_s)
             self._step(link, "OFFBOARD", lambda: link.set_mode("OFFBOARD", self.cfg.ack_timeout))
@@ -165,14 +170,23 @@ class Px4Backend(RobotBackend):
             said = f"; PX4 said: {text}" if text else ""
             raise HardwareError(f"cannot enable: {what} refused ({result_name(result)}){said}")
 
+    def _zero_setpoint(self) -> Setpoint:
+        """Zero thrust and rates (on the ground: motors at idle once armed), or zero velocity
+        (on the ground: idle, by PX4's land detector)."""
+        return VelocitySetpoint(np.zeros(3)) if self.velocity_mode else RatesSetpoint(0.0, np.zeros(3))
+
     def command(self, values: np.ndarray) -> None:
         v = np.asarray(values, dtype=np.float64)
-        if v.shape != (4,) or not np.all(np.isfinite(v)):
+        size, what = (3, "[vx, vy, vz] m/s") if self.velocity_mode else (4, "[thrust N, p, q, r]")
+        if v.shape != (size,) or not np.all(np.isfinite(v)):
             self._counts["commands_rejected"] += 1
-            raise ValueError(f"a PX4 command is 4 finite numbers [thrust N, p, q, r], got {values!r}")
-        self._stream_while_enabled(RatesSetpoint(float(np.clip(v[0] / self.max_thrust, 0.0, 1.0)), v[1:].copy()))
+            raise ValueError(f"a PX4 command is {size} finite numbers {what}, got {values!r}")
+        if self.velocity_mode:
+            self._stream_while_enabled(VelocitySetpoint(v.copy()))
+        else:
+            self._stream_while_enabled(RatesSetpoint(float(np.clip(v[0] / self.max_thrust, 0.0, 1.0)), v[1:].copy()))
 
-    def _stream_while_enabled(self, setpoint: RatesSetpoint) -> None:
+    def _stream_while_enabled(self, setpoint: Setpoint) -> None:
         """The stream's setpoint from now on, sent at once; ignored (counted) unless enabled."""
         if self._phase is not Phase.ENABLED:
             self._counts["commands_ignored"] += 1

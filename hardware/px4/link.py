@@ -29,19 +29,33 @@ from sim2real.sim.core.deployment import Measurements
 OFFBOARD_SYSTEM, OFFBOARD_COMPONENT = 255, mavlink.MAV_COMP_ID_ONBOARD_COMPUTER
 ATTITUDE_IGNORED = 1 << 7
 """SET_ATTITUDE_TARGET type_mask: body rates and thrust given, the attitude ignored."""
+VELOCITY_ONLY = 0b111 | 0b111 << 6 | 1 << 10
+"""SET_POSITION_TARGET_LOCAL_NED type_mask: the position, the acceleration and the yaw
+ignored; the velocity and the yaw rate (zero: the heading held) given."""
 RESULTS = {v: k.removeprefix("MAV_RESULT_") for k, v in vars(mavlink).items() if k.startswith("MAV_RESULT_")
            and isinstance(v, int) and k != "MAV_RESULT_ENUM_END"}
 
 
 @dataclass(frozen=True)
 class RatesSetpoint:
-    """The one offboard setpoint the host sends: body rates (FLU, rad/s) and normalized
-    collective thrust (0..1), the filtered ``ctbr`` command. PX4 also flies attitude,
-    position and velocity setpoints (the emulator does too), but no command space of our
-    safety filter produces them, so nothing here sends them."""
+    """An offboard setpoint of the ``ctbr`` space: body rates (FLU, rad/s) and normalized
+    collective thrust (0..1), sent as SET_ATTITUDE_TARGET."""
 
     thrust: float
     rates: np.ndarray
+
+
+@dataclass(frozen=True)
+class VelocitySetpoint:
+    """An offboard setpoint of the ``velocity`` space: a world velocity (ENU, m/s), sent as
+    SET_POSITION_TARGET_LOCAL_NED in NED with the yaw rate 0. PX4 also flies attitude and
+    position setpoints (the emulator does too), but no command space of our safety
+    filter produces them, so nothing here sends them."""
+
+    velocity: np.ndarray
+
+
+Setpoint = RatesSetpoint | VelocitySetpoint
 
 
 class Px4Link:
@@ -87,10 +101,15 @@ class Px4Link:
         self.send("heartbeat", mavlink.MAV_TYPE_ONBOARD_CONTROLLER, mavlink.MAV_AUTOPILOT_INVALID, 0, 0,
                   mavlink.MAV_STATE_ACTIVE)
 
-    def setpoint(self, setpoint: RatesSetpoint) -> None:
+    def setpoint(self, setpoint: Setpoint) -> None:
         """SET_ATTITUDE_TARGET with body rates (ours FLU, sent FRD) and normalized thrust,
-        the attitude ignored."""
+        the attitude ignored; or SET_POSITION_TARGET_LOCAL_NED with a velocity alone."""
         ms = int(time.monotonic() * 1000) & 0xFFFFFFFF
+        if isinstance(setpoint, VelocitySetpoint):
+            vx, vy, vz = (float(v) for v in frames.enu_to_ned(setpoint.velocity))
+            self.send("set_position_target_local_ned", ms, *self.target, mavlink.MAV_FRAME_LOCAL_NED, VELOCITY_ONLY,
+                      0.0, 0.0, 0.0, vx, vy, vz, 0.0, 0.0, 0.0, 0.0, 0.0)
+            return
         p, q, r = (float(x) for x in frames.flu_to_frd(setpoint.rates))
         self.send("set_attitude_target", ms, *self.target, ATTITUDE_IGNORED, [1.0, 0.0, 0.0, 0.0], p, q, r,
                   float(setpoint.thrust))

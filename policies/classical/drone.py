@@ -2,33 +2,70 @@
 :mod:`sim2real.sim.drone.position_control` (it lives in ``sim/`` because the
 ``ctbr_residual`` action mode runs it inside the task; this is its policy-side name)."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import Task
 from sim2real.sim.drone.airframe import Airframe
 from sim2real.sim.drone.base import DroneTask
 from sim2real.sim.drone.position_control import HOVER_LAYOUT, REQUIRED_BLOCKS, CascadedPID, CascadedPIDGains
 
-__all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "DroneOracle", "controller_for",
-           "oracle_for"]
+__all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "DroneOracle", "VelocityGuidance",
+           "controller_for", "oracle_for"]
 
 
-def controller_for(task: Task, num_envs: int = 1) -> CascadedPID:
+def controller_for(task: Task, num_envs: int = 1) -> CascadedPID | VelocityGuidance:
     """The drone's cascaded PID for ``task``, at the task's control period, scaled to the
-    task's airframe (its mass and thrust; the gains are accelerations and rates).
+    task's airframe (its mass and thrust; the gains are accelerations and rates); in the
+    ``velocity`` mode its position loop alone (:class:`VelocityGuidance`), the vehicle's
+    own controller flying the velocity.
 
     Raises:
-        ConfigError: a mode other than ``ctbr`` (``ctbr_residual`` adds this PID itself).
+        ConfigError: a mode other than ``ctbr`` or ``velocity`` (``ctbr_residual`` adds
+            this PID itself).
     """
+    if task.action_mode == "velocity":
+        return VelocityGuidance(task.observation_layout(), _airframe(task).speed_scale)
     if task.action_mode != "ctbr":
-        raise ConfigError("action_mode", f"the drone's cascaded PID acts in ctbr, not {task.action_mode!r}")
+        raise ConfigError("action_mode", f"the drone's cascaded PID acts in ctbr or velocity, not {task.action_mode!r}")
     frame = _airframe(task)
     return CascadedPID(num_envs=num_envs, observation_layout=task.observation_layout(), dt=float(task.control_dt),
                        mass=frame.mass, max_collective_thrust=frame.max_collective_thrust)
+
+
+class VelocityGuidance:
+    """The position loop of the cascaded PID as a ``velocity`` policy: a velocity toward
+    the target, ``kp * pos_error``, its horizontal norm and its vertical part capped,
+    as a fraction of the command space's ``speed_scale`` (m/s per unit action). The
+    velocity, attitude and rate loops are the vehicle's (PX4's, or the simulated
+    :class:`~sim2real.sim.drone.position_control.VelocityControl`)."""
+
+    def __init__(self, observation_layout: list[tuple[str, int]], speed_scale: np.ndarray,
+                 kp: float = 1.6, max_speed: tuple[float, float] = (1.5, 1.0)) -> None:
+        self.error = layout_slices(observation_layout)["pos_error"]
+        self.speed_scale = np.asarray(speed_scale, dtype=np.float64)
+        self.kp = kp
+        self.max_speed = max_speed
+        """m/s, horizontal and vertical: the cascaded PID's (``kp`` is its ``kp_pos`` too)."""
+
+    def reset(self, env_ids: Any = None) -> None:
+        """Stateless (the vehicle's velocity loop holds the integrator)."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, dtype=np.float64)
+        single = obs.ndim == 1
+        velocity = self.kp * np.atleast_2d(obs)[:, self.error]
+        horizontal = np.linalg.norm(velocity[:, :2], axis=1, keepdims=True)
+        velocity[:, :2] *= np.minimum(1.0, self.max_speed[0] / np.maximum(horizontal, 1e-9))
+        velocity[:, 2] = np.clip(velocity[:, 2], -self.max_speed[1], self.max_speed[1])
+        action = np.clip(velocity / self.speed_scale, -1.0, 1.0)
+        return action[0] if single else action
 
 
 def _airframe(task: Task) -> Airframe:

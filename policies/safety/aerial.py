@@ -1,7 +1,8 @@
 """Drone-specific safety: the tilt limit on body-rate commands and the hover-then-land
-safe action.
+safe action, in each of the drone's command spaces.
 
-Commands are ``[thrust (N), roll rate, pitch rate, yaw rate (rad/s)]`` (``ctbr``).
+Commands are ``[thrust (N), roll rate, pitch rate, yaw rate (rad/s)]`` (``ctbr``) or
+``[vx, vy, vz]`` (m/s, world ENU; ``velocity``, which the vehicle's own controller flies).
 """
 
 from __future__ import annotations
@@ -119,14 +120,7 @@ class HoverThenLand(Fallback):
         self._last = None
 
     def _hold_at(self, state: SafetyState) -> None:
-        p = self.params
-        margin = 0.3
-        pos = state.value("base_pos")
-        if pos is not None:
-            lo, hi = np.asarray(p.fence_low) + margin, np.asarray(p.fence_high) - margin
-            self.hold = np.clip(np.asarray(pos, float), lo, hi)
-        else:
-            self.hold = None
+        self.hold = fenced_hold(state, self.params)
 
     def target(self, now: float) -> np.ndarray:
         assert self.hold is not None
@@ -170,3 +164,53 @@ class HoverThenLand(Fallback):
             [self.target(state.now) - pos, lin_vel, rotation(quat).reshape(9), ang_vel, np.zeros(4)]
         )
         return self.space.action_to_command(self.pid.act(obs))
+
+
+FENCE_MARGIN = 0.3
+"""m inside the geofence where the fallback hovers and a velocity command may bring the drone."""
+
+
+def fenced_hold(state: SafetyState, params: HoverThenLandParams) -> np.ndarray | None:
+    """Where the fallback hovers: the measured position pulled :data:`FENCE_MARGIN` inside
+    the fence (``None`` without a position)."""
+    pos = state.value("base_pos")
+    if pos is None:
+        return None
+    lo, hi = np.asarray(params.fence_low) + FENCE_MARGIN, np.asarray(params.fence_high) - FENCE_MARGIN
+    return np.clip(np.asarray(pos, float), lo, hi)
+
+
+class VelocityHoverThenLand(Fallback):
+    """Hover, then land, in the ``velocity`` space: with fresh odometry, a velocity back
+    to the (fenced) engage point (``gain`` times the error, at most ``max_speed``) for
+    ``hover_seconds``, then the same horizontally and ``land_speed`` down. Without it,
+    zero velocity, then ``land_speed`` down: the vehicle flies a velocity on its own
+    estimate (PX4's EKF), so a lost odometry stream on the host costs no levelling of
+    its own, unlike :class:`HoverThenLand`. The command stays ``land_speed`` down after
+    touchdown: the vehicle's land detector idles its motors (PX4 disarms after
+    ``COM_DISARM_LAND``)."""
+
+    def __init__(self, space: CommandSpace, params: HoverThenLandParams, gain: float = 1.0,
+                 max_speed: float = 0.5) -> None:
+        super().__init__(space)
+        self.params = params
+        self.gain = gain
+        self.max_speed = max_speed
+        self.hold: np.ndarray | None = None
+
+    def engage(self, state: SafetyState, last_output: np.ndarray | None) -> None:
+        super().engage(state, last_output)
+        self.hold = fenced_hold(state, self.params)
+
+    def command(self, state: SafetyState, causes: list[str], last_output: np.ndarray | None) -> np.ndarray:
+        landing = state.now - self.engaged_at > self.params.hover_seconds
+        pos = state.fresh_value("base_pos", self.params.state_timeout)
+        out = np.zeros(3)
+        if pos is not None:
+            if self.hold is None:  # engaged blind: hover where the odometry came back
+                self.hold = fenced_hold(state, self.params)
+            assert self.hold is not None
+            out = np.clip(self.gain * (self.hold - np.asarray(pos, float)), -self.max_speed, self.max_speed)
+        if landing:
+            out[2] = -self.params.land_speed
+        return out

@@ -242,15 +242,19 @@ class ServoEffortLimit(SafetyFilter):
 
 @dataclass
 class WorkspaceBoxParams(FilterParams):
-    """End-effector box for Cartesian velocity commands (arm ``ee_delta``)."""
+    """A box for Cartesian velocity commands (the arm's end effector in ``ee_delta``, a
+    drone's base in ``velocity``)."""
 
     low: list[float]
     high: list[float]
     horizon: float
-    """Seconds a velocity command is integrated for (the control period)."""
+    """Seconds a velocity command is integrated for (the arm: the control period; a drone:
+    the time it may take to reach the box's face at its speed, a brake)."""
     max_age: float = float("inf")
-    """The controller's setpoint (``ee_pos_desired``) older than this (s) is not used;
-    the measured end effector (within the same age) bounds the command instead."""
+    """A position older than this (s) is not used: the controller's setpoint
+    (``ee_pos_desired``), else the measured end effector within the same age."""
+    fields: tuple[str, ...] = ("ee_pos_desired", "ee_pos")
+    """The state's positions the box is checked from (every fresh one bounds the command)."""
 
     def validate(self) -> None:
         lo, hi = np.asarray(self.low, float), np.asarray(self.high, float)
@@ -278,12 +282,11 @@ class WorkspaceBox(SafetyFilter):
         self.high = np.asarray(params.high, float)
         self.horizon = float(params.horizon)
         self.max_age = float(params.max_age)
-        self.size = size
+        self.fields = tuple(params.fields)
 
     def positions(self, state: SafetyState) -> list[np.ndarray]:
         """The fresh positions the box is checked from (setpoint and/or measurement)."""
-        return [np.asarray(getattr(state, f), float) for f in ("ee_pos_desired", "ee_pos")
-                if state.fresh(f, self.max_age)]
+        return [np.asarray(getattr(state, f), float) for f in self.fields if state.fresh(f, self.max_age)]
 
     def bounds(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.minimum((self.low - p) / self.horizon, 0.0), np.maximum((self.high - p) / self.horizon, 0.0)
@@ -306,6 +309,7 @@ class WorkspaceBox(SafetyFilter):
         if box is None:
             out[:3] = 0.0
             out = np.where(np.isfinite(out), out, 0.0)
-            return out, FilterReport(self.name, acted=True, tripped=True, reason="no fresh end-effector position")
+            return out, FilterReport(self.name, acted=True, tripped=True,
+                                     reason=f"no fresh position ({' or '.join(self.fields)})")
         out[:3] = clamp(out[:3], box[0][:3], box[1][:3], np.zeros(3))
         return out, compare(self.name, command[:3], out[:3], "would leave the workspace box")

@@ -24,6 +24,8 @@ arm        joint_torque  tau1..tau7 (Nm), gripper width (m)
 ur5e       ee_delta      as the arm's (the gripper element is carried, the UR ignores it)
 quadruped  joint_pos     12 joint position targets (rad), FR FL RR RL x hip thigh calf
 drone      ctbr          collective thrust (N), roll/pitch/yaw rate (rad/s)
+drone      velocity      vx vy vz (m/s, world ENU), flown by the vehicle's own loop
+x500       ctbr/velocity as the drone's, with the X500's thrust and speeds
 =========  ============  ===================================================
 """
 

@@ -46,6 +46,15 @@ class Airframe:
     collision_half_size: tuple[float, float, float]
     battery_cells: int = 1
     """LiPo cells in series (the Crazyflie's 1S; the X500's 4S [HB])."""
+    max_speed: tuple[float, float] = (1.5, 1.0)
+    """m/s, horizontal and vertical speed at ``velocity`` action 1 (the command space's
+    range; the safety filter's speed limits sit within it). The Crazyflie's: the cascaded
+    PID's own speed limits."""
+
+    @property
+    def speed_scale(self) -> np.ndarray:
+        """m/s per unit ``velocity`` action, (x, y, z)."""
+        return np.array([self.max_speed[0], self.max_speed[0], self.max_speed[1]])
 
     @property
     def hover_thrust(self) -> float:
@@ -124,7 +133,8 @@ CRAZYFLIE = Airframe(
 X500 = Airframe(
     name="x500", mass=x500.MASS, inertia=x500.INERTIA, rotor_offset=x500.ROTOR_OFFSET, prop_radius=x500.PROP_RADIUS,
     max_thrust=x500.MAX_THRUST, yaw_torque_ratio=x500.YAW_TORQUE_RATIO, motor_time_constant=x500.MOTOR_TIME_CONSTANT,
-    linear_drag=x500.LINEAR_DRAG, collision_half_size=x500.COLLISION_HALF_SIZE, battery_cells=x500.BATTERY_CELLS)
+    linear_drag=x500.LINEAR_DRAG, collision_half_size=x500.COLLISION_HALF_SIZE, battery_cells=x500.BATTERY_CELLS,
+    max_speed=x500.MAX_SPEED)
 """The Holybro X500 V2, as PX4's Gazebo model describes it (:mod:`.x500`)."""
 AIRFRAMES: dict[str, Airframe] = {a.name: a for a in (CRAZYFLIE, X500)}
 

@@ -17,6 +17,13 @@ Action modes:
     ``residual_tilt_gate=(full, zero)`` (degrees) the residual's authority fades
     linearly from full at ``full`` degrees of tilt to none at ``zero``, so a tilted
     drone is recovered by the PID alone.
+``velocity``: a world-frame velocity setpoint ``[-1, 1]^3`` times the airframe's speed
+    limits (:attr:`~sim2real.sim.drone.airframe.Airframe.max_speed`), flown by a
+    velocity loop (:class:`~sim2real.sim.drone.position_control.VelocityControl`) and the
+    body-rate PID every ``inner_dt``, the heading held: what PX4 does with an offboard
+    velocity setpoint. Resting on the ground and asked for no climb, the
+    motors idle, as PX4's land detector does (so a zero command on the pad is motors off,
+    and a landing ends with them off).
 ``rotor_thrust``: the four rotor commands directly, ``[-1, 1]`` mapped to
     ``[0, 0.15 N]``; no inner loop.
 
@@ -39,11 +46,13 @@ from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.airframe import CRAZYFLIE, PAD_TOP, Airframe
 from sim2real.sim.drone.airframe import airframe as get_airframe
-from sim2real.sim.drone.position_control import CascadedPID
+from sim2real.sim.drone.position_control import CascadedPID, VelocityControl
 from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
 
 START_MODES = ("ground", "air", "mixed")
+TAKEOFF_SPEED: float = 0.1
+"""m/s: a ``velocity`` command asking less climb than this leaves a landed drone's motors idle."""
 
 HOVER_COMMAND: float = CRAZYFLIE.hover_command
 """Rotor command in ``[0, 1]`` that balances the Crazyflie's nominal weight."""
@@ -114,7 +123,7 @@ class DroneTask(Task):
     robot: ClassVar[str] = "drone"
     default_airframe: ClassVar[str] = "crazyflie"
     """The airframe of the task's robot (the ``x500`` robot's tasks fly the X500)."""
-    action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust", "ctbr_residual")
+    action_modes: ClassVar[tuple[str, ...]] = ("ctbr", "rotor_thrust", "ctbr_residual", "velocity")
     physics_dt: ClassVar[float] = C.PHYSICS_DT
     control_dt: ClassVar[float] = C.CONTROL_DT
     inner_dt: float | None = C.INNER_DT
@@ -158,6 +167,9 @@ class DroneTask(Task):
         if self.action_mode == "ctbr_residual":
             self.reference = CascadedPID(B, self.observation_layout(), dt=self.control_dt, mass=af.mass,
                                          max_collective_thrust=af.max_collective_thrust)
+        self.velocity_loop: VelocityControl | None = None
+        if self.action_mode == "velocity":
+            self.velocity_loop = VelocityControl(B, C.INNER_DT, af.mass, af.max_collective_thrust)
         self._gyro = slice(0, 3)
         self._touch = 0
         self._drone = 1
@@ -184,24 +196,31 @@ class DroneTask(Task):
 
     # -- spaces --------------------------------------------------------------------------
     def observation_layout(self) -> list[tuple[str, int]]:
-        return [("pos_error", 3), ("lin_vel", 3), ("rot_mat", 9), ("body_rates", 3), ("last_action", 4),
-                *self.task_observation_layout()]
+        return [("pos_error", 3), ("lin_vel", 3), ("rot_mat", 9), ("body_rates", 3),
+                ("last_action", self.action_size), *self.task_observation_layout()]
 
     def task_observation_layout(self) -> list[tuple[str, int]]:
         """Task-specific observation blocks appended after the common ones."""
         return []
 
     def action_layout(self) -> list[tuple[str, int]]:
+        if self.action_mode == "velocity":
+            return [("velocity", 3)]
         if self.action_mode != "rotor_thrust":
             return [("collective_thrust", 1), ("body_rates", 3)]
         return [("rotor_thrust", 4)]
+
+    @property
+    def action_size(self) -> int:
+        return 3 if self.action_mode == "velocity" else 4
 
     def privileged_layout(self) -> list[tuple[str, int]]:
         return [("wind", 3), ("mass", 1), ("motor_state", 4), ("thrust_scale", 4)]
 
     def observation_noise(self) -> np.ndarray:
         # Motion-capture-grade position/velocity, IMU-grade attitude and gyro.
-        common = np.r_[np.full(3, 0.005), np.full(3, 0.02), np.full(9, 0.01), np.full(3, 0.05), np.zeros(4)]
+        common = np.r_[np.full(3, 0.005), np.full(3, 0.02), np.full(9, 0.01), np.full(3, 0.05),
+                       np.zeros(self.action_size)]
         extra = sum(n for _, n in self.task_observation_layout())
         return np.r_[common, np.zeros(extra)]
 
@@ -231,6 +250,8 @@ class DroneTask(Task):
         self.rate_controller.reset(env_id)
         if self.reference is not None:
             self.reference.reset(env_id)
+        if self.velocity_loop is not None:
+            self.velocity_loop.reset(env_id)
 
     def air_start_position(self, env_id: int, rng: np.random.Generator) -> np.ndarray:
         """Start position of an ``air`` start (default: within 0.4 m of the target, at
@@ -251,6 +272,8 @@ class DroneTask(Task):
         self.prev_action = phys.last_action.copy()
         if self.action_mode == "rotor_thrust":
             return 0.5 * (action + 1.0)
+        if self.action_mode == "velocity":
+            return action * self.airframe.speed_scale
         collective = 0.5 * (action[:, 0] + 1.0) * self.airframe.max_collective_thrust
         return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE])
 
@@ -281,9 +304,31 @@ class DroneTask(Task):
         return to_command(self._with_reference(action, obs))
 
     def inner_control(self, setpoint: np.ndarray, phys: PhysicsBatch) -> np.ndarray:
+        idle = None
+        if self.velocity_loop is not None:
+            setpoint, idle = self._fly_velocity(setpoint, phys)
         # The gyro, as on the real flight controller (one physics step old, see task.py).
         thrust = self.rate_controller(setpoint[:, 0], setpoint[:, 1:], phys.sensordata[:, self._gyro])
+        if idle is not None and idle.any():
+            thrust[idle] = 0.0
+            self.rate_controller.reset(np.flatnonzero(idle))
         return thrust / self.airframe.max_thrust
+
+    def _fly_velocity(self, velocity: np.ndarray, phys: PhysicsBatch) -> tuple[np.ndarray, np.ndarray]:
+        """The velocity loop's thrust and rates (N, rad/s) for setpoints ``velocity``, and
+        which drones rest landed (touching the ground, slow, asked for no climb): PX4's
+        land detector idles their motors and clears the loop's integrator."""
+        assert self.velocity_loop is not None
+        rot = quat_to_mat(phys.qpos[:, 3:7])
+        vel = phys.qvel[:, :3]
+        action = self.velocity_loop.act(velocity, vel, rot)
+        near_ground = self.airframe.lowest_point(phys.qpos[:, 2], rot) < PAD_TOP + C.GROUND_BAND
+        idle = (near_ground & (phys.sensordata[:, self._touch] > 0.0) & (velocity[:, 2] < TAKEOFF_SPEED)
+                & (np.linalg.norm(vel, axis=1) < 0.3))
+        if idle.any():
+            self.velocity_loop.reset(np.flatnonzero(idle))
+        collective = 0.5 * (action[:, 0] + 1.0) * self.airframe.max_collective_thrust
+        return np.column_stack([collective, action[:, 1:] * C.MAX_BODY_RATE]), idle
 
     # -- observation ---------------------------------------------------------------------
     def observe(self, phys: PhysicsBatch) -> np.ndarray:

@@ -57,18 +57,24 @@ class DroneDeployment(RobotDeployment[DroneTask]):
     )
     # The policy node publishes CTBR commands with the position PID already added.
     driver_modes: ClassVar = {"ctbr_residual": "ctbr"}
-    command_modes = ("ctbr", "ctbr_residual")
+    command_modes = ("ctbr", "ctbr_residual", "velocity")
 
     def command_layout(self, action_mode: str, action_scale: float | None = None) -> CommandLayout | None:
         """Collective thrust (N) and body rates (rad/s); ``ctbr_residual`` is commanded as
-        ``ctbr`` (the PID's output plus the policy's residual)."""
+        ``ctbr`` (the PID's output plus the policy's residual); ``velocity``: a world-frame
+        (ENU) velocity setpoint in m/s, which the vehicle's own controller flies."""
         if action_mode not in self.command_modes:
             return None
+        if action_mode == "velocity":
+            return CommandLayout(("vx", "vy", "vz"), ("m/s", "m/s", "m/s"), offset=np.zeros(3),
+                                 scale=self.airframe.speed_scale, control_dt=C.CONTROL_DT)
         half = self.airframe.max_collective_thrust / 2
         return CommandLayout(("thrust", "roll_rate", "pitch_rate", "yaw_rate"), ("N", "rad/s", "rad/s", "rad/s"),
                              offset=np.r_[half, 0.0, 0.0, 0.0], scale=np.r_[half, C.MAX_BODY_RATE],
                              control_dt=C.CONTROL_DT)
     motors_off_without_command = True
+    """In ``ctbr``, zero thrust. In ``velocity`` the zero command is zero velocity: a
+    hover in the air, motors idle on the ground (the land detector, as PX4's)."""
 
     def inputs(self, task: Task) -> Mapping[str, str]:
         if isinstance(task, Gates):  # the gates and the path replace the goal

@@ -16,6 +16,10 @@ Loops (all vectorised over the batch, run at the policy rate):
     R_des  = [b1_d, b3_d x b1_d, b3_d],  b3_d = F/|F|, heading from target_yaw (or held)
     e_R    = 1/2 vee(R_des^T R - R^T R_des)               (Lee et al., CDC 2010)
     w_cmd  = -k_att * e_R                                 body rates for the inner loop
+
+:class:`VelocityControl` is the same from ``a_des`` down, its ``a_des`` a PI on the error
+to a velocity setpoint (the ``velocity`` action mode, and the PX4 emulator's velocity
+setpoints), with the same gains and an integrator on the velocity error.
 """
 
 from __future__ import annotations
@@ -123,27 +127,95 @@ class CascadedPID:
         limit = g.max_integral_accel / g.ki_pos
         self.integral = np.clip(self.integral + np.where(near[:, None], e_p, 0.0) * self.dt, -limit, limit)
         acc = g.kp_vel * (v_des - vel) + g.ki_pos * self.integral
-        acc[:, 2] = np.maximum(acc[:, 2], -0.8 * C.GRAVITY)  # never ask for less than a fifth of hover thrust
-        acc[:, :2] = _limit_norm(acc[:, :2], np.tan(g.max_tilt) * (acc[:, 2] + C.GRAVITY))
-        force = self.mass[:, None] * (acc + np.array([0.0, 0.0, C.GRAVITY]))
-
-        b3 = rot[:, :, 2]
-        collective = np.maximum(np.einsum("bi,bi->b", force, b3), 0.0)
-        b3_des = force / np.linalg.norm(force, axis=1, keepdims=True)
-        yaw = np.arctan2(rot[:, 1, 0], rot[:, 0, 0]) if self.target_yaw is None else np.full(len(obs), self.target_yaw)
-        b1_heading = np.stack([np.cos(yaw), np.sin(yaw), np.zeros_like(yaw)], axis=1)
-        b2_des = np.cross(b3_des, b1_heading)
-        b2_des /= np.linalg.norm(b2_des, axis=1, keepdims=True)
-        rot_des = np.stack([np.cross(b2_des, b3_des), b2_des, b3_des], axis=2)
-
-        err = np.einsum("bji,bjk->bik", rot_des, rot)  # R_des^T R
-        skew = err - np.swapaxes(err, 1, 2)
-        e_rot = 0.5 * np.stack([skew[:, 2, 1], skew[:, 0, 2], skew[:, 1, 0]], axis=1)
-        rates = np.clip(-g.k_att * e_rot, -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
-
-        action = np.column_stack([2.0 * collective / self.max_collective_thrust - 1.0, rates / C.MAX_BODY_RATE])
-        action = np.clip(action, -1.0, 1.0)
+        action = attitude_command(acc, rot, self.mass, self.target_yaw, g, self.max_collective_thrust)
         return action[0] if single else action
+
+
+@dataclass
+class VelocityGains:
+    """Gains of the velocity loop: the cascaded PID's velocity and attitude gains
+    (:class:`CascadedPIDGains`), with an integrator on the velocity error in place of
+    the position integrator (as PX4's ``MPC_*_VEL_I_ACC``). PX4's own defaults
+    (``MPC_XY_VEL_P_ACC`` 1.8) are tuned for its smoothed setpoints: under a stepped
+    setpoint they settled a waypoint in 2-4 s where these take about 1 s."""
+
+    kp_vel: np.ndarray = field(default_factory=lambda: np.array([4.0, 4.0, 5.0]))
+    """1/s, velocity error to acceleration."""
+    ki_vel: np.ndarray = field(default_factory=lambda: np.array([1.0, 1.0, 2.0]))
+    """1/s^2, integrated velocity error to acceleration (mass and thrust errors, wind)."""
+    k_att: np.ndarray = field(default_factory=lambda: np.array([8.0, 8.0, 3.0]))
+    """1/s, attitude error to body-rate command (roll, pitch, yaw)."""
+    max_tilt: float = np.deg2rad(35.0)
+    """rad, largest tilt the horizontal acceleration may ask for."""
+    max_integral_accel: float = 3.0
+    """m/s^2, clamp on the integrator's acceleration (anti-windup)."""
+
+
+class VelocityControl:
+    """Batched velocity loop producing ``ctbr`` actions: a PI on the world-frame velocity
+    error, then the thrust vector and the attitude as in the position loop
+    (:func:`attitude_command`), the heading held where it is. What a flight controller
+    runs under a velocity setpoint (PX4's offboard ``SET_POSITION_TARGET_LOCAL_NED``
+    with the position ignored); the drone tasks' ``velocity`` action mode and the PX4
+    emulator both fly it.
+
+    Args:
+        num_envs: Batch size ``B``.
+        dt: Period of :meth:`act` in seconds.
+        mass: Mass the thrust feedforward assumes (the integrator absorbs errors).
+        max_collective_thrust: N at collective action +1.
+    """
+
+    def __init__(self, num_envs: int, dt: float, mass: float | np.ndarray, max_collective_thrust: float,
+                 gains: VelocityGains | None = None) -> None:
+        self.gains = gains or VelocityGains()
+        self.dt = dt
+        self.mass = np.broadcast_to(np.asarray(mass, dtype=np.float64), (num_envs,)).copy()
+        self.max_collective_thrust = max_collective_thrust
+        self.integral = np.zeros((num_envs, 3))
+
+    def reset(self, env_ids: np.ndarray | list[int] | int | None = None) -> None:
+        """Clear the velocity integrator of the given envs (default: all)."""
+        self.integral[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def act(self, velocity_setpoint: np.ndarray, velocity: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """``ctbr`` actions ``[B, 4]`` from setpoints and velocities ``[B, 3]`` (m/s, world)
+        and attitudes ``[B, 3, 3]`` (body to world)."""
+        g = self.gains
+        error = np.asarray(velocity_setpoint, dtype=np.float64) - velocity
+        limit = g.max_integral_accel / g.ki_vel
+        self.integral = np.clip(self.integral + error * self.dt, -limit, limit)
+        acc = g.kp_vel * error + g.ki_vel * self.integral
+        return attitude_command(acc, rot, self.mass, None, g, self.max_collective_thrust)
+
+
+def attitude_command(acc: np.ndarray, rot: np.ndarray, mass: np.ndarray, target_yaw: float | None,
+                     gains: CascadedPIDGains | VelocityGains, max_collective_thrust: float) -> np.ndarray:
+    """``ctbr`` actions ``[B, 4]`` in ``[-1, 1]`` that give the world-frame accelerations
+    ``acc`` ``[B, 3]`` (gravity not included) from attitudes ``rot`` ``[B, 3, 3]``: the
+    thrust vector, tilted at most ``gains.max_tilt`` and never below a fifth of hover,
+    and the body rates toward it (Lee et al., CDC 2010), the heading at ``target_yaw``
+    (``None``: held where it is). Shared by the position and the velocity loop."""
+    acc = np.array(acc, dtype=np.float64)
+    acc[:, 2] = np.maximum(acc[:, 2], -0.8 * C.GRAVITY)  # never ask for less than a fifth of hover thrust
+    acc[:, :2] = _limit_norm(acc[:, :2], np.tan(gains.max_tilt) * (acc[:, 2] + C.GRAVITY))
+    force = mass[:, None] * (acc + np.array([0.0, 0.0, C.GRAVITY]))
+
+    b3 = rot[:, :, 2]
+    collective = np.maximum(np.einsum("bi,bi->b", force, b3), 0.0)
+    b3_des = force / np.linalg.norm(force, axis=1, keepdims=True)
+    yaw = np.arctan2(rot[:, 1, 0], rot[:, 0, 0]) if target_yaw is None else np.full(len(acc), target_yaw)
+    b1_heading = np.stack([np.cos(yaw), np.sin(yaw), np.zeros_like(yaw)], axis=1)
+    b2_des = np.cross(b3_des, b1_heading)
+    b2_des /= np.linalg.norm(b2_des, axis=1, keepdims=True)
+    rot_des = np.stack([np.cross(b2_des, b3_des), b2_des, b3_des], axis=2)
+
+    err = np.einsum("bji,bjk->bik", rot_des, rot)  # R_des^T R
+    skew = err - np.swapaxes(err, 1, 2)
+    e_rot = 0.5 * np.stack([skew[:, 2, 1], skew[:, 0, 2], skew[:, 1, 0]], axis=1)
+    rates = np.clip(-gains.k_att * e_rot, -C.MAX_BODY_RATE, C.MAX_BODY_RATE)
+    action = np.column_stack([2.0 * collective / max_collective_thrust - 1.0, rates / C.MAX_BODY_RATE])
+    return np.clip(action, -1.0, 1.0)
 
 
 def _limit_norm(v: np.ndarray, limit: np.ndarray | float) -> np.ndarray:

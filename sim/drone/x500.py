@@ -48,3 +48,6 @@ COLLISION_HALF_SIZE: tuple[float, float, float] = (0.3, 0.3, 0.12)
 """m, half sizes of the one collision box: rotor discs (0.175 + 0.127) and the 0.24 m landing gear."""
 BATTERY_CELLS: int = 4
 """LiPo cells in series: [HB]'s 4S 5000 mAh pack."""
+MAX_SPEED: tuple[float, float] = (3.0, 1.5)
+"""m/s, horizontal and vertical speed of its ``velocity`` command space: well inside PX4's
+``MPC_XY_VEL_MAX`` (12) and ``MPC_Z_VEL_MAX_UP`` (3), at its ``MPC_Z_VEL_MAX_DN`` (1.5)."""

@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default="",
                         help="simulated task of the sim bridge or the emulator (default: the policy's, else the "
                              "robot's deployment task)")
+    parser.add_argument("--action-mode", default="",
+                        help="command space of a classical or external policy, for every node (e.g. the drone's "
+                             "velocity: the vehicle's own controller flies the filtered velocities); an exported "
+                             "policy's is its own")
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds to run (default 20; with --console until Ctrl-C)")
     parser.add_argument("--processes", action="store_true", help="one process per node")
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                          processes=args.processes, config=args.config, seed=args.seed, record=args.record,
                          domain_id=domain, overrides=node_overrides(parse_overrides(args.overrides)),
                          console=args.console, console_port=args.console_port, emulate=args.emulate,
-                         log_dir=args.log_dir,
+                         log_dir=args.log_dir, action_mode=args.action_mode,
                          emulator_faults=tuple(args.fault))
     from sim2real.policies.common.signals import stop_on_signals
     from sim2real.ros_nodes.deployment import request_stop

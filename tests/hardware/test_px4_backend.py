@@ -18,7 +18,8 @@ from dds_domains import unique_domain_id
 from px4_rig import ServedVehicle, backend_for, fly, serve_vehicle, wait_for
 
 import sim2real  # noqa: F401  (first: picks MUJOCO_GL before mujoco is imported)
-from sim2real.hardware.backend import HardwareError, Phase
+from sim2real.hardware.backend import HardwareError, Phase, backend_class
+from sim2real.hardware.emulator.px4_control import PositionTarget
 from sim2real.hardware.px4.backend import Px4Backend
 from sim2real.sim.drone import constants as C
 
@@ -57,6 +58,38 @@ def test_enable_flies_and_safe_is_px4s_own_landing(vehicle: ServedVehicle) -> No
     finally:
         backend.close()
     assert backend.phase is Phase.DISCONNECTED
+
+
+def test_velocity_commands_go_as_local_ned_velocity_setpoints(vehicle: ServedVehicle) -> None:
+    """The ``velocity`` space: each filtered ``[vx, vy, vz]`` (ENU) goes as a
+    SET_POSITION_TARGET_LOCAL_NED velocity (NED, the position ignored), zero velocity
+    streamed before OFFBOARD; PX4 flies it, and a command of the other space's size is refused."""
+    backend = backend_class("px4")("velocity", {**vehicle.emu.connect_options(), "stale_after": 0.5})
+    try:
+        backend.connect(timeout=5.0)
+        backend.enable()
+        assert vehicle.emu.commander.mode == "OFFBOARD" and vehicle.emu.commander.armed
+        target = vehicle.emu.target
+        assert isinstance(target, PositionTarget) and target.position is None
+        assert target.velocity == pytest.approx(np.zeros(3)) and vehicle.emu.landed()  # idle on the pad
+        for velocity, seconds in (([0.0, 0.0, 0.6], 1.5), ([0.5, -0.3, 0.0], 2.0)):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                backend.command(np.array(velocity))
+                time.sleep(0.02)
+        target = vehicle.emu.target
+        assert isinstance(target, PositionTarget) and target.velocity == pytest.approx([0.5, -0.3, 0.0])
+        state = backend.state()
+        assert state is not None and state.base_lin_vel is not None and state.base_pos is not None
+        assert state.base_lin_vel == pytest.approx([0.5, -0.3, 0.0], abs=0.1)  # east, south: ENU both ways
+        assert float(state.base_pos[2]) > 0.5
+        with pytest.raises(ValueError, match=r"3 finite numbers \[vx, vy, vz\]"):
+            backend.command(np.array([1.0, 0.0, 0.0, 0.0]))
+        backend.safe("test")
+        assert wait_for(lambda: not vehicle.emu.commander.armed, 10.0)  # PX4's landing, then its disarm
+        assert vehicle.emu.crashes == 0
+    finally:
+        backend.close()
 
 
 def test_stale_commands_hand_over_to_px4s_landing(vehicle: ServedVehicle) -> None:
@@ -266,6 +299,26 @@ def test_the_x500_flies_its_own_graph_through_the_emulated_px4(tmp_path: Path) -
     summary = json.loads(out.stdout)
     emulator, hardware = summary["emulator"], summary["hardware"]
     assert emulator["robot"] == "x500" and emulator["task"] == "X500Hover", emulator
+    assert hardware["preflight"] == "PASS" and hardware["commands_rejected"] == 0, hardware
+    assert emulator["crashes"] == 0 and emulator["failsafe"] == "", emulator
+    success = summary["task_success"]
+    assert success["episodes"] >= 1 and success["successes"] == success["episodes"], success
+
+
+@pytest.mark.heavy
+def test_the_x500_flies_waypoints_in_velocity_through_the_graph_and_the_emulated_px4(tmp_path: Path) -> None:
+    """``deploy --robot x500 --task X500Waypoints --action-mode velocity``: the classical
+    position loop's velocities, through the X500's velocity chain, reach PX4 as
+    SET_POSITION_TARGET_LOCAL_NED, and its velocity loop flies the waypoints."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": str(unique_domain_id())}
+    out = subprocess.run([sys.executable, "-m", "sim2real.cli", "deploy", "--robot", "x500", "--task", "X500Waypoints",
+                          "--action-mode", "velocity", "--backend", "real", "--emulate", "--duration", "35", "--json"],
+                         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    emulator, hardware = summary["emulator"], summary["hardware"]
+    assert emulator["accepted"].get("SET_POSITION_TARGET_LOCAL_NED", 0) > 500, emulator
+    assert "SET_ATTITUDE_TARGET" not in emulator["accepted"], emulator
     assert hardware["preflight"] == "PASS" and hardware["commands_rejected"] == 0, hardware
     assert emulator["crashes"] == 0 and emulator["failsafe"] == "", emulator
     success = summary["task_success"]

@@ -232,6 +232,20 @@ def test_velocity_setpoint_local_ned_is_flown(bench: Bench) -> None:
     assert bench.emu.crashes == 0
 
 
+def test_a_velocity_that_asks_no_climb_idles_the_motors_on_the_ground(bench: Bench) -> None:
+    """PX4's land detector: armed in OFFBOARD on the ground under a velocity that asks no
+    climb (zero, or down), the motors idle; a climb asked for spins them up; a descent
+    onto the ground ends with them idle again."""
+    bench.take_off(lambda: bench.gcs.local_ned(VELOCITY_ONLY, velocity=(0.0, 0.0, 0.2)), climb=1.0, every=0.02)
+    assert bench.emu.commander.armed and bench.emu.landed()
+    assert float(np.abs(bench.emu.data.ctrl).max()) == 0.0
+    bench.run(1.5, send=lambda: bench.gcs.local_ned(VELOCITY_ONLY, velocity=(0.0, 0.0, -0.5)), every=0.02)
+    assert not bench.emu.landed() and float(bench.emu.data.ctrl.min()) > 0.2
+    bench.run(4.0, send=lambda: bench.gcs.local_ned(VELOCITY_ONLY, velocity=(0.0, 0.0, 0.4)), every=0.02)
+    assert bench.emu.landed() and float(np.abs(bench.emu.data.ctrl).max()) == 0.0
+    assert bench.emu.crashes == 0
+
+
 def test_the_airframe_is_an_emulator_setting_only_px4_takes_another_of() -> None:
     """``sim2real hardware emulate --airframe x500`` reaches the PX4 emulator; the
     Crazyflie's refuses it (its firmware, motors and battery are a Crazyflie's)."""

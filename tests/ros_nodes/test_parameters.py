@@ -258,3 +258,22 @@ def test_the_shipped_files_load_through_the_strict_loader(robot: str) -> None:
         from_dict(settings, {k: v for k, v in values.items() if k in own})
         if name == "safety_filter":
             from_dict(PARAMS[robot], {k: v for k, v in values.items() if k not in own})
+
+
+def test_one_action_mode_reaches_every_node_that_reads_commands() -> None:
+    """``deploy --action-mode velocity`` with the classical controller: the policy, the
+    filter, the simulator and the driver all read the velocity space (one option, not
+    four overrides that could disagree); an exported policy keeps its own and refuses another."""
+    from sim2real.ros_nodes.deployment import DeployOptions, graph_parameters
+
+    for backend, readers in (("sim", ("policy", "safety_filter", "sim_bridge")),
+                             ("real", ("policy", "safety_filter", "hardware_bridge"))):
+        params, nodes = graph_parameters(DeployOptions(robot="x500", backend=backend, policy="classical",
+                                                       action_mode="velocity", domain_id=unique_domain_id()))
+        assert {node: params[node]["action_mode"] for node in readers} == dict.fromkeys(readers, "velocity")
+        assert set(readers) <= set(nodes)
+    params, _ = graph_parameters(DeployOptions(robot="x500", policy="classical", domain_id=unique_domain_id()))
+    assert params["safety_filter"]["action_mode"] == "ctbr"  # the parameter file's
+    with pytest.raises(ConfigError, match="acts in ctbr_residual, not velocity"):
+        graph_parameters(DeployOptions(robot="drone", policy=str(ROOT / "policies" / "baselines" / "DroneHover"),
+                                       action_mode="velocity", domain_id=unique_domain_id()))

@@ -45,6 +45,14 @@ class DroneSafetyParams(CommonParams):
     """s the fallback hovers before it lands."""
     land_speed: Annotated[float, Bounds(gt=0.0, le=2.0)] = 0.3
     """m/s, the fallback's descent speed with odometry."""
+    max_speed: Annotated[list[Positive], CEILING] = field(default_factory=lambda: _list(CRAZYFLIE.speed_scale))
+    """m/s, x, y and z speed limits of ``velocity`` commands (the command space's range)."""
+    max_accel: Annotated[Positive, CEILING] = 4.0
+    """m/s^2: how fast a ``velocity`` command may change."""
+    fence_brake_s: Annotated[Positive, FLOOR] = 1.0
+    """s: a ``velocity`` command may carry the drone no closer to the fence (less its
+    0.3 m margin) than this many seconds at that velocity; it slows to a stop at the
+    margin, so the geofence guard's look-ahead does not trip."""
 
 
 @dataclass
@@ -60,11 +68,20 @@ class X500SafetyParams(DroneSafetyParams):
     max_body_rate: Annotated[list[Positive], CEILING] = field(default_factory=lambda: [3.8, 3.8, 3.0])
     """rad/s: PX4's ``MC_ROLLRATE_MAX`` and ``MC_PITCHRATE_MAX`` (220 deg/s), the yaw at the
     command space's 3 rad/s (PX4's ``MC_YAWRATE_MAX`` is 200 deg/s)."""
+    max_speed: Annotated[list[Positive], CEILING] = field(default_factory=lambda: [2.0, 2.0, 1.0])
+    """m/s, x, y and z speed limits of ``velocity`` commands (within its command space's 3 and
+    1.5 m/s, and PX4's ``MPC_Z_VEL_MAX_DN`` 1.5)."""
 
 
 def build(space: CommandSpace, p: DroneSafetyParams, dt: float):
     # The geofence validates the fence (two 3-vectors) before the fallback reads it.
     g: list = [guards.Geofence(guards.BoxGuardParams(p.fence_low, p.fence_high, p.fence_lookahead))]
+    landing = aerial.HoverThenLandParams(
+        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=_xyz(p.fence_low),
+        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt,
+        blind=aerial.BlindDescentParams(thrust_max=p.thrust_max))
+    if space.action_mode == "velocity":
+        return g, velocity_limits(space, p, dt), aerial.VelocityHoverThenLand(space, landing)
     rates = np.asarray(p.max_body_rate, float)
     lim = [
         limits.RateLimit(
@@ -74,11 +91,23 @@ def build(space: CommandSpace, p: DroneSafetyParams, dt: float):
         limits.BoxLimit(limits.BoxLimitParams(_list(np.r_[p.thrust_min, -rates]), _list(np.r_[p.thrust_max, rates]),
                                               hold=[0.0, 0.0, 0.0, 0.0]), "thrust_rate_limit"),
     ]
-    fb = aerial.HoverThenLand(space, aerial.HoverThenLandParams(
-        hover_seconds=p.hover_seconds, land_speed=p.land_speed, fence_low=_xyz(p.fence_low),
-        fence_high=_xyz(p.fence_high), state_timeout=p.state_timeout_periods * dt,
-        blind=aerial.BlindDescentParams(thrust_max=p.thrust_max)), _airframe(space.robot))
-    return g, lim, fb
+    return g, lim, aerial.HoverThenLand(space, landing, _airframe(space.robot))
+
+
+def velocity_limits(space: CommandSpace, p: DroneSafetyParams, dt: float) -> list:
+    """``velocity``: the acceleration, the fence ahead (0.3 m inside it, reached no faster
+    than in ``fence_brake_s``), then the speed box. No tilt limit: the vehicle's own
+    controller flies the velocity within its own tilt (PX4's ``MPC_TILTMAX_AIR``)."""
+    margin = aerial.FENCE_MARGIN
+    return [
+        limits.RateLimit(limits.RateLimitParams(p.max_accel, None, p.rate_max_dt_periods * dt), space.size,
+                         "rate_limit"),
+        limits.WorkspaceBox(limits.WorkspaceBoxParams(
+            _list(np.asarray(p.fence_low) + margin), _list(np.asarray(p.fence_high) - margin), p.fence_brake_s,
+            p.state_timeout_periods * dt, fields=("base_pos",)), space.size, "fence_ahead"),
+        limits.BoxLimit(limits.BoxLimitParams(_list(-np.asarray(p.max_speed)), _list(p.max_speed),
+                                              hold=[0.0, 0.0, 0.0]), "speed_limit"),
+    ]
 
 
 def _airframe(robot: str) -> Airframe:
