@@ -23,6 +23,7 @@ ROBOTS = [
     ("arm", "joint_torque"),
     ("quadruped", "joint_pos"),
     ("drone", "ctbr"),
+    ("drone", "velocity"),
 ]
 
 
@@ -96,7 +97,7 @@ def test_watchdog_gives_the_safe_action_within_three_periods(robot, mode) -> Non
     space = command_space(robot, mode)
     chain = make_chain(space)
     dt = space.control_dt
-    hold = space.offset.copy() if robot != "drone" else np.array([0.265, 0, 0, 0])
+    hold = space.offset.copy() if mode != "ctbr" else np.array([0.265, 0, 0, 0])  # a hover's thrust
     t = 0.0
     for _ in range(10):  # the policy runs; the node checks twice per period
         chain.accept(hold, t)
