@@ -68,7 +68,9 @@ loops that talk to the robot, above every normal process."""
 OPERATOR_PRIORITY = 28
 """The correction console's web server thread, which receives a person's commands (a
 starved receiver reads a held key as released: the dead man holds the robot while the
-person still commands it). Below the control path: the filter judges what it sends."""
+person still commands it), and its node's executor in a process of its own (the dead
+man's tick; a normal-priority thread of the same process stalls the receiver through the
+GIL). Below the control path: the filter judges what it sends."""
 DDS_THREADS = ("recv", "recvUC", "recvMC", "tev", "dq.user", "dq.builtins")
 """Cyclone DDS's threads on the data path (receiving, timed events, delivery): a loop that
 reads or writes DDS waits on locks they hold."""

@@ -86,9 +86,11 @@ class ManagedNode(ThrottledLog, LifecycleNode):
     report_period: float = 1.0
     """s between two :meth:`report` calls while the node is active."""
 
-    realtime_executor: bool = False
-    """The node is on the policy -> filter -> robot path: its executor runs at real-time
-    priority where the system permits it (:func:`executor_realtime`)."""
+    executor_priority: int | None = None
+    """SCHED_FIFO priority of the node's executor where the system permits it
+    (:func:`executor_realtime`): the policy -> filter -> robot path's nodes at
+    :data:`~sim2real.hardware.realtime.EXECUTOR_PRIORITY`, the correction console's at
+    :data:`~sim2real.hardware.realtime.OPERATOR_PRIORITY`; ``None``: normal scheduling."""
 
     def __init__(self, name: str, settings: type, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -469,20 +471,24 @@ def percentiles_ms(seconds: Any, deadline: float = 0.0) -> dict[str, float]:
 @contextlib.contextmanager
 def executor_realtime(name: str, nodes: list[Any]) -> Iterator[Any]:
     """The calling thread (an executor's) at real-time priority while it spins, when any
-    of ``nodes`` is on the control path (``realtime_executor``) and the system permits it
-    (:mod:`sim2real.hardware.realtime`: SCHED_FIFO at ``EXECUTOR_PRIORITY``, below the
-    loops that write to the robot; memory locked; the collector's old objects frozen).
+    of ``nodes`` asks for it (``executor_priority``, the highest of them) and the system
+    permits it (:mod:`sim2real.hardware.realtime`: SCHED_FIFO, the control path's at
+    ``EXECUTOR_PRIORITY``, below the loops that write to the robot; memory locked; the
+    collector's old objects frozen). A normal-priority executor in a process with a
+    real-time thread (the console's web server) stalls that thread too: preempted while
+    it holds the GIL, it keeps the GIL until a competitor lets it run again.
     Fast DDS's listener threads (:data:`~sim2real.hardware.realtime.FAST_DDS_RECEIVE_THREADS`)
     go one priority below the executor: they deliver every message it waits for, and at
     normal priority a loaded machine delays them (p99 60 ms instead of 3.6 ms state ->
     command, ``sim2real bench deploy --load 4``). Without the privilege: one warning,
     normal scheduling, and the node's report says why."""
-    if not any(getattr(n, "realtime_executor", False) for n in nodes):
+    priorities = [p for n in nodes if (p := getattr(n, "executor_priority", None)) is not None]
+    if not priorities:
         yield None
         return
-    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, FAST_DDS_RECEIVE_THREADS, realtime_thread
+    from sim2real.hardware.realtime import FAST_DDS_RECEIVE_THREADS, realtime_thread
 
-    with realtime_thread(f"{name} executor", EXECUTOR_PRIORITY, cpu=None,
+    with realtime_thread(f"{name} executor", max(priorities), cpu=None,
                          helpers=FAST_DDS_RECEIVE_THREADS) as status:
         for node in nodes:
             node.realtime_status = status

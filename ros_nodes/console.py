@@ -38,6 +38,7 @@ from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
+from sim2real.hardware.realtime import OPERATOR_PRIORITY
 from sim2real.policies.safety.spaces import ARM_TWIST, CommandSpace, command_space
 from sim2real.policies.teleop.operator import HUMAN, POLICY, OperatorSettings
 from sim2real.policies.teleop.target import ConsoleTarget
@@ -175,6 +176,12 @@ class RosConsoleTarget(ConsoleTarget):
 
 
 class ConsoleNode(ManagedNode):
+    # In its own process, the executor (the dead man's tick, the robot's state streams) runs
+    # real-time beside the page's receiver (the web server thread, also OPERATOR_PRIORITY):
+    # at normal priority, preempted by a competitor while it held the GIL, it stalled the
+    # receiver past the dead man's 150 ms (a false hold in 10 loaded minutes, note 55).
+    executor_priority = OPERATOR_PRIORITY
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("console", ConsoleSettings, **kwargs)
         self.target: RosConsoleTarget | None = None

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from sim2real.errors import GraphError
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.sim.core.errors import ConfigError
 
 NODE_MODULES: dict[str, str] = {
@@ -152,7 +153,7 @@ def check_parameters(params: dict[str, dict[str, Any]], nodes: list[str], domain
 
 class InProcessGraph:
     """The nodes in this process, in their own context, on two executors: the control
-    path's nodes (``realtime_executor``: bridge, filter, policy) on one that runs at
+    path's nodes (``executor_priority`` EXECUTOR_PRIORITY: bridge, filter, policy) on one that runs at
     real-time priority where permitted, every other node (cameras, recorder, console,
     mission) on one at normal priority. One shared executor made the cameras' rendering
     real-time too: it took a core from every normal process (the HIL actor beside the
@@ -230,7 +231,8 @@ class InProcessGraph:
             sys.stderr.write(f"executor stopped: {exc!r}\n")
 
     def add_node(self, node: Any) -> None:
-        self.executors["control" if getattr(node, "realtime_executor", False) else "other"].add_node(node)
+        control = getattr(node, "executor_priority", None) == EXECUTOR_PRIORITY
+        self.executors["control" if control else "other"].add_node(node)
 
     def remove_node(self, node: Any) -> None:
         for executor in self.executors.values():

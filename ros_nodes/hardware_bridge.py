@@ -42,6 +42,7 @@ from std_srvs.srv import Trigger
 
 from sim2real.hardware.backend import HardwareError, Phase, RobotBackend, backend_class
 from sim2real.hardware.preflight import Preflight, format_table
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, run_node
@@ -57,7 +58,7 @@ from sim2real.sim.core.errors import ConfigError
 class HardwareBridge(ManagedNode):
     """ROS 2 <-> one real robot's backend. Counters: see :meth:`summary`."""
 
-    realtime_executor = True
+    executor_priority = EXECUTOR_PRIORITY
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("hardware_bridge", HardwareBridgeSettings, **kwargs)

@@ -32,6 +32,7 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Path
 from std_msgs.msg import Float64MultiArray, String
 
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.policies.classical import controller_for
 from sim2real.policies.safety.spaces import command_space
 from sim2real.ros_nodes import messages as M
@@ -60,7 +61,7 @@ class ClassicalPolicy:
 
 
 class PolicyNode(ManagedNode):
-    realtime_executor = True
+    executor_priority = EXECUTOR_PRIORITY
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("policy", PolicySettings, **kwargs)

@@ -42,6 +42,7 @@ from geometry_msgs.msg import Twist
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.policies.safety import PARAMS, SafetyChain, SafetyState, command_space, make_chain, params_from_dict
 from sim2real.policies.safety.guards import stream_stopped
 from sim2real.policies.safety.latch import LatchStore, default_latch_path
@@ -66,7 +67,7 @@ TOPICS = {name: topic for name, _, topic in SOURCES}
 
 
 class SafetyFilterNode(ManagedNode):
-    realtime_executor = True
+    executor_priority = EXECUTOR_PRIORITY
     fixed_parameters = frozenset({"robot"})
     """The robot decides which safety parameters exist: fixed at start."""
 

@@ -36,6 +36,7 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
+from sim2real.hardware.realtime import EXECUTOR_PRIORITY
 from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
@@ -81,7 +82,7 @@ def camera_names(text: str) -> list[str]:
 class SimBridge(ManagedNode):
     """Steps a :class:`~sim2real.ros_nodes.sim_robot.SimRobot` once per control period."""
 
-    realtime_executor = True
+    executor_priority = EXECUTOR_PRIORITY
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("sim_bridge", SimBridgeSettings, **kwargs)

@@ -77,13 +77,14 @@ def test_off_keeps_normal_scheduling_and_says_why(tmp_path, monkeypatch) -> None
         graph.shutdown()
 
 
-def test_a_node_off_the_control_path_is_not_raised() -> None:
+def test_only_the_control_path_and_the_operators_console_are_raised() -> None:
+    from sim2real.hardware.realtime import EXECUTOR_PRIORITY, OPERATOR_PRIORITY
     from sim2real.ros_nodes.console import ConsoleNode
     from sim2real.ros_nodes.recorder import Recorder
     from sim2real.ros_nodes.safety_filter import SafetyFilterNode
 
-    assert SafetyFilterNode.realtime_executor and not Recorder.realtime_executor
-    assert not ConsoleNode.realtime_executor
+    assert SafetyFilterNode.executor_priority == EXECUTOR_PRIORITY and Recorder.executor_priority is None
+    assert ConsoleNode.executor_priority == OPERATOR_PRIORITY  # in a process of its own (below the control path)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
