@@ -85,6 +85,9 @@ def arguments(robot: str) -> list[LaunchArgument]:
                                                         "exported policy (policy.onnx, its .json or folder), "
                                                         "'classical', or 'external': no policy node, another program "
                                                         "publishes raw_command (sim2real hil actor --env ros)"),
+        LaunchArgument("action_mode", "", "the command space of a classical or external policy, for every node "
+                                          "that reads commands (the drones: ctbr or velocity); empty: the "
+                                          "config's; an exported policy's is its own"),
         LaunchArgument("record", "false", "record an MCAP rosbag2 (into the recorder's `output` of the config)",
                        ("true", "false")),
         LaunchArgument("console", "false", "serve the correction console (its URL and token are printed)",
@@ -132,7 +135,8 @@ def launch_graph(robot: str, args: dict[str, str], domain: int) -> LaunchGraph:
     reach = reach if reach["hardware_bridge"] else {}
     merged, started = graph_parameters(DeployOptions(robot=robot, backend=args["backend"], policy=args["policy"],
                                                      record=record, console=args["console"] == "true",
-                                                     domain_id=domain, overrides=reach))
+                                                     domain_id=domain, overrides=reach,
+                                                     action_mode=args["action_mode"]))
     if args.get("planner") == "true" and "planner" not in started:
         started.append("planner")
     elif args.get("planner") == "false" and "planner" in started:

@@ -47,7 +47,7 @@ def test_launch_file_declares_backend_policy_and_the_nodes(robot: str) -> None:
     assert ast.literal_eval(robot_const) == robot
     args = {a.name: a for a in arguments(robot)}
     assert set(args) - {"planner", "backend_options", "hardware_backend"} == {"backend", "policy", "record",
-                                                                            "discovery", "console"}
+                                                                            "discovery", "console", "action_mode"}
     assert ("planner" in args) == (robot in ("quadruped", "drone", "x500"))  # the robots with path-following policies
     assert ("backend_options" in args) == has_hardware_bridge(robot)  # how to reach a robot we drive
     assert ("hardware_backend" in args) == has_hardware_bridge(robot)  # and by which of its protocols

@@ -274,6 +274,12 @@ def test_one_action_mode_reaches_every_node_that_reads_commands() -> None:
         assert set(readers) <= set(nodes)
     params, _ = graph_parameters(DeployOptions(robot="x500", policy="classical", domain_id=unique_domain_id()))
     assert params["safety_filter"]["action_mode"] == "ctbr"  # the parameter file's
+    from sim2real.ros_nodes.launch_description import launch_graph
+
+    launched = launch_graph("x500", {"backend": "real", "policy": "classical", "action_mode": "velocity"},
+                            unique_domain_id())  # `ros2 launch ... action_mode:=velocity`: the same rule
+    assert {node: launched.parameters[node]["action_mode"] for node in ("policy", "safety_filter", "hardware_bridge")} \
+        == dict.fromkeys(("policy", "safety_filter", "hardware_bridge"), "velocity")
     with pytest.raises(ConfigError, match="acts in ctbr_residual, not velocity"):
         graph_parameters(DeployOptions(robot="drone", policy=str(ROOT / "policies" / "baselines" / "DroneHover"),
                                        action_mode="velocity", domain_id=unique_domain_id()))
