@@ -10,6 +10,7 @@ command of the hierarchy), capped at the normal walking height.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -70,8 +71,13 @@ def plan_on_grid(xs: np.ndarray, ys: np.ndarray, clearance: np.ndarray, start: n
 
 
 def _astar(free: np.ndarray, cost: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> list[tuple[int, int]]:
-    free = free.copy()
-    free[start] = free[goal] = True  # the robot stands where it stands; the goal is in the open
+    # On Python lists, not numpy scalars: the sim bridge plans each new course inside its
+    # control period, and numpy's per-element indexing made one plan ~26 ms (a stale state,
+    # and a watchdog trip, at every course of the demo's confined run).
+    free_cells = free.tolist()
+    free_cells[start[0]][start[1]] = free_cells[goal[0]][goal[1]] = True  # the robot stands where it stands
+    costs = cost.tolist()
+    rows, cols = free.shape
     steps = [
         (1, 0, 1.0),
         (-1, 0, 1.0),
@@ -82,25 +88,29 @@ def _astar(free: np.ndarray, cost: np.ndarray, start: tuple[int, int], goal: tup
         (-1, 1, 1.414),
         (-1, -1, 1.414),
     ]
-    g = np.full(free.shape, np.inf)
-    g[start] = 0.0
+    g = [[math.inf] * cols for _ in range(rows)]
+    g[start[0]][start[1]] = 0.0
     parent: dict[tuple[int, int], tuple[int, int]] = {}
-    frontier = [(0.0, start)]
+    goal_i, goal_j = goal
+    frontier = [(math.sqrt((goal_i - start[0]) ** 2 + (goal_j - start[1]) ** 2), start)]
     while frontier:
-        _, node = heapq.heappop(frontier)
+        f, node = heapq.heappop(frontier)
         if node == goal:
             break
         i, j = node
+        g_node, cost_node = g[i][j], costs[i][j]
+        if f != g_node + math.sqrt((goal_i - i) ** 2 + (goal_j - j) ** 2):
+            continue  # pushed before a cheaper way here was found, which was expanded first
         for di, dj, length in steps:
-            nxt = (i + di, j + dj)
-            if not (0 <= nxt[0] < free.shape[0] and 0 <= nxt[1] < free.shape[1]) or not free[nxt]:
+            a, b = i + di, j + dj
+            if not (0 <= a < rows and 0 <= b < cols) or not free_cells[a][b]:
                 continue
-            new_g = g[node] + length * 0.5 * (cost[node] + cost[nxt])
-            if new_g < g[nxt]:
-                g[nxt] = new_g
-                parent[nxt] = node
-                heuristic = np.hypot(goal[0] - nxt[0], goal[1] - nxt[1])  # admissible: cost >= 1 per cell
-                heapq.heappush(frontier, (new_g + heuristic, nxt))
+            new_g = g_node + length * 0.5 * (cost_node + costs[a][b])
+            if new_g < g[a][b]:
+                g[a][b] = new_g
+                parent[(a, b)] = node
+                heuristic = math.sqrt((goal_i - a) ** 2 + (goal_j - b) ** 2)  # admissible: cost >= 1 per cell
+                heapq.heappush(frontier, (new_g + heuristic, (a, b)))
     if goal not in parent and goal != start:
         raise NoPathError("no collision-free passage from the start to the goal")
     out = [goal]
