@@ -24,7 +24,7 @@ from sim2real.sim.core.env import SimEnv
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description="the time a simulated robot's reset takes")
     parser.add_argument("--policy", type=Path, default=Path("policies/baselines/QuadrupedWaypoints"),
                         help="a policy folder (its policy.onnx.json names the task)")
     parser.add_argument("--resets", type=int, default=100)
