@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", default="", help="task whose scene the robot ran in (default: the robot's)")
     parser.add_argument("--action-mode", default="", help="the policy's action mode (default: the robot's)")
     parser.add_argument("--window", type=float, default=0.5, help="s, length of each replayed window")
-    parser.add_argument("--windows", type=int, default=12, help="most windows used, spread over the run")
+    parser.add_argument("--windows", type=int, default=32, help="most windows used, spread over the run")
     parser.add_argument("--max-latency", type=int, default=3, help="largest latency tried, control steps")
     parser.add_argument("--iterations", type=int, default=40, help="CMA-ES generations per latency")
     parser.add_argument("--seed", type=int, default=0)
