@@ -182,6 +182,10 @@ class InProcessGraph:
         """``control`` and ``other`` (see the class)."""
         self.spinners: dict[str, threading.Thread] = {}
         self.error: Exception | None = None
+        self._stopping = threading.Event()
+        """Set by :meth:`shutdown`: what a spinning executor raises from then on is its
+        teardown (rclpy drops an executor's guard condition while spin() may still touch
+        it), not a node's failure."""
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.nodes: dict[str, Any] = {}
@@ -227,6 +231,8 @@ class InProcessGraph:
             else:
                 executor.spin()
         except Exception as exc:  # a callback raised: keep it for the caller, the graph is dead
+            if self._stopping.is_set():
+                return
             self.error = exc
             sys.stderr.write(f"executor stopped: {exc!r}\n")
 
@@ -248,6 +254,7 @@ class InProcessGraph:
     def shutdown(self) -> None:
         import rclpy
 
+        self._stopping.set()
         for executor in getattr(self, "executors", {}).values():
             executor.shutdown(timeout_sec=2.0)
         # Let spin() return before the nodes go: destroying a node the spinning thread
