@@ -14,7 +14,13 @@ from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import Task
 from sim2real.sim.drone.airframe import Airframe
 from sim2real.sim.drone.base import DroneTask
-from sim2real.sim.drone.position_control import HOVER_LAYOUT, REQUIRED_BLOCKS, CascadedPID, CascadedPIDGains
+from sim2real.sim.drone.position_control import (
+    HOVER_LAYOUT,
+    REQUIRED_BLOCKS,
+    CascadedPID,
+    CascadedPIDGains,
+    position_loop,
+)
 
 __all__ = ["HOVER_LAYOUT", "REQUIRED_BLOCKS", "CascadedPID", "CascadedPIDGains", "DroneOracle", "VelocityGuidance",
            "controller_for", "oracle_for"]
@@ -60,10 +66,7 @@ class VelocityGuidance:
     def act(self, obs: np.ndarray) -> np.ndarray:
         obs = np.asarray(obs, dtype=np.float64)
         single = obs.ndim == 1
-        velocity = self.kp * np.atleast_2d(obs)[:, self.error]
-        horizontal = np.linalg.norm(velocity[:, :2], axis=1, keepdims=True)
-        velocity[:, :2] *= np.minimum(1.0, self.max_speed[0] / np.maximum(horizontal, 1e-9))
-        velocity[:, 2] = np.clip(velocity[:, 2], -self.max_speed[1], self.max_speed[1])
+        velocity = position_loop(np.atleast_2d(obs)[:, self.error], self.kp, self.max_speed)
         action = np.clip(velocity / self.speed_scale, -1.0, 1.0)
         return action[0] if single else action
 

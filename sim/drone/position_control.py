@@ -120,9 +120,7 @@ class CascadedPID:
         e_p, vel = obs[:, s["pos_error"]], obs[:, s["lin_vel"]]
         rot = obs[:, s["rot_mat"]].reshape(-1, 3, 3)
 
-        v_des = g.kp_pos * e_p
-        v_des[:, :2] = _limit_norm(v_des[:, :2], g.max_speed[0])
-        v_des[:, 2] = np.clip(v_des[:, 2], -g.max_speed[1], g.max_speed[1])
+        v_des = position_loop(e_p, g.kp_pos, g.max_speed)
         near = (np.linalg.norm(e_p, axis=1) < g.integral_zone[0]) & (np.linalg.norm(vel, axis=1) < g.integral_zone[1])
         limit = g.max_integral_accel / g.ki_pos
         self.integral = np.clip(self.integral + np.where(near[:, None], e_p, 0.0) * self.dt, -limit, limit)
@@ -187,6 +185,17 @@ class VelocityControl:
         self.integral = np.clip(self.integral + error * self.dt, -limit, limit)
         acc = g.kp_vel * error + g.ki_vel * self.integral
         return attitude_command(acc, rot, self.mass, None, g, self.max_collective_thrust)
+
+
+def position_loop(error: np.ndarray, kp: np.ndarray | float, max_speed: tuple[float, float]) -> np.ndarray:
+    """Velocity setpoints ``[B, 3]`` toward the targets: ``kp`` times the position errors
+    ``[B, 3]``, the horizontal norm capped at ``max_speed[0]`` and the vertical part at
+    ``max_speed[1]`` (m/s). The cascaded PID's outer loop, and on its own the ``velocity``
+    mode's classical policy."""
+    v_des = kp * np.asarray(error, dtype=np.float64)
+    v_des[:, :2] = _limit_norm(v_des[:, :2], max_speed[0])
+    v_des[:, 2] = np.clip(v_des[:, 2], -max_speed[1], max_speed[1])
+    return v_des
 
 
 def attitude_command(acc: np.ndarray, rot: np.ndarray, mass: np.ndarray, target_yaw: float | None,
