@@ -25,8 +25,7 @@ import numpy as np
 from sim2real.sim.core.frames import rotation
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
-from sim2real.sim.drone.base import TAKEOFF_SPEED
-from sim2real.sim.drone.position_control import CascadedPID, VelocityControl
+from sim2real.sim.drone.position_control import CascadedPID, VelocityControl, idles_on_ground
 from sim2real.sim.drone.rate_control import BodyRateController
 
 RTL_ARRIVED = 0.2
@@ -114,7 +113,7 @@ class Px4Control:
             if isinstance(target, PositionTarget) and target.position is not None:
                 return self._track(target.position, target.velocity, position, velocity, quat, gyro)
             if isinstance(target, PositionTarget):  # a velocity alone: PX4's velocity loop
-                if landed and target.velocity[2] < TAKEOFF_SPEED:  # its land detector: idle on the ground
+                if idles_on_ground(landed, target.velocity[2]):  # its land detector: idle on the ground
                     self.reset()
                     return np.zeros(4)
                 action = self.velocity.act(target.velocity[None], np.asarray(velocity)[None],

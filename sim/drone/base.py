@@ -46,13 +46,11 @@ from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
 from sim2real.sim.drone.airframe import CRAZYFLIE, PAD_TOP, Airframe
 from sim2real.sim.drone.airframe import airframe as get_airframe
-from sim2real.sim.drone.position_control import CascadedPID, VelocityControl
+from sim2real.sim.drone.position_control import CascadedPID, VelocityControl, idles_on_ground
 from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
 
 START_MODES = ("ground", "air", "mixed")
-TAKEOFF_SPEED: float = 0.1
-"""m/s: a ``velocity`` command asking less climb than this leaves a landed drone's motors idle."""
 
 HOVER_COMMAND: float = CRAZYFLIE.hover_command
 """Rotor command in ``[0, 1]`` that balances the Crazyflie's nominal weight."""
@@ -323,8 +321,8 @@ class DroneTask(Task):
         vel = phys.qvel[:, :3]
         action = self.velocity_loop.act(velocity, vel, rot)
         near_ground = self.airframe.lowest_point(phys.qpos[:, 2], rot) < PAD_TOP + C.GROUND_BAND
-        idle = (near_ground & (phys.sensordata[:, self._touch] > 0.0) & (velocity[:, 2] < TAKEOFF_SPEED)
-                & (np.linalg.norm(vel, axis=1) < 0.3))
+        landed = near_ground & (phys.sensordata[:, self._touch] > 0.0) & (np.linalg.norm(vel, axis=1) < 0.3)
+        idle = idles_on_ground(landed, velocity[:, 2])
         if idle.any():
             self.velocity_loop.reset(np.flatnonzero(idle))
         collective = 0.5 * (action[:, 0] + 1.0) * self.airframe.max_collective_thrust

@@ -198,6 +198,17 @@ def position_loop(error: np.ndarray, kp: np.ndarray | float, max_speed: tuple[fl
     return v_des
 
 
+TAKEOFF_SPEED: float = 0.1
+"""m/s: a velocity setpoint asking less climb than this leaves a landed vehicle's motors idle."""
+
+
+def idles_on_ground(landed: np.ndarray | bool, climb: np.ndarray | float) -> np.ndarray:
+    """PX4's land detector under a velocity setpoint, one rule for the simulated
+    ``velocity`` mode and the PX4 emulator: a vehicle that is landed and asked to climb
+    slower than :data:`TAKEOFF_SPEED` (m/s, up) idles its motors."""
+    return np.asarray(landed, dtype=bool) & (np.asarray(climb, dtype=np.float64) < TAKEOFF_SPEED)
+
+
 def attitude_command(acc: np.ndarray, rot: np.ndarray, mass: np.ndarray, target_yaw: float | None,
                      gains: CascadedPIDGains | VelocityGains, max_collective_thrust: float) -> np.ndarray:
     """``ctbr`` actions ``[B, 4]`` in ``[-1, 1]`` that give the world-frame accelerations
