@@ -41,7 +41,9 @@ from sim2real.sim import robot_deployment
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.airframe import airframe
+from sim2real.sim.drone.airframe import PAD_TOP, airframe
+from sim2real.sim.drone.base import quat_to_mat
+from sim2real.sim.drone.position_control import is_landed
 
 RATES_HZ: dict[str, float] = {"HEARTBEAT": 1.0, "ATTITUDE_QUATERNION": 50.0, "LOCAL_POSITION_NED": 50.0,
                               "HIGHRES_IMU": 50.0, "EXTENDED_SYS_STATE": 5.0, "BATTERY_STATUS": 1.0}
@@ -146,9 +148,11 @@ class Px4Emulator(DroneEmulator):
         return failing
 
     def landed(self) -> bool:
+        """The land detector, on the ground it booted on (its origin rests on it)."""
         d = self.data
-        height = float(d.qpos[2]) - self.origin[2]
-        return height < C.GROUND_BAND and float(np.linalg.norm(d.qvel[:3])) < 0.3
+        ground = self.origin[2] - self.airframe.rest_height + PAD_TOP
+        clearance = self.airframe.clearance(d.qpos[None, 2], quat_to_mat(d.qpos[None, 3:7]), ground)
+        return bool(is_landed(clearance, d.qvel[None, :3])[0])
 
     def battery_voltage(self) -> float:
         return self.battery_cells * (3.5 + 0.7 * self.charge)

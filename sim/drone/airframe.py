@@ -76,12 +76,13 @@ class Airframe:
         """m, body-frame origin height when resting on the 5 mm landing pad."""
         return PAD_TOP + self.collision_half_size[2]
 
-    def lowest_point(self, height: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-        """m, height of the collision box's lowest corner for body origins at ``height``
+    def clearance(self, height: np.ndarray, rotation: np.ndarray, ground: float = PAD_TOP) -> np.ndarray:
+        """m, how far the collision box's lowest corner is above ``ground`` (m, the top of
+        the surface it rests on; default the landing pad's) for body origins at ``height``
         ``[B]`` with attitudes ``rotation`` ``[B, 3, 3]``: a tilted X500 reaches 0.3 m x
         sin(tilt) further down than its centre says, a Crazyflie hardly at all."""
         reach = np.abs(rotation[:, 2, :]) @ np.asarray(self.collision_half_size)
-        return np.asarray(height) - reach
+        return np.asarray(height) - reach - ground
 
     @cached_property
     def rotor_xy(self) -> np.ndarray:

@@ -44,9 +44,9 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.layout import layout_slices
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.drone import constants as C
-from sim2real.sim.drone.airframe import CRAZYFLIE, PAD_TOP, Airframe
+from sim2real.sim.drone.airframe import CRAZYFLIE, Airframe
 from sim2real.sim.drone.airframe import airframe as get_airframe
-from sim2real.sim.drone.position_control import CascadedPID, VelocityControl, idles_on_ground
+from sim2real.sim.drone.position_control import CascadedPID, VelocityControl, idles_on_ground, is_landed
 from sim2real.sim.drone.randomize import DroneRandomization
 from sim2real.sim.drone.rate_control import BodyRateController
 
@@ -314,15 +314,13 @@ class DroneTask(Task):
 
     def _fly_velocity(self, velocity: np.ndarray, phys: PhysicsBatch) -> tuple[np.ndarray, np.ndarray]:
         """The velocity loop's thrust and rates (N, rad/s) for setpoints ``velocity``, and
-        which drones rest landed (touching the ground, slow, asked for no climb): PX4's
-        land detector idles their motors and clears the loop's integrator."""
+        which drones rest landed (:func:`is_landed`) asked for no climb: PX4's land
+        detector idles their motors and clears the loop's integrator."""
         assert self.velocity_loop is not None
         rot = quat_to_mat(phys.qpos[:, 3:7])
         vel = phys.qvel[:, :3]
         action = self.velocity_loop.act(velocity, vel, rot)
-        near_ground = self.airframe.lowest_point(phys.qpos[:, 2], rot) < PAD_TOP + C.GROUND_BAND
-        landed = near_ground & (phys.sensordata[:, self._touch] > 0.0) & (np.linalg.norm(vel, axis=1) < 0.3)
-        idle = idles_on_ground(landed, velocity[:, 2])
+        idle = idles_on_ground(is_landed(self.airframe.clearance(phys.qpos[:, 2], rot), vel), velocity[:, 2])
         if idle.any():
             self.velocity_loop.reset(np.flatnonzero(idle))
         collective = 0.5 * (action[:, 0] + 1.0) * self.airframe.max_collective_thrust
@@ -357,7 +355,7 @@ class DroneTask(Task):
         # By the hull's lowest corner, not its centre: an X500 tilting 6 degrees as it left
         # the pad touched it with a corner while its centre was above the band ("touching
         # something above the ground": a crash at take-off in 2 of 7 emulated runs).
-        near_ground = self.airframe.lowest_point(pos[:, 2], rot) < PAD_TOP + C.GROUND_BAND
+        near_ground = self.airframe.clearance(pos[:, 2], rot) < C.GROUND_BAND
         touching = phys.sensordata[:, self._touch] > 0.0
         sink = np.maximum(-vel[:, 2], -self.prev_vel[:, 2])
         slide = np.maximum(np.linalg.norm(vel[:, :2], axis=1), np.linalg.norm(self.prev_vel[:, :2], axis=1))

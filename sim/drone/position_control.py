@@ -200,6 +200,18 @@ def position_loop(error: np.ndarray, kp: np.ndarray | float, max_speed: tuple[fl
 
 TAKEOFF_SPEED: float = 0.1
 """m/s: a velocity setpoint asking less climb than this leaves a landed vehicle's motors idle."""
+LANDED_SPEED: float = 0.3
+"""m/s: a vehicle at the ground slower than this counts as landed."""
+
+
+def is_landed(clearance: np.ndarray | float, velocity: np.ndarray) -> np.ndarray:
+    """PX4's land detector, one rule for the simulated drone and the PX4 emulator: the
+    hull's lowest point ``clearance`` (m, :meth:`Airframe.clearance`) within
+    ``GROUND_BAND`` of the ground it rests on, and slower than :data:`LANDED_SPEED`.
+    By height, not by contact: a touchdown bounces the hull off its pad for a physics
+    step or two, and its motors must not restart for each bounce."""
+    speed = np.linalg.norm(np.asarray(velocity, dtype=np.float64), axis=-1)
+    return (np.asarray(clearance, dtype=np.float64) < C.GROUND_BAND) & (speed < LANDED_SPEED)
 
 
 def idles_on_ground(landed: np.ndarray | bool, climb: np.ndarray | float) -> np.ndarray:

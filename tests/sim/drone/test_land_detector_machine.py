@@ -38,10 +38,11 @@ class LandDetector(RuleBasedStateMachine):
         the emulator's controller."""
         self.climb = climb
         velocity = np.array([horizontal, 0.0, climb])
-        d = self.env.data
-        touching = d.sensordata[self.env.task._touch] > 0.0  # the pad's contact, as the task reads it
-        self.resting = bool(touching and d.qpos[2] < X500.rest_height + 0.01 and np.linalg.norm(d.qvel[:3]) < 0.3)
+        # Resting before and after the period: one control period spans several inner
+        # ticks, and a drone that lifts off (or bounces) within it is rightly flown.
+        before = self._on_the_pad()
         self.env.step(velocity / X500.speed_scale)
+        self.resting = before and self._on_the_pad()
         self.velocity = velocity
         self._tick_emulator()
 
@@ -50,6 +51,11 @@ class LandDetector(RuleBasedStateMachine):
         self.landed = landed
         self._tick_emulator()
 
+    def _on_the_pad(self) -> bool:
+        d = self.env.data
+        touching = d.sensordata[self.env.task._touch] > 0.0  # the pad's contact, as the task reads it
+        return bool(touching and d.qpos[2] < X500.rest_height + 0.01 and np.linalg.norm(d.qvel[:3]) < 0.3)
+
     def _tick_emulator(self) -> None:
         self.emulated = self.control.thrusts("OFFBOARD", True, self.landed, PositionTarget(None, self.velocity),
                                              0.5, np.zeros(3), np.zeros(3), np.array([1.0, 0, 0, 0]), np.zeros(3))
@@ -57,7 +63,7 @@ class LandDetector(RuleBasedStateMachine):
     @rule()
     def reset_on_the_pad(self) -> None:
         self.env.reset()
-        self.climb, self.velocity = 0.0, np.zeros(3)
+        self.climb, self.velocity, self.resting = 0.0, np.zeros(3), False  # judged after a period
         self._tick_emulator()
 
     @invariant()
@@ -69,8 +75,8 @@ class LandDetector(RuleBasedStateMachine):
     def a_resting_drone_asked_for_no_climb_is_off(self) -> None:
         if self.resting and bool(idles_on_ground(True, self.climb)):
             assert float(np.abs(self.env.data.ctrl).max()) == 0.0, (self.climb, self.env.data.ctrl)
-        if self.climb >= TAKEOFF_SPEED:
-            assert float(self.env.data.ctrl.min()) > 0.0, (self.climb, self.env.data.ctrl)
+        if self.climb >= TAKEOFF_SPEED:  # flown: one motor may saturate at 0 while it tilts
+            assert float(self.env.data.ctrl.max()) > 0.0, (self.climb, self.env.data.ctrl)
 
 
 LandDetector.TestCase.settings = settings(max_examples=15, stateful_step_count=15, deadline=None)
