@@ -16,13 +16,14 @@ SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libfaketime c
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: help venv deps test test-heavy test-slow lint demo bench baselines clean
+.PHONY: help venv deps test explore test-heavy test-slow lint demo bench baselines clean
 
 help:
 	@echo "make demo       run the main job (writes reports/demo/)"
 	@echo "make test       run the default test suite"
 	@echo "make test-heavy run the heavy integration tests (CI runs them after make test)"
 	@echo "make test-slow  run the slow tests"
+	@echo "make explore    the property tests with fresh random examples (make test draws fixed ones)"
 	@echo "make bench      run the simulation benchmark (JSON in reports/bench_sim.json)"
 	@echo "make lint       ruff and the type checker (basedpyright)"
 	@echo "make baselines  retrain, export and evaluate the shipped baseline policies (hours on 2 cores;"
@@ -60,6 +61,11 @@ TEST_ARGS ?= -n 2 -q
 
 test: venv
 	$(PY) -m pytest -m "not slow and not heavy" $(TEST_ARGS)
+
+# The property tests with fresh random examples (`make test` draws the same ones each run).
+explore: venv
+	HYPOTHESIS_PROFILE=explore $(PY) -m pytest -m "not slow and not heavy" -q \
+		$$(grep -Rl --include='test_*.py' "from hypothesis" tests) $(TEST_ARGS)
 
 # One at a time: several drive the console in Chromium and judge a person's handover.
 test-heavy: venv

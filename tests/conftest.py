@@ -14,8 +14,16 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 import sim2real  # noqa: F401  (side effect: MUJOCO_GL)
+
+# Property tests draw the same examples on every run (a suite that never flakes: CI
+# judges a change, not the draw); HYPOTHESIS_PROFILE=explore draws fresh ones to hunt for
+# new counterexamples (`make explore`), whose failures then become fixed examples.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 """``gw0``, ``gw1``, ... under pytest-xdist, else empty."""
