@@ -240,19 +240,22 @@ def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
 
     async def run() -> dict[str, Any]:
         counts: dict[str, int] = {}
+        heard: list[float] = []  # when a new hold was heard (Unix s), to find it in the logs
 
         async def watch(ws: Any) -> None:
             while True:
                 message = await ws.recv()
                 data = json.loads(message) if isinstance(message, str) else {}
                 if data.get("type") == "state":
+                    if data["control"]["counts"].get("holds", 0) > counts.get("holds", 0) and counts:
+                        heard.append(round(time.time(), 3))
                     counts.update(data["control"]["counts"])
 
         async with websockets.connect(_ws_url(url)) as ws:
             watching = asyncio.create_task(watch(ws))
             await ws.send(json.dumps({"type": "takeover"}))
             await asyncio.sleep(1.0)  # the takeover done, the counts heard
-            holds0, gaps, sent = counts.get("holds", 0), [], 0
+            holds0, gaps, sent, held_from = counts.get("holds", 0), [], 0, time.time()
             start = last = time.monotonic()
             while last - start < seconds:
                 sign = 1.0 if int((last - start) / 2.0) % 2 == 0 else -1.0
@@ -264,11 +267,13 @@ def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
                 await asyncio.sleep(max(0.0, 0.04 - (time.monotonic() - now)))
             await asyncio.sleep(1.5)  # the last state message after the stream
             holds = counts.get("holds", 0) - holds0
+            heard_while_held = [t for t in heard if t >= held_from]
             await ws.send(json.dumps({"type": "giveback"}))
             await ws.send(json.dumps({"type": "release"}))
             watching.cancel()
         g = np.asarray(gaps)
         return {"seconds": round(seconds, 1), "commands": sent, "false_holds": holds,
+                "false_holds_heard_at": heard_while_held,
                 "client_gaps_over_timeout": int(np.sum(g > timeout_s)),
                 "client_gap_max_ms": round(float(g.max()) * 1e3, 1) if g.size else None}
 
