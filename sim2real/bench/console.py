@@ -234,28 +234,34 @@ def _time_dead_man(url: str, probe: CommandProbe, trials: int) -> dict[str, Any]
 
 
 def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
-    """A key held for ``seconds``: a steady 25 Hz stream; the console's holds meanwhile
-    (from its state messages) are false ones."""
+    """A key held for ``seconds``: a steady 25 Hz stream. A hold the console began before
+    the stream's last command (its state messages say when each began) is a false one;
+    the dead man's hold after the last command is the expected one, counted apart."""
     import websockets
 
     async def run() -> dict[str, Any]:
         counts: dict[str, int] = {}
-        heard: list[float] = []  # when a new hold was heard (Unix s), to find it in the logs
+        holds: list[dict[str, Any]] = []  # each new hold as heard: when it began (Unix s), why
 
         async def watch(ws: Any) -> None:
             while True:
                 message = await ws.recv()
                 data = json.loads(message) if isinstance(message, str) else {}
-                if data.get("type") == "state":
-                    if data["control"]["counts"].get("holds", 0) > counts.get("holds", 0) and counts:
-                        heard.append(round(time.time(), 3))
-                    counts.update(data["control"]["counts"])
+                if data.get("type") != "state":
+                    continue
+                control = data["control"]
+                if counts and control["counts"].get("holds", 0) > counts.get("holds", 0):
+                    # Already commanding again when heard: it began (and ended) within the stream.
+                    held = control["mode"] == "hold"
+                    holds.append({"began": control["since"] if held else None, "heard": round(time.time(), 3),
+                                  "reason": control.get("hold_reason", "") if held else "(over when heard)"})
+                counts.update(control["counts"])
 
         async with websockets.connect(_ws_url(url)) as ws:
             watching = asyncio.create_task(watch(ws))
             await ws.send(json.dumps({"type": "takeover"}))
             await asyncio.sleep(1.0)  # the takeover done, the counts heard
-            holds0, gaps, sent, held_from = counts.get("holds", 0), [], 0, time.time()
+            before, gaps, sent = len(holds), [], 0
             start = last = time.monotonic()
             while last - start < seconds:
                 sign = 1.0 if int((last - start) / 2.0) % 2 == 0 else -1.0
@@ -265,15 +271,16 @@ def _hold_key(url: str, seconds: float, timeout_s: float) -> dict[str, Any]:
                     gaps.append(now - last)
                 last, sent = now, sent + 1
                 await asyncio.sleep(max(0.0, 0.04 - (time.monotonic() - now)))
-            await asyncio.sleep(1.5)  # the last state message after the stream
-            holds = counts.get("holds", 0) - holds0
-            heard_while_held = [t for t in heard if t >= held_from]
+            last_sent = time.time() - (time.monotonic() - last)
+            await asyncio.sleep(1.5)  # the dead man's hold after the stream, and its state message
+            during = holds[before:]
             await ws.send(json.dumps({"type": "giveback"}))
             await ws.send(json.dumps({"type": "release"}))
             watching.cancel()
+        false = [h for h in during if h["began"] is None or h["began"] < last_sent]
         g = np.asarray(gaps)
-        return {"seconds": round(seconds, 1), "commands": sent, "false_holds": holds,
-                "false_holds_heard_at": heard_while_held,
+        return {"seconds": round(seconds, 1), "commands": sent, "false_holds": len(false),
+                "false_hold_details": false, "holds_after_the_last_command": len(during) - len(false),
                 "client_gaps_over_timeout": int(np.sum(g > timeout_s)),
                 "client_gap_max_ms": round(float(g.max()) * 1e3, 1) if g.size else None}
 
