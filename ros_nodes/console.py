@@ -178,8 +178,8 @@ class RosConsoleTarget(ConsoleTarget):
 class ConsoleNode(ManagedNode):
     # In its own process, the executor (the dead man's tick, the robot's state streams) runs
     # real-time beside the page's receiver (the web server thread, also OPERATOR_PRIORITY):
-    # at normal priority, preempted by a competitor while it held the GIL, it stalled the
-    # receiver past the dead man's 150 ms (a false hold in 10 loaded minutes, note 55).
+    # at normal priority a competitor can preempt it while it holds the GIL, and then both
+    # the dead man's tick and the receiver wait.
     executor_priority = OPERATOR_PRIORITY
 
     def __init__(self, **kwargs: Any) -> None:

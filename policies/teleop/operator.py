@@ -51,8 +51,8 @@ ESTOP_LATCHED = "the e-stop is latched: reset it first"
 DEAD_MAN_TIMEOUT = 0.15
 """s without a command during a takeover before the robot holds. 3.75 of the page's
 25 Hz command periods: the hold reaches the robot within 200 ms at p99 beside 4 CPU-bound
-competitors (198 ms; 232 ms with 0.2 s), and a held key was falsely held as often as
-with 0.2 s in 10 minutes (twice each, after stalls of 0.5 s and more: docs/BENCHMARKS.md)."""
+competitors (165 ms; 232 ms with 0.2 s), and a key held for 10 minutes beside them was
+never falsely held (docs/BENCHMARKS.md)."""
 
 
 @dataclass

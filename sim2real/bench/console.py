@@ -22,8 +22,9 @@ CPU-bound competitors (:mod:`sim2real.bench.load`). Its floor is the console's
 ``timeout`` (0.15 s); what comes on top is the console's detection and the path through
 the filter. The held key (``--hold-seconds``): the same client streams at 25 Hz
 without a pause beside the competitors (the direction reversed every 2 s, to stay
-inside the workspace), and every hold the console makes meanwhile is a false one: a
-person still holding the key whose robot stopped. The client stands for the operator's
+inside the workspace), and every hold the console began before the stream's last
+command is a false one: a person still holding the key whose robot stopped (the dead
+man's hold after the last command is counted apart). The client stands for the operator's
 own computer, so it runs at real-time priority here (the competitors load the robot's);
 its send gaps longer than the timeout are still counted apart.
 """
