@@ -106,6 +106,8 @@ class SimBridge(ManagedNode):
         self.views: LiveViews | None = None
         self.frames_published = 0
         """Camera frames rendered and published (each camera's frame counts once)."""
+        self.commands_before_binding = 0
+        """Commands refused while the bridge was still binding (the filter not yet named by discovery)."""
         self.binding = False
         """Bind to the safety filter at its first command (set when the bridge starts: a
         simulated robot is enabled by starting it; after a loss only ``~/enable`` binds)."""
@@ -208,7 +210,8 @@ class SimBridge(ManagedNode):
         eps = self.robot.episodes if self.robot is not None else []
         return {"episodes": len(eps), "successes": sum(e.success for e in eps),
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
-                "commands_refused": self.commands_refused, "frames_published": self.frames_published,
+                "commands_refused": self.commands_refused, "commands_before_binding": self.commands_before_binding,
+                "frames_published": self.frames_published,
                 "command_deadline_misses": self.deadline_misses, "step_overruns": self.overruns,
                 "sim_time": round(self.robot.sim_time, 3) if self.robot is not None else 0.0,
                 "simulated_total": round(self.simulated, 3), **self.scheduling(),
@@ -220,10 +223,18 @@ class SimBridge(ManagedNode):
 
     # -- inputs ----------------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray, info: Any) -> None:
-        if self.binding and not self.gate.bind(time.monotonic()):
-            self.binding = False
-            self.get_logger().info(f"commands from {self.gate.bound.qualified if self.gate.bound else '?'}")
+        unbound = ""
+        if self.binding:
+            unbound = self.gate.bind(time.monotonic())
+            if not unbound:
+                self.binding = False
+                self.get_logger().info(f"commands from {self.gate.bound.qualified if self.gate.bound else '?'}")
         refused = self.gate.admit(info, time.monotonic())
+        if refused and unbound:  # starting: the filter's first commands can come before discovery names it
+            self.commands_before_binding += 1
+            self.log_throttled("binding", f"not bound to a safety filter yet, the robot holds: {unbound}",
+                               level="info")
+            return
         if refused:
             self.commands_refused += 1
             self.log_throttled("foreign", refused, level="error")
