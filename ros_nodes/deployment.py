@@ -479,6 +479,8 @@ def summarize(opts: DeployOptions, params: dict, stats: dict[str, dict], seconds
             "episodes": episodes,
             "successes": successes,
             "success_rate": round(successes / episodes, 3) if episodes else None,
+            # Held by a latched guard (a fall, the e-stop) until a person resets it: not the policy's.
+            "episodes_under_latch": int(_num(bridge.get("episodes_under_latch", 0))) if bridge else 0,
             "sim_time_s": _num(bridge.get("sim_time")),
             "simulated_s": _num(bridge.get("simulated_total")),
         },

@@ -104,6 +104,8 @@ class SafetyFilterNode(ManagedNode):
         self.estop_sources = EStopSources(graph_query(self, self.resolve_topic_name("estop")))
         """Each ``estop`` writer's latest state (a pressed button refuses the reset)."""
         self.latch_store: LatchStore | None = None
+        self.latched_at = 0.0
+        """Unix s when the guards latched (none latched before; ``0``: none latched now)."""
         self._timers: list[Any] = []
         self._subscribed = False
 
@@ -226,6 +228,10 @@ class SafetyFilterNode(ManagedNode):
         store = self.latch_store
         if store is None:  # the store is made before the first chain can latch
             raise RuntimeError("latches changed before the latch file was chosen")
+        if bool(reasons) != bool(self.latched_at):
+            self.latched_at = time.time() if reasons else 0.0
+            if self.active:  # said at once: a simulator counts the episodes it holds apart
+                self.publish_diagnostics()
         try:
             store.save(reasons)
         except OSError as exc:  # the latch still holds in memory; a restart would lose it: say so loudly
@@ -410,6 +416,7 @@ class SafetyFilterNode(ManagedNode):
             "mode": out.mode if out is not None else "idle",
             "estop": chain.estop.tripped if chain else False,
             "latched": "; ".join(chain.latched()) if chain else "",
+            "latched_at": round(self.latched_at, 3),
             "source": chain.mux.active_name if chain else "",
             "rejected": chain.rejected if chain else 0,
             "dropped_during_estop": chain.dropped_during_estop if chain else 0,

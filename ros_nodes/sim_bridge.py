@@ -8,7 +8,8 @@ and ``imu`` (sensor_msgs/Imu) for floating bases, ``ee_pose`` / ``ee_pose_desire
 ``/clock`` (simulation time) and the task's mission: ``goal``
 (PoseStamped: the reach/hover target) and ``cmd_vel`` (Twist: the quadruped's
 velocity command), standing in for an operator. Episode results go to ``episodes``
-(std_msgs/String, JSON).
+(std_msgs/String, JSON); those run under a latched safety guard are counted apart
+(:mod:`~sim2real.ros_nodes.latched_episodes`).
 
 Accepts ``command`` (std_msgs/Float64MultiArray, forward-command-controller style,
 physical units: joint targets, torques, Cartesian velocities, or the drone's
@@ -41,6 +42,7 @@ from sim2real.ros_nodes import images
 from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.base import ManagedNode, percentiles_ms, run_node
 from sim2real.ros_nodes.command_gate import CommandGate
+from sim2real.ros_nodes.latched_episodes import FilterLatch
 from sim2real.ros_nodes.latency import LatencyStats
 from sim2real.ros_nodes.newest_only import NewestOnly
 from sim2real.ros_nodes.qos import command_qos, mission_qos, sensor_qos, status_qos
@@ -107,6 +109,8 @@ class SimBridge(ManagedNode):
         self.frames_published = 0
         """Camera frames rendered and published (each camera's frame counts once)."""
         self.commands_before_binding = 0
+        self._episode_started = time.time()
+        """Unix s when the current episode began (the filter's latch time is Unix s too)."""
         """Commands refused while the bridge was still binding (the filter not yet named by discovery)."""
         self.binding = False
         """Bind to the safety filter at its first command (set when the bridge starts: a
@@ -145,6 +149,7 @@ class SimBridge(ManagedNode):
                                                     command_qos(p["command_deadline"]), event_callbacks=events,
                                                     message_info=True)
         self.gate = CommandGate.for_node(self, "command", p["command_publisher"])
+        self.filter_latch = FilterLatch(self, p["command_publisher"])
         if not self._enable_service:  # services survive cleanup -> configure
             self.create_service(Trigger, "~/enable", self._on_enable)
             self._enable_service = True
@@ -160,6 +165,7 @@ class SimBridge(ManagedNode):
 
     def start(self) -> None:
         self.binding = self.gate.bound is None and not self.gate.lost
+        self._episode_started = time.time()
         self.publish_state()
         self._timer = self.create_control_timer(self.period, self._tick)
         if self.image_period and self.views is None:
@@ -208,7 +214,9 @@ class SimBridge(ManagedNode):
 
     def summary(self) -> dict[str, Any]:
         eps = self.robot.episodes if self.robot is not None else []
-        return {"episodes": len(eps), "successes": sum(e.success for e in eps),
+        held = sum(e.under_latch for e in eps)
+        return {"episodes": len(eps) - held, "successes": sum(e.success for e in eps if not e.under_latch),
+                "episodes_under_latch": held,
                 "commands_received": self.commands_received, "commands_rejected": self.commands_rejected,
                 "commands_refused": self.commands_refused, "commands_before_binding": self.commands_before_binding,
                 "frames_published": self.frames_published,
@@ -282,8 +290,12 @@ class SimBridge(ManagedNode):
         self.simulated += self.robot.control_dt
         self.publish_state()
         if record is not None:
+            record.under_latch = self.filter_latch.under_latch(self._episode_started)
+            self._episode_started = time.time()
             self.pub_episode.publish(String(data=json.dumps(record.__dict__)))
-            self.get_logger().info(f"episode {record.index}: success={record.success} after {record.seconds:.1f} s")
+            held = " (under a latched safety guard: not the policy's, not counted)" if record.under_latch else ""
+            self.get_logger().info(f"episode {record.index}: success={record.success} after {record.seconds:.1f} s"
+                                   + held)
         dt = time.perf_counter() - t0
         self.step_seconds.append(dt)
         if dt > self.period:

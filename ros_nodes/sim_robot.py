@@ -42,6 +42,8 @@ class EpisodeRecord:
     seconds: float
     metrics: dict[str, float]
     task: dict[str, Any]
+    under_latch: bool = False
+    """It ran under a latched safety guard (set by the sim bridge): the filter's, not the policy's."""
 
 
 class SimRobot:

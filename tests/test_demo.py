@@ -214,6 +214,17 @@ def test_a_run_is_judged_on_its_episodes_and_its_window(task_success: dict, dura
     assert verdict.status == status, verdict
 
 
+def test_episodes_held_by_a_latched_guard_are_named_and_not_judged() -> None:
+    """The quadruped fell once in 50 courses and its latched fall guard held the next 30
+    episodes: the verdict is the policy's 46 of 47, and says what was held."""
+    from sim2real.demo.verdict import task
+
+    verdict = task({"task": "QuadrupedWaypoints", "duration_s": 600.0,
+                    "task_success": {"episodes": 47, "successes": 46, "episodes_under_latch": 30}})
+    assert verdict.status == "PASS"
+    assert verdict.reason == "46/47 episodes succeeded; 30 more ran under a latched safety guard, not counted"
+
+
 def test_a_run_that_missed_no_deadline_kept_real_time() -> None:
     """deploy's summary as it comes: 600 policy ticks, 3 late, the filter's wait for its
     first command in the logs (no trip). The ticks once sat among the misses and every run

@@ -151,7 +151,9 @@ def _print(s: dict) -> None:
     table.add_column("figure")
     table.add_column("value")
     if s["backend"] == "sim":
-        table.add_row("task success", f"{t['successes']}/{t['episodes']} episodes")
+        held = t.get("episodes_under_latch") or 0
+        table.add_row("task success", f"{t['successes']}/{t['episodes']} episodes"
+                      + (f" (and {held} under a latched safety guard, not counted)" if held else ""))
     table.add_row("interventions", f"{i['steps_with_intervention']}/{i['filter_steps']} filter steps "
                                    f"({i['safe_action_steps']} safe action, {i['rejected_commands']} rejected)")
     table.add_row("filters that acted", ", ".join(f"{k} x{v}" for k, v in i["by_filter"].items()) or "none")

@@ -190,8 +190,10 @@ def task(summary: dict[str, Any], error: str = "") -> Verdict:
     episodes, successes = int(t.get("episodes") or 0), int(t.get("successes") or 0)
     if episodes:
         status = "PASS" if successes >= MIN_SUCCESS_RATE * episodes else "FAIL"
+        held = int(t.get("episodes_under_latch") or 0)
         return Verdict(status, f"{successes}/{episodes} episodes succeeded"
-                       + ("" if status == "PASS" else f" (at least {MIN_SUCCESS_RATE:.0%} must)"))
+                       + ("" if status == "PASS" else f" (at least {MIN_SUCCESS_RATE:.0%} must)")
+                       + (f"; {held} more ran under a latched safety guard, not counted" if held else ""))
     length = _episode_seconds(summary.get("task"))
     simulated = simulated_seconds(summary)
     if length is not None and duration < length:
