@@ -299,12 +299,12 @@ class ConsoleNode(ManagedNode):
     def _on_episode(self, msg: String) -> None:
         try:
             record = json.loads(msg.data)
-            success = bool(record["success"])
-        except (ValueError, KeyError, TypeError):
+            success, held = bool(record["success"]), bool(record.get("under_latch", False))
+        except (ValueError, KeyError, TypeError, AttributeError):
             return self.log_throttled("episode", "ignored a malformed episodes message", level="warning")
         if self.target is not None:
             with self.target.lock:
-                self.target.episodes.end(success)
+                self.target.episodes.end(success, counted=not held)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos, _ = M.pose_arrays(msg.pose)

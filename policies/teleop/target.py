@@ -67,8 +67,11 @@ class EpisodeLog:
         self.human_steps += int(human)
         self.episode_return += float(reward)
 
-    def end(self, success: bool) -> dict[str, float]:
-        self.results.append(bool(success))
+    def end(self, success: bool, counted: bool = True) -> dict[str, float]:
+        """One episode ended; ``counted=False``: it ran under a latched safety guard (the
+        filter's hold, not the policy's or the person's), so not in the success rate."""
+        if counted:
+            self.results.append(bool(success))
         row = {"episode": self.episode, "return": round(self.episode_return, 3), "success": float(success),
                "operator_share": round(self.human_steps / max(self.steps, 1), 3)}
         self.history.append(row)

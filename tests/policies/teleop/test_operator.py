@@ -126,3 +126,14 @@ def test_the_status_age_counts_from_the_consoles_start_not_the_boot() -> None:
     status = control.status(time.monotonic())
     assert status["mode"] == POLICY and 0.0 <= float(status["seconds"]) < 1.0  # type: ignore[arg-type]
     assert abs(float(status["since"]) - time.time()) < 1.0  # type: ignore[arg-type]
+
+
+def test_an_episode_held_by_a_latched_guard_stays_out_of_the_success_rate() -> None:
+    from sim2real.policies.teleop.target import EpisodeLog
+
+    log = EpisodeLog()
+    log.end(True)
+    log.end(False, counted=False)  # the filter's hold after a fall: neither the policy's nor the person's
+    log.end(False, counted=False)
+    summary = log.summary()
+    assert summary["success_rate"] == 1.0 and summary["episode"] == 3 and len(summary["history"]) == 3
