@@ -109,9 +109,9 @@ class SimBridge(ManagedNode):
         self.frames_published = 0
         """Camera frames rendered and published (each camera's frame counts once)."""
         self.commands_before_binding = 0
+        """Commands refused while the bridge was still binding (the filter not yet named by discovery)."""
         self._episode_started = time.time()
         """Unix s when the current episode began (the filter's latch time is Unix s too)."""
-        """Commands refused while the bridge was still binding (the filter not yet named by discovery)."""
         self.binding = False
         """Bind to the safety filter at its first command (set when the bridge starts: a
         simulated robot is enabled by starting it; after a loss only ``~/enable`` binds)."""
