@@ -134,6 +134,8 @@ class SimBridge(ManagedNode):
         sensor = sensor_qos()
         self.state_out = StatePublishers(self, r.info)
         self.streams = self._image_streams(names) if p["image_rate"] > 0 else []
+        if self.streams:  # the GL context now, not at the first frame beside the running loop
+            r.prepare_views()
         self.jpeg_quality = int(p["jpeg_quality"])
         self.pub_clock = self.create_publisher(Clock, "/clock", sensor)
         self.pub_episode = self.create_publisher(String, "episodes", status_qos())

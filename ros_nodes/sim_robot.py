@@ -177,15 +177,14 @@ class SimRobot:
         (no shadows, reflections or multisampling) from the renderer's own copy of the
         data, so stepping goes on meanwhile; ``None`` when made without a ``render_size``.
 
-        One thread renders: the GL context is made on its first call, in that thread."""
+        One thread renders at a time; the GL context is made by :meth:`prepare_views`, or
+        here on the first call."""
         import mujoco
 
         if not self.cameras:
             return None
         model = self.env.model
-        if self._renderer is None:
-            self._renderer = OffscreenRenderer(model, *self.render_size, live=True)
-            self._render_data = mujoco.MjData(model)
+        if self.prepare_views():
             pose.heightfields_changed = True
         if pose.heightfields_changed:
             for h in range(model.nhfield):
@@ -198,6 +197,20 @@ class SimRobot:
         mujoco.mj_camlight(model, data)
         name = self.cameras[0] if camera is None else camera
         return self._renderer.render(model, data, name or None)
+
+    def prepare_views(self) -> bool:
+        """Make the live renderer's GL context now, if it is not made yet (whether it was).
+        Call it before a control loop starts: making it holds the GIL for ~200 ms
+        (measured idle; longer on a busy machine), which stalled every thread of the
+        process, the real-time control loop's too, when the first frame made it. A live
+        renderer leaves its context unbound, so another thread draws with it later."""
+        import mujoco
+
+        if self._renderer is not None or not self.cameras:
+            return False
+        self._renderer = OffscreenRenderer(self.env.model, *self.render_size, live=True)
+        self._render_data = mujoco.MjData(self.env.model)
+        return True
 
     def render(self, camera: str | None = None) -> np.ndarray | None:
         """:meth:`render_pose` of the current pose (on the calling thread)."""
