@@ -186,9 +186,11 @@ class SimRobot:
         model = self.env.model
         if self.prepare_views():
             pose.heightfields_changed = True
+        renderer = self._renderer
+        assert renderer is not None  # prepare_views made it (there are cameras)
         if pose.heightfields_changed:
             for h in range(model.nhfield):
-                self._renderer.upload_heightfield(model, h)
+                renderer.upload_heightfield(model, h)
         data = self._render_data
         data.qpos[:], data.mocap_pos[:], data.mocap_quat[:] = pose.qpos, pose.mocap_pos, pose.mocap_quat
         data.time = pose.time
@@ -196,7 +198,7 @@ class SimRobot:
         mujoco.mj_comPos(model, data)  # tracking cameras follow the centre of mass
         mujoco.mj_camlight(model, data)
         name = self.cameras[0] if camera is None else camera
-        return self._renderer.render(model, data, name or None)
+        return renderer.render(model, data, name or None)
 
     def prepare_views(self) -> bool:
         """Make the live renderer's GL context now, if it is not made yet (whether it was).
