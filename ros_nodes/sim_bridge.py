@@ -346,7 +346,7 @@ class LiveViews:
         self.node, self.robot = node, robot
         self.worker: NewestOnly[tuple[Any, Any]] = NewestOnly(
             "sim-bridge-live-views", lambda item: self._draw(*item), self._failed,
-            teardown=robot.close,  # the GL context belongs to the worker's thread
+            teardown=robot.close,  # the thread that draws with the GL context closes it
             merge=self._carry_heightfields)
 
     @property
