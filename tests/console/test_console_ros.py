@@ -131,13 +131,19 @@ def test_the_estop_button_latches_the_filter_until_a_confirmed_reset(arm: Graph,
         page.click("#estop")
         page.wait_for_function("document.querySelector('#estop').dataset.latched === 'true'", timeout=5000)
         assert arm.target.diagnostics.get("estop") == "True"
+        # The filter says it latched at once, so the page can show it before a command the
+        # filter sent just before the latch reaches this probe: from the first hold on,
+        # nothing but the hold (the safe action follows within a period; CI saw one nominal
+        # command 3 ms ahead of it).
         t0 = time.monotonic()
+        assert arm.wait(lambda: any(np.all(c[:6] == 0.0) for _, c in arm.after(t0)), 1.0), "no hold after the e-stop"
+        t_hold = min(t for t, c in arm.after(t0) if np.all(c[:6] == 0.0))
         page.keyboard.down("Space")
         page.keyboard.down("KeyW")  # a person's command during the e-stop reaches nothing
         time.sleep(1.0)
         page.keyboard.up("KeyW")
         page.keyboard.up("Space")
-        sent = arm.after(t0)
+        sent = arm.after(t_hold)
         assert sent and all(np.all(c[:6] == 0.0) for _, c in sent)  # the arm's safe action: hold
         page.click("#estop-reset")
         page.click("#confirm-reset-ok")
