@@ -290,11 +290,11 @@ class ConsoleNode(ManagedNode):
                 self.target.policy_command = (values, time.monotonic())
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            if self.target is not None and status.name.rsplit("/", 1)[-1] == self.param("safety_filter"):
-                with self.target.lock:
-                    d = self.target.diagnostics = {kv.key: kv.value for kv in status.values}
-                    self.target.filter_estop(d.get("estop") == "True", d.get("latched", ""))
+        status = M.node_status(msg, self.param("safety_filter"))
+        if self.target is not None and status is not None:
+            with self.target.lock:
+                d = self.target.diagnostics = status[0]
+                self.target.filter_estop(d.get("estop") == "True", d.get("latched", ""))
 
     def _on_episode(self, msg: String) -> None:
         try:

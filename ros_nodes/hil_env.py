@@ -153,14 +153,11 @@ class GraphArmEnv(ArmHilEnv):
             self._frames[cam] = (frame, time.monotonic())
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            if status.name == SIM_DRIVER:
-                with self._lock:
-                    self._sim_driven = True
-            if status.name == DRIVER:
-                phase = next((kv.value for kv in status.values if kv.key == "phase"), "")
-                with self._lock:
-                    self._driver = (phase, status.message)
+        sim, real = M.node_status(msg, SIM_DRIVER), M.node_status(msg, DRIVER)
+        with self._lock:
+            self._sim_driven |= sim is not None
+            if real is not None:
+                self._driver = (real[0].get("phase", ""), real[1])
 
     def _driver_not_enabled(self) -> str:
         """Why the real robot takes no commands ("" when it does, or when the graph drives

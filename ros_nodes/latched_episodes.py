@@ -19,6 +19,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 
+from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.qos import status_qos
 
 LATCH_CARRY = 0.1
@@ -42,16 +43,15 @@ class FilterLatch:
         node.create_subscription(DiagnosticArray, "diagnostics", self._on_diagnostics, status_qos())
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            if status.name != self.filter_name:
-                continue
-            value = next((kv.value for kv in status.values if kv.key == "latched_at"), None)
-            if value is not None:
-                try:
-                    latched_at = float(value)
-                except ValueError:  # a foreign or broken status: the latch stays as it was known
-                    continue
-                self.latched_at = latched_at if math.isfinite(latched_at) and latched_at > 0.0 else 0.0
+        status = M.node_status(msg, self.filter_name)
+        value = None if status is None else status[0].get("latched_at")
+        if value is None:
+            return
+        try:
+            latched_at = float(value)
+        except ValueError:  # a foreign or broken status: the latch stays as it was known
+            return
+        self.latched_at = latched_at if math.isfinite(latched_at) and latched_at > 0.0 else 0.0
 
     def under_latch(self, started_at: float) -> bool:
         return under_latch(started_at, self.latched_at)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Pose, PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
@@ -243,3 +244,22 @@ def twist(linear: np.ndarray, angular: np.ndarray) -> Twist:
 def twist_arrays(msg: Twist) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([msg.linear.x, msg.linear.y, msg.linear.z]),
             np.array([msg.angular.x, msg.angular.y, msg.angular.z]))
+
+
+
+def status_node(status: DiagnosticStatus) -> str:
+    """The node that reported ``status``. A node names its status after itself
+    (``BaseNode.publish_status``); the ROS convention ``node: part`` and a fully-qualified
+    name (``/robot1/safety_filter``) name the same node, so every reader of a node's
+    diagnostics finds it in a namespaced graph too."""
+    return status.name.split(":")[0].rsplit("/", 1)[-1]
+
+
+def node_status(msg: DiagnosticArray, node: str) -> tuple[dict[str, str], str] | None:
+    """The values and message node ``node`` last reported in ``msg`` (``None``: it
+    reported nothing there)."""
+    found = None
+    for status in msg.status:
+        if status_node(status) == node:
+            found = ({kv.key: kv.value for kv in status.values}, status.message)
+    return found

@@ -11,6 +11,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
+from sim2real.ros_nodes import messages as M
 from sim2real.ros_nodes.qos import status_qos
 
 
@@ -27,7 +28,7 @@ class Monitor(Node):
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
         for s in msg.status:
-            name = s.name.split(":")[0]
+            name = M.status_node(s)
             values = {kv.key: kv.value for kv in s.values}
             level = int.from_bytes(s.level, "little") if isinstance(s.level, bytes) else int(s.level)
             self.statuses[name], self.levels[name], self.messages[name] = values, level, s.message

@@ -116,9 +116,11 @@ class Driver:
         self.answers += 1
 
     def _on_diag(self, msg: Any) -> None:
-        for status in msg.status:
-            if status.name.split(":")[0] == self.target:
-                self.report = (time.monotonic(), {kv.key: kv.value for kv in status.values})
+        from sim2real.ros_nodes.messages import node_status
+
+        status = node_status(msg, self.target)
+        if status is not None:
+            self.report = (time.monotonic(), status[0])
 
     def latency_after(self, since: float, timeout: float = 5.0) -> dict[str, float]:
         """The state-to-command latency figures of the first diagnostics report of the

@@ -284,3 +284,19 @@ def test_the_policy_nodes_copy_of_a_drone_mission_knows_which_waypoint_is_curren
     blocks = layout_slices(node_task.observation_layout())
     np.testing.assert_allclose(obs[blocks["next_waypoint_offset"]], longer[5] - longer[4], atol=1e-9)
     assert obs[blocks["waypoints_left"]][0] == pytest.approx(1 / 5)
+
+
+def test_a_nodes_diagnostics_are_found_under_each_name_ros_gives_it() -> None:
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+    def status(name: str, latched: str) -> DiagnosticStatus:
+        return DiagnosticStatus(name=name, message=f"from {name}", values=[KeyValue(key="latched_at", value=latched)])
+
+    for name in ("safety_filter", "/robot1/safety_filter", "safety_filter: guards"):
+        msg = DiagnosticArray(status=[status("policy", "9"), status(name, "1.5")])
+        assert M.node_status(msg, "safety_filter") == ({"latched_at": "1.5"}, f"from {name}")
+    msg = DiagnosticArray(status=[status("safety_filter_2", "1"), status("/safety_filter/x", "2")])
+    assert M.node_status(msg, "safety_filter") is None
+    # two reports in one message: the later one is the node's latest word
+    msg = DiagnosticArray(status=[status("safety_filter", "1"), status("safety_filter", "2")])
+    assert M.node_status(msg, "safety_filter") == ({"latched_at": "2"}, "from safety_filter")
