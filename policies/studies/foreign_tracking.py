@@ -20,6 +20,7 @@ and each row reports the estimate's error against the truth.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +30,7 @@ import mujoco
 import numpy as np
 
 from sim2real.policies.safety.spaces import command_space
-from sim2real.policies.studies.tracking import GRID, TrackingRow
+from sim2real.policies.studies.tracking import GRID, Grid, TrackingRow
 from sim2real.sim.core.deployment import Measurements
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.task import Task
@@ -98,9 +99,11 @@ class EpisodeSums:
 
 def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource, command: np.ndarray,
                 seconds: float, rng: np.random.Generator, lowstate: LowstateConfig | None = None,
-                estimator: EstimatorConfig | None = None) -> EpisodeSums:
+                estimator: EstimatorConfig | None = None, latency_steps: int = 0) -> EpisodeSums:
     """One episode of the policy node's loop, ``command`` held; sums over the second half.
-    With ``lowstate``, the policy observes the robot's estimated base velocity."""
+    With ``lowstate``, the policy observes the robot's estimated base velocity. With
+    ``latency_steps``, the motors get the action of that many control steps ago (zeros
+    before the first), as the training randomization's ``latency_steps`` delays it."""
     task = source.task
     if not isinstance(task, QuadrupedTask):
         raise ConfigError("policy", f"{task.robot}/{task.name} is not a quadruped task")
@@ -108,6 +111,7 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
     data = mujoco.MjData(robot.model)
     robot.reset(data, rng, task.init_joint_noise, task.init_velocity_noise)
     last = np.zeros(policy.action_size)
+    delayed = collections.deque([np.zeros(policy.action_size)] * latency_steps)
     steps, ep, swings = int(round(seconds / policy.control_dt)), EpisodeSums(), SwingPeaks(1)
     onboard = None if lowstate is None else EstimatorInTheLoop(robot, lowstate, estimator, rng)
     if onboard is not None:
@@ -123,7 +127,8 @@ def run_episode(policy: Any, robot: ForeignQuadruped, source: ObservationSource,
         obs = source.build(seen, last)
         action = np.asarray(policy(obs.astype(np.float32)), dtype=np.float64).reshape(-1)
         last = np.clip(np.nan_to_num(action), -1.0, 1.0)
-        robot.step_control(data, task.deploy_command(action, obs, space.action_to_command),
+        delayed.append(action)
+        robot.step_control(data, task.deploy_command(delayed.popleft(), obs, space.action_to_command),
                            None if onboard is None else onboard.physics_step)
         m = robot.measure(data)
         if robot.fallen(data, m):
@@ -208,10 +213,11 @@ def our_model(policy: Any) -> ForeignQuadruped:
 def foreign_tracking_table(
     policy: Any, models: Sequence[tuple[str, ForeignQuadruped]], make_source: Callable[[], ObservationSource],
     episodes: int = 5, seconds: float = 8.0, seed: int = 30_000, on_row: Callable[[str], None] = lambda _: None,
-    lowstate: LowstateConfig | None = None, estimator: EstimatorConfig | None = None,
+    lowstate: LowstateConfig | None = None, estimator: EstimatorConfig | None = None, grid: Grid = GRID,
+    latency_steps: int = 0,
 ) -> list[ModelTrackingRow]:
-    """Per command of :data:`~sim2real.policies.studies.tracking.GRID`, one row per model
-    (in ``models``' order), each over the same ``episodes`` seeded starts.
+    """Per command of ``grid`` (:data:`~sim2real.policies.studies.tracking.GRID`), one row
+    per model (in ``models``' order), each over the same ``episodes`` seeded starts.
 
     Args:
         policy: An :class:`~sim2real.policies.deploy.OnnxPolicy` of a quadruped velocity task.
@@ -220,13 +226,15 @@ def foreign_tracking_table(
             an episode starts from rest, as an activated policy node does).
         lowstate, estimator: The policy observes the robot's estimated base velocity
             (:func:`run_episode`); None: the simulator's truth.
+        latency_steps: Control steps between the policy's action and the motors, in
+            every model (:func:`run_episode`).
     """
     rows = []
-    for index, (name, command) in enumerate(GRID):
+    for index, (name, command) in enumerate(grid):
         on_row(name)
         for model_name, robot in models:
             runs = [run_episode(policy, robot, make_source(), np.asarray(command, dtype=float), seconds,
-                                np.random.default_rng([seed, index, i]), lowstate, estimator)
+                                np.random.default_rng([seed, index, i]), lowstate, estimator, latency_steps)
                     for i in range(episodes)]
             rows.append(_row(name, command, model_name, runs, robot.mass))
     return rows

@@ -29,6 +29,22 @@ GRID: tuple[tuple[str, tuple[float, float, float]], ...] = (
 )
 """(name, (vx m/s, vy m/s, yaw rate rad/s)) commands."""
 
+Grid = tuple[tuple[str, tuple[float, float, float]], ...]
+
+
+def parse_command(text: str) -> tuple[str, tuple[float, float, float]]:
+    """A grid entry from ``"VX,VY,WZ"`` (m/s, m/s, rad/s): the command a user asks the
+    table for instead of :data:`GRID` (``sim2sim --command 0,0,1``)."""
+    from sim2real.sim.core.errors import ConfigError
+
+    try:
+        vx, vy, wz = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError("--command", f"{text!r} is not VX,VY,WZ (m/s, m/s, rad/s)") from None
+    if not all(np.isfinite([vx, vy, wz])):
+        raise ConfigError("--command", f"{text!r} is not finite")
+    return f"vx {vx:g} m/s, vy {vy:g} m/s, yaw rate {wz:g} rad/s", (vx, vy, wz)
+
 
 @dataclass
 class TrackingRow:
@@ -92,16 +108,18 @@ def track(policy: Any, task_cls: type, options: dict[str, Any], command: tuple[f
 
 
 def tracking_table(policy: Any, episodes: int = 8, seconds: float = 10.0, dr: Any = "train", seed: int = 30_000,
-                   on_row: Any = lambda _: None, task_options: dict[str, Any] | None = None) -> list[TrackingRow]:
-    """The table for an exported quadruped velocity ``policy`` (an :class:`OnnxPolicy`);
-    ``task_options`` on top of its own (``{"base_velocity": "estimated"}``: the policy
-    observes the robot's own estimate, :mod:`sim2real.sim.quadruped.onboard`)."""
+                   on_row: Any = lambda _: None, task_options: dict[str, Any] | None = None,
+                   grid: Grid = GRID) -> list[TrackingRow]:
+    """The table for an exported quadruped velocity ``policy`` (an :class:`OnnxPolicy`),
+    a row per command of ``grid``; ``task_options`` on top of its own
+    (``{"base_velocity": "estimated"}``: the policy observes the robot's own estimate,
+    :mod:`sim2real.sim.quadruped.onboard`)."""
     from sim2real.sim.core.registry import REGISTRY
 
     task_cls = REGISTRY.get(policy.task)
     options = {**(policy.metadata.get("task_options") or {}), **(task_options or {})}
     rows = []
-    for name, command in GRID:
+    for name, command in grid:
         on_row(name)
         r = track(policy, task_cls, options, command, episodes, seconds, dr, seed)
         rows.append(TrackingRow(name, list(command), [round(float(x), 4) for x in r["achieved"]],
@@ -110,8 +128,9 @@ def tracking_table(policy: Any, episodes: int = 8, seconds: float = 10.0, dr: An
     return rows
 
 
-def tracking_video(policy: Any, path: Any, seconds: float = 4.0, dr: Any = "none", seed: int = 30_000) -> int:
-    """An mp4 of one episode per command of :data:`GRID`, in the table's order, ``seconds``
+def tracking_video(policy: Any, path: Any, seconds: float = 4.0, dr: Any = "none", seed: int = 30_000,
+                   grid: Grid = GRID) -> int:
+    """An mp4 of one episode per command of ``grid``, in the table's order, ``seconds``
     each, from the tracking camera; returns the frame count."""
     from sim2real.policies.common.video import render_episodes, write_mp4
     from sim2real.sim.core.registry import REGISTRY
@@ -120,7 +139,7 @@ def tracking_video(policy: Any, path: Any, seconds: float = 4.0, dr: Any = "none
     options = dict(policy.metadata.get("task_options") or {})
     frames: list[Any] = []
     fps = 50.0
-    for _, command in GRID:
+    for _, command in grid:
         clip, fps = render_episodes(policy, task_cls, 1, policy.action_mode, dr, seed,
                                     {**options, **held_command(command, seconds)},
                                     max_steps=int(round(seconds / task_cls.control_dt)))

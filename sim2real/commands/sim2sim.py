@@ -13,6 +13,9 @@ deployment's observation and action path, with the model's own actuators (positi
 servos get the targets, torque motors the policy's PD at the model's timestep); our
 model's rows run the same path beside it (both nominal: no randomization), and each row
 adds trunk height, foot clearance, joint torque RMS and cost of transport (docs/transfer.md).
+``--latency-steps K`` delays the motors by K control steps in every model, so a model
+is compared with ours under the latency a randomized run has; ``--command VX,VY,WZ``
+replaces the grid.
 
 With ``--base-velocity estimated`` the policy observes the robot's own base-velocity
 estimate instead of the simulator's truth: the Go2 backend's leg odometry fed each physics
@@ -31,6 +34,8 @@ Examples:
   sim2real sim2sim policies/baselines/QuadrupedVelocity --model mujoco_menagerie/unitree_go2/scene.xml
   sim2real sim2sim policies/baselines/QuadrupedVelocity --base-velocity estimated --state-delay-ms 5
   sim2real sim2sim policies/baselines/QuadrupedVelocity --base-velocity estimated --dr heldout
+  sim2real sim2sim imported/go2_robot_lab --model unitree_mujoco/unitree_robots/go2/scene.xml \
+      --command 0,0,1 --latency-steps 2
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dr", help="randomization preset (train, heldout, none) or a DR file (default train; "
                                       "not with --model)")
     parser.add_argument("--seed", type=int, default=30_000)
+    parser.add_argument("--command", action="append", dest="held_commands", metavar="VX,VY,WZ",
+                        help="hold this command (m/s, m/s, rad/s) instead of the grid; repeat for more rows")
+    parser.add_argument("--latency-steps", type=int, default=0, metavar="K",
+                        help="control steps between the policy's action and the motors, in every model, through "
+                             "the deployment path (as --model runs it; with --dr the preset's own latency applies)")
     parser.add_argument("--video", metavar="PATH", help="also write an mp4: one episode per command, in the "
                                                         "table's order")
     parser.add_argument("--video-seconds", type=float, default=4.0, help="seconds of each command in the video")
@@ -82,18 +92,21 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from sim2real.policies.deploy import OnnxPolicy
-    from sim2real.policies.studies.tracking import as_dicts, tracking_table, tracking_video
+    from sim2real.policies.studies.tracking import GRID, as_dicts, parse_command, tracking_table, tracking_video
     from sim2real.sim.core.errors import ConfigError
 
     if args.episodes < 1 or not args.seconds > 0 or not args.video_seconds > 0:
         raise ConfigError("--episodes/--seconds", "need at least 1 episode and positive lengths")
+    if args.latency_steps < 0:
+        raise ConfigError("--latency-steps", f"must be 0 or more control steps, got {args.latency_steps}")
+    args.grid = tuple(parse_command(c) for c in args.held_commands) if args.held_commands else GRID
     policy = OnnxPolicy(args.policy)
     if policy.metadata["robot"] != "quadruped" or "QuadrupedVelocity" not in policy.task:
         raise ConfigError("policy", f"{args.policy} is a {policy.task} policy; the table is for QuadrupedVelocity")
     lowstate_flags = any(getattr(args, k) is not None for k in LOWSTATE_FLAGS)
     if args.base_velocity != "estimated" and lowstate_flags:
         raise ConfigError("--state-delay-ms/--gyro-noise/...", "only with --base-velocity estimated")
-    if args.model or (args.base_velocity == "estimated" and args.dr is None):
+    if args.model or args.latency_steps or (args.base_velocity == "estimated" and args.dr is None):
         return run_foreign(args, policy)
     if args.joint_map or args.base_body:
         raise ConfigError("--joint-map/--base-body", "only with --model")
@@ -106,10 +119,11 @@ def run(args: argparse.Namespace) -> int:
     estimated = {"base_velocity": "estimated"} if args.base_velocity == "estimated" else {}
     with console.status("tracking") as status:
         rows = tracking_table(policy, args.episodes, args.seconds, args.dr, args.seed,
-                              on_row=lambda name: status.update(f"tracking: {name}"), task_options=estimated)
+                              on_row=lambda name: status.update(f"tracking: {name}"), task_options=estimated,
+                              grid=args.grid)
         if args.video:
             status.update("rendering the video")
-            tracking_video(policy, args.video, args.video_seconds, dr=args.dr, seed=args.seed)
+            tracking_video(policy, args.video, args.video_seconds, dr=args.dr, seed=args.seed, grid=args.grid)
     if args.json:
         emit_json({"policy": str(policy.path), "dr": args.dr, "episodes": args.episodes, "rows": as_dicts(rows),
                    "base_velocity": args.base_velocity, "video": args.video})
@@ -156,8 +170,8 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     from sim2real.sim.quadruped.foreign import ForeignQuadruped, parse_joint_map
 
     if args.dr is not None or args.video:
-        raise ConfigError("--dr/--video", "not with --model, or --base-velocity estimated without --dr: the "
-                                          "deployment path runs the models as given, without randomization")
+        raise ConfigError("--dr/--video", "not with --model, --latency-steps, or --base-velocity estimated without "
+                                          "--dr: the deployment path runs the models as given, without randomization")
     if not args.model and (args.joint_map or args.base_body):
         raise ConfigError("--joint-map/--base-body", "only with --model")
     lowstate, estimator = lowstate_configs(args)
@@ -176,19 +190,21 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     with console.status("tracking") as status:
         rows = foreign_tracking_table(policy, models, make_source, args.episodes, args.seconds, args.seed,
                                       on_row=lambda row: status.update(f"tracking: {row}"), lowstate=lowstate,
-                                      estimator=estimator)
+                                      estimator=estimator, grid=args.grid, latency_steps=args.latency_steps)
     drives = {model: {"drive": robot.drive.describe(robot.kp, robot.kd), "timestep_s": robot.model.opt.timestep,
                       "decimation": robot.decimation} for model, robot in models}
     observed = "true" if lowstate is None else {"estimated": {**asdict(lowstate), **asdict(estimator)}}
     if args.json:
         emit_json({"policy": str(policy.path), "model": args.model and str(args.model), "episodes": args.episodes,
-                   "seconds": args.seconds, "seed": args.seed, "base_velocity": observed, "models": drives,
+                   "seconds": args.seconds, "seed": args.seed, "base_velocity": observed,
+                   "latency_steps": args.latency_steps, "models": drives,
                    "rows": [asdict(r) for r in rows]})
         return 0
     where = f"in our model and {args.model}" if args.model else "in our model (deployment path)"
     seen = "true base velocity" if lowstate is None else "estimated base velocity"
+    delay = f", the motors {args.latency_steps} control steps behind" if args.latency_steps else ""
     table = Table(title=f"{policy.path} {where}, {args.episodes} episodes of {args.seconds:g} s per command, "
-                        f"no randomization, {seen}")
+                        f"no randomization{delay}, {seen}")
     columns = ["command", "model", "achieved vx, vy, yaw rate", "error", "falls", "stalled", "trunk m", "clearance m",
                "torque RMS Nm (knee max)", "power W", "CoT", "foot slip m/s"]
     for col in columns + ([] if lowstate is None else ["estimate err m/s"]):

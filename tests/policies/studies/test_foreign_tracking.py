@@ -98,3 +98,51 @@ def test_sim2sim_model_fails_closed_with_one_line(tmp_path: Path, capsys: pytest
     assert main(["sim2sim", str(POLICY), "--model", str(model), *args, "--episodes", "1", "--seconds", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert error in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("latency", [0, 2])
+def test_the_motors_get_the_action_of_latency_steps_ago(policy: OnnxPolicy, latency: int) -> None:
+    """``latency_steps`` delays what reaches the motors, as the training randomization
+    does: zeros first, then the action of ``latency`` control steps before."""
+    options = dict(policy.metadata.get("task_options") or {})
+    source = ObservationBuilder("quadruped", make_task(policy.task, policy.action_mode, options), policy.action_size)
+    chosen, applied = [], []
+
+    class Recorded:
+        def __getattr__(self, name: str) -> object:
+            return getattr(policy, name)
+
+        def __call__(self, obs: np.ndarray) -> np.ndarray:
+            chosen.append(np.asarray(policy(obs), dtype=np.float64).reshape(-1))
+            return chosen[-1]
+
+    deploy = source.task.deploy_command
+    source.task.deploy_command = lambda action, *rest: (applied.append(np.array(action)), deploy(action, *rest))[1]
+    run_episode(Recorded(), our_model(policy), source, FORWARD, 0.2, np.random.default_rng([7, 0]),
+                latency_steps=latency)
+    assert len(applied) == len(chosen) == 10
+    for k, action in enumerate(applied):
+        np.testing.assert_array_equal(action, chosen[k - latency] if k >= latency else np.zeros(policy.action_size))
+
+
+def test_sim2sim_holds_the_commands_asked_for_with_the_motors_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim2sim", str(POLICY), "--command", "0.5,0,0", "--command", "0,0,0.5", "--latency-steps", "1",
+                 "--episodes", "1", "--seconds", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["latency_steps"] == 1
+    rows = [(r["commanded"], r["model"]) for r in report["rows"]]
+    assert rows == [([0.5, 0.0, 0.0], "ours"), ([0.0, 0.0, 0.5], "ours")]
+    assert report["rows"][0]["achieved"][0] > 0.3 and report["rows"][0]["falls"] == 0
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--command", "0.5,0"], "'0.5,0' is not VX,VY,WZ"),
+    (["--command", "nan,0,0"], "is not finite"),
+    (["--latency-steps", "-1"], "must be 0 or more control steps"),
+    (["--latency-steps", "1", "--dr", "train"], "not with --model, --latency-steps"),
+])
+def test_sim2sim_refuses_a_bad_command_or_latency_in_one_line(capsys: pytest.CaptureFixture[str], args: list[str],
+                                                              error: str) -> None:
+    assert main(["sim2sim", str(POLICY), *args, "--episodes", "1", "--seconds", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert error in err and len(err.splitlines()) == 1
