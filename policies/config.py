@@ -114,6 +114,10 @@ class DistillConfig:
     """Minibatch size of the imitation loss."""
     dataset_rollouts: PositiveInt = 20
     """Rollouts kept in the aggregated DAgger dataset (the oldest are dropped)."""
+    mirror: bool = False
+    """Also learn each labelled state reflected left-right, with the reflected label (the
+    task's :meth:`~sim2real.sim.core.task.Task.mirror`): the student becomes equivariant,
+    and a straight command stays straight (no yaw drift from an unbalanced dataset)."""
 
 
 @dataclass

@@ -29,6 +29,7 @@ from sim2real.policies.config import TrainConfig
 from sim2real.policies.distill.encoder import HistoryEncoder, encoder_kwargs
 from sim2real.policies.ppo.ppo import AdaptivePPO, ppo_kwargs
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.layout import SignedPermutation
 
 
 class StudentPolicy(ActorCriticPolicy):
@@ -48,13 +49,17 @@ class DAgger(AdaptivePPO):
         student_obs_size: Size of the student's observation; the privileged state follows it.
         present_size: Entries of the observation before its history block (the teacher's observation).
         distill: :class:`~sim2real.policies.config.DistillConfig` as a dict.
+        mirror: The task's left-right mirror of (observation, action), to learn each
+            state reflected as well (``distill.mirror``); None: as collected.
         *args, **kwargs: Passed to :class:`AdaptivePPO`.
     """
 
     def __init__(self, *args: Any, teacher_path: str = "", student_obs_size: int = 0, present_size: int = 0,
-                 distill: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 distill: dict[str, Any] | None = None,
+                 mirror: tuple[SignedPermutation, SignedPermutation] | None = None, **kwargs: Any) -> None:
         self.teacher_path, self.student_obs_size, self.present_size = teacher_path, student_obs_size, present_size
         self.distill = dict(distill or {})
+        self.mirror = mirror
         self.teacher: Any = None
         self.dataset: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=int(self.distill.get("dataset_rollouts", 1)))
         super().__init__(*args, **kwargs)
@@ -77,6 +82,9 @@ class DAgger(AdaptivePPO):
         rows = buffer.reshape(-1, buffer.shape[-1])
         labels = self.teacher_actions(rows)
         student = rows[:, : self.student_obs_size].astype(np.float32)
+        if self.mirror is not None:  # each state also reflected, with the reflected label
+            student = np.concatenate([student, self.mirror[0](student)])
+            labels = np.concatenate([labels, self.mirror[1](labels)])
         encoder = self.policy.features_extractor
         assert isinstance(encoder, HistoryEncoder)
         encoder.normalizer.update(torch.as_tensor(student))
@@ -142,4 +150,5 @@ def build_distill(config: TrainConfig, env: VecEnv, tensorboard_log: str | None 
                                    **encoder_kwargs(obs_size, present_size, steps, config.distill.history_latent))
     return DAgger(env=env, teacher_path=str(teacher.path), student_obs_size=obs_size, present_size=present_size,
                   distill={k: getattr(config.distill, k) for k in ("learning_rate", "epochs", "batch_size",
-                                                                   "dataset_rollouts")}, **kwargs)
+                                                                   "dataset_rollouts")},
+                  mirror=task.mirror() if config.distill.mirror else None, **kwargs)

@@ -29,7 +29,9 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.history import ObservationHistory
+from sim2real.sim.core.layout import SignedPermutation
 from sim2real.sim.core.randomization import DomainRandomization
 
 
@@ -152,8 +154,6 @@ class Task(abc.ABC):
     def __init__(self, num_envs: int, action_mode: str | None = None, **options: Any) -> None:
         mode = action_mode or self.action_modes[0]
         if mode not in self.action_modes:
-            from sim2real.sim.core.errors import ConfigError
-
             raise ConfigError(
                 "action_mode",
                 f"{mode!r} is not supported by {self.robot}/{self.name}; choose one of {list(self.action_modes)}",
@@ -161,8 +161,6 @@ class Task(abc.ABC):
         known = self.known_options()
         unknown = sorted(set(options) - set(known))
         if unknown:  # a misspelt option silently ignored would train or evaluate something else
-            from sim2real.sim.core.errors import ConfigError
-
             raise ConfigError(unknown[0], f"unknown option for {self.robot}/{self.name}; known: {known}")
         self.num_envs = num_envs
         self.action_mode = mode
@@ -185,6 +183,12 @@ class Task(abc.ABC):
     def privileged_layout(self) -> list[tuple[str, int]]:
         """Named blocks of the privileged (critic-only) state in ``info``."""
         return []
+
+    def mirror(self) -> tuple[SignedPermutation, SignedPermutation]:
+        """The robot's left-right mirror of (observation, action): what the same robot
+        sees and should do in the situation reflected through its sagittal plane (a
+        symmetric robot's policy is equivariant under it). A task without one refuses."""
+        raise ConfigError("mirror", f"{self.robot}/{self.name} has no left-right mirror")
 
     def observation_noise(self) -> np.ndarray:
         """Per-element standard deviation of observation noise at ``scale == 1``."""

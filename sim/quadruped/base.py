@@ -19,6 +19,7 @@ import numpy as np
 
 from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.history import ObservationHistory
+from sim2real.sim.core.layout import SignedPermutation
 from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import frames, rewards
@@ -261,6 +262,15 @@ class QuadrupedTask(Task):
 
     def action_layout(self) -> list[tuple[str, int]]:
         return [("joint_pos_target", c.NUM_JOINTS)]
+
+    def mirror(self) -> tuple[SignedPermutation, SignedPermutation]:
+        """Legs swapped left-right (:mod:`sim2real.sim.quadruped.mirror`); a block whose
+        reflection is not known (a height scan, say) is refused."""
+        from sim2real.sim.quadruped.mirror import layout_mirror
+
+        steps = self.history_steps
+        return (layout_mirror(self.observation_layout(), self.history_blocks if steps else (), steps),
+                layout_mirror(self.action_layout()))
 
     def observation_noise(self) -> np.ndarray:
         return np.concatenate([np.full(n, OBSERVATION_NOISE.get(name, 0.0)) for name, n in self.observation_layout()])

@@ -84,3 +84,26 @@ def test_a_student_needs_a_history_and_a_matching_teacher(teacher: OnnxPolicy, t
         train_and_export(base, tmp_path / "a")
     with pytest.raises(ConfigError, match=r"distill\.teacher"):  # the teacher acts in another action mode
         train_and_export({**base, "task_options.history_steps": 2, "action_mode": "joint_pos"}, tmp_path / "b")
+
+
+def test_a_mirrored_student_also_learns_each_state_reflected(teacher: OnnxPolicy, tmp_path: Path) -> None:
+    """``distill.mirror``: every labelled state joins the dataset twice, as collected and
+    reflected left-right with the reflected label (the task's own mirror)."""
+    from sim2real.policies.algorithms import get_algorithm
+    from sim2real.policies.common.envs import make_train_env
+
+    cfg = resolve_config("QuadrupedVelocity", None, {
+        **TINY, "algo": "distill", "normalize.obs": False, "task_options.history_steps": 2, "total_steps": 128,
+        "distill.teacher": str(teacher.path), "distill.mirror": True})
+    env = make_train_env(cfg)
+    model = get_algorithm("distill").build(cfg, env)
+    model.learn(128)
+    (states, labels), = model.dataset
+    half = len(states) // 2
+    assert half == 128 and len(labels) == 2 * half
+    obs_mirror, action_mirror = env.unwrapped.task.mirror()
+    np.testing.assert_array_equal(states[half:], obs_mirror(states[:half]))
+    np.testing.assert_array_equal(labels[half:], action_mirror(labels[:half]))
+    np.testing.assert_array_equal(labels[:half], model.teacher_actions(model.rollout_buffer.observations.reshape(
+        half, -1)))
+    env.close()
