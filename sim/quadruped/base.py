@@ -24,6 +24,7 @@ from sim2real.sim.core.task import PhysicsBatch, Task
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped import frames, rewards
 from sim2real.sim.quadruped.gait import TrotReference
+from sim2real.sim.quadruped.mirror import layout_mirror
 from sim2real.sim.quadruped.onboard import OnboardEstimate, check_source
 from sim2real.sim.quadruped.randomize import QuadrupedRandomization
 from sim2real.sim.quadruped.scene import add_flat_floor, add_lighting, robot_spec
@@ -266,8 +267,6 @@ class QuadrupedTask(Task):
     def mirror(self) -> tuple[SignedPermutation, SignedPermutation]:
         """Legs swapped left-right (:mod:`sim2real.sim.quadruped.mirror`); a block whose
         reflection is not known (a height scan, say) is refused."""
-        from sim2real.sim.quadruped.mirror import layout_mirror
-
         steps = self.history_steps
         return (layout_mirror(self.observation_layout(), self.history_blocks if steps else (), steps),
                 layout_mirror(self.action_layout()))
