@@ -47,7 +47,8 @@ def test_sim2sim_estimated_without_a_model_runs_ours_alone(capsys: pytest.Captur
 
 @pytest.mark.parametrize(("args", "error"), [
     (["--state-delay-ms", "5"], "only with --base-velocity estimated"),
-    (["--base-velocity", "estimated", "--video", "out.mp4"], "not with --model, or --base-velocity estimated without"),
+    (["--base-velocity", "estimated", "--video", "out.mp4"],
+     "not with --model, --latency-steps, or --base-velocity estimated without"),
     (["--base-velocity", "estimated", "--dr", "train", "--state-delay-ms", "5"],
      "the deployment path's (without --dr)"),
     (["--base-velocity", "estimated", "--gyro-noise", "-1"], "gyro_noise"),
