@@ -246,7 +246,6 @@ def twist_arrays(msg: Twist) -> tuple[np.ndarray, np.ndarray]:
             np.array([msg.angular.x, msg.angular.y, msg.angular.z]))
 
 
-
 def status_node(status: DiagnosticStatus) -> str:
     """The node that reported ``status``. A node names its status after itself
     (``BaseNode.publish_status``); the ROS convention ``node: part`` and a fully-qualified

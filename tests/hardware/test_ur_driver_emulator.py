@@ -57,7 +57,7 @@ def test_the_driver_streams_six_joints_the_scaling_in_percent_and_a_latched_prog
     recent = [t for t in arrivals if t > arrivals[-1] - 0.8]
     assert len(recent) / 0.8 > 0.5 * driver.emulator.config.state_rate_hz
     assert names[-1] == list(U.JOINTS)
-    assert driver.client.scaling and driver.client.scaling[-1] == 100.0  # percent, as the broadcaster sends
+    assert wait_for(lambda: driver.client.last_scaling() == 100.0, 2.0)  # percent, as the broadcaster sends
     # A subscriber that comes late still hears that the program runs (transient local).
     late: list[bool] = []
     driver.client.ros.node.create_subscription(Bool, UT.PROGRAM_RUNNING, lambda m: late.append(bool(m.data)),
@@ -98,17 +98,17 @@ def protective_stop_to_play(driver: UrRig) -> None:
     assert np.abs(driver.emulator.data.qpos[:6] - stopped_at).max() < 0.02
     assert np.abs(driver.emulator.data.qpos[0] - goal[0]) > 0.2
     assert wait_for(lambda: driver.client.program == [True, False], 1.0), driver.client.program
-    assert wait_for(lambda: driver.client.scaling[-1] == 0.0, 1.0)
+    assert wait_for(lambda: driver.client.last_scaling() == 0.0, 2.0)
 
     assert not driver.client.call(UT.PLAY).success  # still protective-stopped
     early = driver.client.call(UT.UNLOCK_PROTECTIVE_STOP)
     assert not early.success and "Cannot unlock" in early.message
     time.sleep(max(stopped + driver.emulator.config.unlock_delay_s - time.monotonic(), 0.0) + 0.05)
     assert driver.client.call(UT.UNLOCK_PROTECTIVE_STOP).success
-    assert wait_for(lambda: driver.client.scaling[-1] == 0.0, 0.5)  # unlocked, the program not yet playing
+    assert wait_for(lambda: driver.client.last_scaling() == 0.0, 1.0)  # unlocked, the program not yet playing
     assert driver.client.call(UT.PLAY).success
     assert wait_for(lambda: driver.client.program == [True, False, True], 1.0)
-    assert wait_for(lambda: driver.client.scaling[-1] == 100.0, 1.0)
+    assert wait_for(lambda: driver.client.last_scaling() == 100.0, 2.0)
     accepted = driver.emulator.counters["commands_accepted"]
     stream_to(driver, goal, 0.5)
     assert driver.emulator.counters["commands_accepted"] > accepted + 10
@@ -119,7 +119,7 @@ def test_dashboard_stop_stops_the_program(driver: UrRig) -> None:
     assert wait_for(lambda: driver.client.program == [True], 2.0)
     assert driver.client.call(UT.STOP).success
     assert wait_for(lambda: driver.client.program == [True, False], 1.0)
-    assert wait_for(lambda: driver.client.scaling[-1] == 0.0, 1.0)
+    assert wait_for(lambda: driver.client.last_scaling() == 0.0, 2.0)
     driver.client.commands.publish(Float64MultiArray(data=[float(x) for x in U.HOME_QPOS + 0.1]))
     assert wait_for(lambda: driver.emulator.rejected.get("program_not_running", 0) == 1, 1.0)
     time.sleep(5 * PERIOD)

@@ -46,6 +46,11 @@ class DriverClient:
         self._clients = {name: node.create_client(Trigger, name) for name in (UT.PLAY, UT.STOP,
                                                                                UT.UNLOCK_PROTECTIVE_STOP)}
 
+    def last_scaling(self) -> float | None:
+        """The latest speed scaling heard, in percent; None before the first (a loaded
+        machine may discover the topic after the test's first look)."""
+        return self.scaling[-1] if self.scaling else None
+
     def call(self, service: str, timeout: float = 3.0) -> Any:
         """A dashboard service's response (``success``, ``message``)."""
         client = self._clients[service]
