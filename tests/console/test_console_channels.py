@@ -14,6 +14,29 @@ from test_console_ros import Graph
 from sim2real.policies.teleop.operator import HUMAN, POLICY
 
 
+def steady_forward_speeds(g: Graph, samples: int, settle_s: float = 1.0) -> tuple[list[float], list[str]]:
+    """The quadruped's speed along its heading, sampled at 10 Hz while the person has
+    commanded for ``settle_s`` (the blend and the robot's response) and no watchdog holds
+    the robot, and what interrupted the rest. On a loaded machine the browser's key
+    stream can stall past the dead man (the console holds: the safe side) or the
+    filter's watchdog can hold a late command; neither says the policy tracks badly, so
+    they are reported and waited out, up to 10 s."""
+    forward: list[float] = []
+    held: list[str] = []
+    deadline = time.monotonic() + 10.0
+    while len(forward) < samples and time.monotonic() < deadline:
+        snap = g.target.snapshot()
+        control, safety = snap["control"], snap["safety"]
+        if control["mode"] != HUMAN:
+            held.append(f"{control['mode']}: {control['hold_reason']}")
+        elif safety["watchdog"]:
+            held.append(f"watchdog: {safety['watchdog']}")
+        elif control["seconds"] >= settle_s:
+            forward.append(snap["state"]["velocity_body"][0])
+        time.sleep(0.1)
+    return forward, held
+
+
 # An idle fresh-clone run on 2026-11-29 saw the quadruped's commands stop for 204 ms (the
 # filter's 40 ms watchdog held the robot, mean forward speed 0.20 m/s of the 0.4 asserted):
 # the sim bridge made its GL context at the page's first frame, holding the GIL ~200 ms
@@ -35,11 +58,7 @@ def test_the_person_steers_the_policy_on_the_robots_own_channel(robot: str, brow
         page.keyboard.down("Space")
         page.keyboard.down("KeyW")
         assert g.wait(lambda: g.target.control.mode == HUMAN, 3.0)
-        time.sleep(1.0)  # the blend, and the robot's response
-        forward = []
-        for _ in range(30):  # 3 s: the quadruped's speed along its own heading
-            forward.append(g.target.snapshot()["state"]["velocity_body"][0])
-            time.sleep(0.1)
+        forward, held = steady_forward_speeds(g, samples=30)
         x1 = float(g.target.m.base_pos[0])
         page.keyboard.up("KeyW")
         page.keyboard.up("Space")
@@ -47,7 +66,8 @@ def test_the_person_steers_the_policy_on_the_robots_own_channel(robot: str, brow
         page.close()
         diag = g.target.diagnostics
         if robot == "quadruped":  # asked for 1 m/s forward (the policy tracks up to its training range)
-            assert np.mean(forward) > 0.4, (forward, diag.get("reason"), diag.get("acted"))
+            assert len(forward) >= 20, (forward, held)
+            assert np.mean(forward) > 0.4, (forward, held, diag.get("reason"), diag.get("acted"))
         else:  # the setpoint moved +x at 0.5 m/s for about 4 s; the drone follows it
             assert x1 - x0 > 0.8, (x0, x1, diag.get("reason"), diag.get("acted"))
         assert g.target.diagnostics.get("source") == "policy"  # motion still came from the policy, filtered
