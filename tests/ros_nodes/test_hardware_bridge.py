@@ -77,12 +77,22 @@ def commands_reaching(emulator: Any) -> int:
 # real-time executor needs (the real-time demand sampler reading /proc once a second, now
 # a process of its own; benchmarks/gil_neighbours.py). Beside a CPU-bound competitor per
 # core it passed 12 of 12 runs since.
+#
+# The joint states' staleness limit is 100 ms here, not the default 50: this machine's kernel
+# (6.18, its fair server on and not settable: docs/deployment.md, `deploy check`) can delay a
+# SCHED_FIFO thread by 53 ms while normal-priority competitors starve (perf sched). Beside 4
+# competitors 1 of 18 runs held the arm on stale joint states 1 s after enabling (the safe
+# state, which waits for a person's enable) and lost its episodes; CI's loaded heavy tier
+# once lost its last one. A robot computer with the server off keeps the default; a hold's
+# reason is the hardware summary's ``reason``, in this test's message.
 @pytest.mark.heavy
 def test_arm_reaches_its_targets_through_ros2_control() -> None:
+    loaded_machine = {"backend_options": json.dumps({"state_timeout": 0.1})}
     summary = run_deployment(DeployOptions(robot="arm", backend="real", emulate=True, duration=12.0,
-                                           domain_id=unique_domain_id()))
+                                           domain_id=unique_domain_id(),
+                                           overrides={"hardware_bridge": loaded_machine}))
     hw, success = summary["hardware"], summary["task_success"]
-    assert success["episodes"] >= 3 and success["successes"] == success["episodes"], summary
+    assert success["episodes"] >= 3 and success["successes"] == success["episodes"], (hw.get("reason"), summary)
     assert hw["phase"] == "enabled" and hw["preflight"] == "PASS", hw
     assert hw["commands_rejected"] == 0 and hw["commands_sent"] > 100 and hw["deadman_trips"] == 0, hw
     assert summary["emulator"]["rejected"] == {} and summary["emulator"]["overruns"] < 10, summary["emulator"]
