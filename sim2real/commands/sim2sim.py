@@ -14,8 +14,8 @@ servos get the targets, torque motors the policy's PD at the model's timestep); 
 model's rows run the same path beside it (both nominal: no randomization), and each row
 adds trunk height, foot clearance, joint torque RMS and cost of transport (docs/transfer.md).
 ``--latency-steps K`` delays the motors by K control steps in every model, so a model
-is compared with ours under the latency a randomized run has; ``--command VX,VY,WZ``
-replaces the grid.
+is compared with ours under the latency a randomized run has; given alone (even as 0) it
+runs our model by itself through that path. ``--command VX,VY,WZ`` replaces the grid.
 
 With ``--base-velocity estimated`` the policy observes the robot's own base-velocity
 estimate instead of the simulator's truth: the Go2 backend's leg odometry fed each physics
@@ -58,9 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=30_000)
     parser.add_argument("--command", action="append", dest="held_commands", metavar="VX,VY,WZ",
                         help="hold this command (m/s, m/s, rad/s) instead of the grid; repeat for more rows")
-    parser.add_argument("--latency-steps", type=int, default=0, metavar="K",
+    parser.add_argument("--latency-steps", type=int, metavar="K",
                         help="control steps between the policy's action and the motors, in every model, through "
-                             "the deployment path (as --model runs it; with --dr the preset's own latency applies)")
+                             "the deployment path (as --model runs it; given, even as 0, it selects that path; "
+                             "with --dr the preset's own latency applies)")
     parser.add_argument("--video", metavar="PATH", help="also write an mp4: one episode per command, in the "
                                                         "table's order")
     parser.add_argument("--video-seconds", type=float, default=4.0, help="seconds of each command in the video")
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1 or not args.seconds > 0 or not args.video_seconds > 0:
         raise ConfigError("--episodes/--seconds", "need at least 1 episode and positive lengths")
-    if args.latency_steps < 0:
+    if args.latency_steps is not None and args.latency_steps < 0:
         raise ConfigError("--latency-steps", f"must be 0 or more control steps, got {args.latency_steps}")
     args.grid = tuple(parse_command(c) for c in args.held_commands) if args.held_commands else GRID
     policy = OnnxPolicy(args.policy)
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     lowstate_flags = any(getattr(args, k) is not None for k in LOWSTATE_FLAGS)
     if args.base_velocity != "estimated" and lowstate_flags:
         raise ConfigError("--state-delay-ms/--gyro-noise/...", "only with --base-velocity estimated")
-    if args.model or args.latency_steps or (args.base_velocity == "estimated" and args.dr is None):
+    if args.model or args.latency_steps is not None or (args.base_velocity == "estimated" and args.dr is None):
         return run_foreign(args, policy)
     if args.joint_map or args.base_body:
         raise ConfigError("--joint-map/--base-body", "only with --model")
@@ -190,14 +191,14 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     with console.status("tracking") as status:
         rows = foreign_tracking_table(policy, models, make_source, args.episodes, args.seconds, args.seed,
                                       on_row=lambda row: status.update(f"tracking: {row}"), lowstate=lowstate,
-                                      estimator=estimator, grid=args.grid, latency_steps=args.latency_steps)
+                                      estimator=estimator, grid=args.grid, latency_steps=args.latency_steps or 0)
     drives = {model: {"drive": robot.drive.describe(robot.kp, robot.kd), "timestep_s": robot.model.opt.timestep,
                       "decimation": robot.decimation} for model, robot in models}
     observed = "true" if lowstate is None else {"estimated": {**asdict(lowstate), **asdict(estimator)}}
     if args.json:
         emit_json({"policy": str(policy.path), "model": args.model and str(args.model), "episodes": args.episodes,
                    "seconds": args.seconds, "seed": args.seed, "base_velocity": observed,
-                   "latency_steps": args.latency_steps, "models": drives,
+                   "latency_steps": args.latency_steps or 0, "models": drives,
                    "rows": [asdict(r) for r in rows]})
         return 0
     where = f"in our model and {args.model}" if args.model else "in our model (deployment path)"

@@ -140,6 +140,7 @@ def test_sim2sim_holds_the_commands_asked_for_with_the_motors_behind(capsys: pyt
     (["--command", "nan,0,0"], "is not finite"),
     (["--latency-steps", "-1"], "must be 0 or more control steps"),
     (["--latency-steps", "1", "--dr", "train"], "not with --model, --latency-steps"),
+    (["--latency-steps", "0", "--dr", "train"], "not with --model, --latency-steps"),  # 0 given: that path too
 ])
 def test_sim2sim_refuses_a_bad_command_or_latency_in_one_line(capsys: pytest.CaptureFixture[str], args: list[str],
                                                               error: str) -> None:
