@@ -153,8 +153,11 @@ def extreme_captions(progress: np.ndarray, labels: np.ndarray) -> tuple[int, int
     return int(present[means.argmax()]), int(present[means.argmin()])
 
 
-def caption_accuracy(reward_model: ClipRewardModel, data: FrameSet, captions: list[str]) -> float:
-    """Share of frames whose most similar caption (among ``captions``) is their own."""
+def caption_accuracy(reward_model: ClipRewardModel, data: FrameSet, captions: list[str]) -> float | None:
+    """Share of frames whose most similar caption (among ``captions``) is their own; None
+    without frames (a run with nothing held out), not a NaN in the model's metadata."""
+    if len(data) == 0:
+        return None
     text = reward_model.embed_text(captions)
     image = reward_model.embed_images(data.frames)
     predicted = (image @ text.T).argmax(dim=1).cpu().numpy()

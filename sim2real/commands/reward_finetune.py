@@ -96,7 +96,8 @@ def finetune(args: argparse.Namespace) -> int:
         )
         stdout.print(
             f"{done}; "
-            f"caption accuracy {accuracy['train']:.0%} train, {accuracy['heldout']:.0%} held-out; saved {args.out}"
+            f"caption accuracy {_share(accuracy['train'])} train, {_share(accuracy['heldout'])} held-out; "
+            f"saved {args.out}"
         )
     return 0
 
@@ -165,3 +166,7 @@ def _config_of_init(init: str, model: str):
     from sim2real.policies.rewards.finetune import model_config_of
 
     return model_config_of(model)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

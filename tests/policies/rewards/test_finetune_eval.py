@@ -99,6 +99,7 @@ def test_contrastive_training_learns_the_captions_and_the_reward_then_separates_
     reward = ClipRewardModel(model, tokenizer, "a red square", "a blue square", alpha=0.5)
     held = synthetic_frames(100, seed=1)
     assert caption_accuracy(reward, held, stats["captions"]) > 0.95
+    assert caption_accuracy(reward, held.subset(np.zeros(len(held), bool)), stats["captions"]) is None  # not NaN
     result = evaluate_reward(reward, held)
     assert [row["alpha"] for row in result["alphas"]] == list(ALPHAS)
     for row in result["alphas"]:
