@@ -283,5 +283,7 @@ def restore_nominal(model: mujoco.MjModel, nominal: mujoco.MjModel) -> None:
             model.opt.density = nominal.opt.density
             model.opt.viscosity = nominal.opt.viscosity
             model.opt.gravity[:] = nominal.opt.gravity
+            model.opt.cone = nominal.opt.cone
+            model.opt.impratio = nominal.opt.impratio
             continue
         getattr(model, name)[...] = getattr(nominal, name)

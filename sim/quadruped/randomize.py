@@ -10,7 +10,8 @@ the physics time, and unmodelled friction is what the held-out set should probe.
 The held-out preset is wider in every direction and never used for training.
 
 What a model may get wrong rather than a parameter (docs/transfer.md): the foot
-contact (condim, torsional and rolling friction, contact softness), the foot's
+contact (condim, torsional and rolling friction, the friction cone and impratio, contact
+softness), the foot's
 radius and the motors' torque-speed limit; neither preset samples them, the
 robustness study sweeps them (:meth:`QuadrupedRandomization.model_sweeps`).
 """
@@ -23,6 +24,7 @@ from typing import Any, Literal
 import mujoco
 import numpy as np
 
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.randomization import DomainRandomization, Range, Sweep, uniform
 from sim2real.sim.quadruped import constants as c
 
@@ -52,6 +54,14 @@ class QuadrupedRandomization(DomainRandomization):
     """Time constant (s) of every contact's spring (``solref[0]``, damping ratio kept):
     larger is softer, the feet sink deeper; 0 keeps the model's own (0.02 s). MuJoCo
     keeps it at least two physics steps."""
+    elliptic_cone: float = 0.0
+    """Probability that an episode's friction cone is elliptic (MuJoCo's ``opt.cone``)
+    rather than the model's own pyramidal one, as in Unitree's and Menagerie's Go2; drawn
+    once per episode, for the whole world. 0 and 1 draw nothing."""
+    impratio: Range = uniform(0.0, 0.0, at_least=0.0, at_most=1000.0)
+    """Ratio of the friction to the normal constraints' impedance (``opt.impratio``): above
+    1 the feet slip less (Unitree's Go2: 100, under the elliptic cone, where MuJoCo
+    recommends it); 0 keeps the model's own (1)."""
     foot_radius_scale: Range = uniform(1.0, 1.0, at_least=0.5, at_most=2.0)
     """Scale on the radius of the four foot spheres (ours 0.022 m)."""
     torque_speed_limit: Range = uniform(0.0, 0.0, at_least=0.0, at_most=10.0)
@@ -73,6 +83,10 @@ class QuadrupedRandomization(DomainRandomization):
                                         fixed=(("foot_condim", 6.0),)),
             "rolling_friction": Sweep("rolling_friction_scale", (0.0, 0.5, 1.0, 2.5, 5.0), "x 0.01 m, condim 6",
                                       fixed=(("foot_condim", 6.0),)),
+            "friction_cone": Sweep("elliptic_cone", (0.0, 1.0), "0 pyramidal, 1 elliptic; condim 6",
+                                   fixed=(("foot_condim", 6.0),)),
+            "impratio": Sweep("impratio", (1.0, 10.0, 100.0), "elliptic cone, condim 6",
+                              fixed=(("foot_condim", 6.0), ("elliptic_cone", 1.0))),
             "contact_softness": Sweep("contact_timeconst", (0.01, 0.02, 0.04, 0.08, 0.16), "solref time constant, s"),
             "torque_speed": Sweep("torque_speed_limit", (0.0, 0.5, 1.0, 1.5, 2.0, 3.0), "x published limit"),
         }
@@ -111,6 +125,11 @@ class QuadrupedRandomization(DomainRandomization):
             push_velocity=Range(0.5, 1.5),
             push_interval_s=8.0,
         )
+
+    def validate(self) -> None:
+        super().validate()
+        if not 0.0 <= self.elliptic_cone <= 1.0:  # also refuses NaN
+            raise ConfigError("elliptic_cone", f"must be a probability in [0, 1], got {self.elliptic_cone}")
 
     # -- application -------------------------------------------------------------
     def robot_body_ids(self, model: mujoco.MjModel) -> np.ndarray:
@@ -157,6 +176,12 @@ class QuadrupedRandomization(DomainRandomization):
         rolling = float(self.rolling_friction_scale.sample(rng))
         model.geom_friction[:, 1] = nominal.geom_friction[:, 1] * torsional
         model.geom_friction[:, 2] = nominal.geom_friction[:, 2] * rolling
+        elliptic = self.elliptic_cone >= 1.0 or (self.elliptic_cone > 0.0 and rng.random() < self.elliptic_cone)
+        if elliptic:
+            model.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        impratio = float(self.impratio.sample(rng))
+        if impratio > 0:
+            model.opt.impratio = impratio
         timeconst = float(self.contact_timeconst.sample(rng))
         if timeconst > 0:
             model.geom_solref[:, 0] = timeconst
@@ -168,7 +193,8 @@ class QuadrupedRandomization(DomainRandomization):
         if limit > 0:
             _torque_speed_limit(model, limit)
         return {"foot_condim": int(model.geom_condim[feet[0]]), "torsional_friction_scale": round(torsional, 4),
-                "rolling_friction_scale": round(rolling, 4), "contact_timeconst": round(timeconst, 4),
+                "rolling_friction_scale": round(rolling, 4), "elliptic_cone": float(model.opt.cone),
+                "impratio": round(float(model.opt.impratio), 4), "contact_timeconst": round(timeconst, 4),
                 "foot_radius_scale": round(radius, 4), "torque_speed_limit": round(limit, 4)}
 
 

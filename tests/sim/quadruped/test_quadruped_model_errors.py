@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import sim2real.sim as S
+from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.randomization import Range
 from sim2real.sim.quadruped import constants as c
 from sim2real.sim.quadruped.randomize import QuadrupedRandomization
@@ -87,6 +88,30 @@ def test_condim_6_and_torsional_friction_resist_a_feet_planted_twist() -> None:
     assert rolling < 0.85 * point  # measured 0.052 against 0.070 rad
 
 
+def test_the_elliptic_cone_and_impratio_reach_the_model_and_reset_restores_them() -> None:
+    """Unitree's Go2 runs an elliptic cone at impratio 100; the fields set exactly that, a
+    probability draws a mixture over episodes, and the next nominal episode gets the
+    model's own options back (the engine randomizes the same model copy every reset)."""
+    dr = dataclasses.replace(QuadrupedRandomization.none(), enabled=True, foot_condim=6, elliptic_cone=1.0,
+                             impratio=Range(100.0, 100.0))
+    env = S.make("QuadrupedVelocity", dr=dr, seed=0)
+    env.reset(seed=0)
+    assert env.model.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC and env.model.opt.impratio == 100.0
+    data = _stand(env.model, 0.5)
+    elliptic = mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC
+    assert data.ncon == 4 and all(data.efc_type[data.contact[i].efc_address] == elliptic for i in range(data.ncon))
+    nominal, rng = _model(), np.random.default_rng(0)
+    QuadrupedRandomization.none().apply(env.model, nominal, rng)
+    assert env.model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL and env.model.opt.impratio == 1.0
+
+    mixed = dataclasses.replace(QuadrupedRandomization.none(), enabled=True, elliptic_cone=0.5)
+    cones = [mixed._apply_model_errors(_model(), nominal, rng)["elliptic_cone"]  # pyright: ignore[reportPrivateUsage]
+             for _ in range(40)]
+    assert 10 < sum(cones) < 30
+    with pytest.raises(ConfigError, match="elliptic_cone"):
+        dataclasses.replace(QuadrupedRandomization(), elliptic_cone=1.5).validate()
+
+
 def test_softer_contacts_let_the_feet_sink_and_bigger_feet_lift_the_trunk() -> None:
     def sinkage(model: mujoco.MjModel) -> float:
         data = _stand(model)
@@ -118,12 +143,14 @@ def test_every_model_sweep_changes_the_model_and_the_defaults_draw_nothing() -> 
     nominal = _model()
     for name, sweep in QuadrupedRandomization.model_sweeps().items():
         fields = {f: v for f, v in sweep.fixed} | {sweep.field: sweep.values[-1]}  # the farthest point
-        held = {f: (Range(v, v) if isinstance(getattr(QuadrupedRandomization(), f), Range) else int(v))
+        defaults = QuadrupedRandomization()
+        held = {f: (Range(v, v) if isinstance(getattr(defaults, f), Range) else type(getattr(defaults, f))(v))
                 for f, v in fields.items()}
         model = _model(**held)
         changed = [f for f in ("dof_damping", "dof_frictionloss", "dof_armature", "geom_condim", "geom_friction",
                                 "geom_solref", "geom_size", "actuator_biasprm")
                    if not np.array_equal(getattr(model, f), getattr(nominal, f))]
+        changed += [f"opt.{f}" for f in ("cone", "impratio") if getattr(model.opt, f) != getattr(nominal.opt, f)]
         assert changed, name
     # Constant ranges draw nothing: a training episode is the same as before these fields.
     rng = np.random.default_rng(3)
