@@ -158,7 +158,7 @@ def passive_scale(
     """
     v_new = spring_energy(new_offset, new_stiffness)
     allowed = np.maximum(np.asarray(old_energy) + np.asarray(budget), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         beta = np.sqrt(allowed / v_new) * (1.0 - 1e-9)
     beta = np.where(v_new > allowed, beta, 1.0)
     return np.clip(np.nan_to_num(beta, nan=0.0), 0.0, 1.0)

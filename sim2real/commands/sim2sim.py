@@ -188,17 +188,18 @@ def run_foreign(args: argparse.Namespace, policy: Any) -> int:
     def make_source() -> ObservationBuilder:
         return ObservationBuilder("quadruped", make_task(policy.task, policy.action_mode, options), policy.action_size)
 
+    latency_steps = args.latency_steps or 0  # given or not, the deployment path here
     with console.status("tracking") as status:
         rows = foreign_tracking_table(policy, models, make_source, args.episodes, args.seconds, args.seed,
                                       on_row=lambda row: status.update(f"tracking: {row}"), lowstate=lowstate,
-                                      estimator=estimator, grid=args.grid, latency_steps=args.latency_steps or 0)
+                                      estimator=estimator, grid=args.grid, latency_steps=latency_steps)
     drives = {model: {"drive": robot.drive.describe(robot.kp, robot.kd), "timestep_s": robot.model.opt.timestep,
                       "decimation": robot.decimation} for model, robot in models}
     observed = "true" if lowstate is None else {"estimated": {**asdict(lowstate), **asdict(estimator)}}
     if args.json:
         emit_json({"policy": str(policy.path), "model": args.model and str(args.model), "episodes": args.episodes,
                    "seconds": args.seconds, "seed": args.seed, "base_velocity": observed,
-                   "latency_steps": args.latency_steps or 0, "models": drives,
+                   "latency_steps": latency_steps, "models": drives,
                    "rows": [asdict(r) for r in rows]})
         return 0
     where = f"in our model and {args.model}" if args.model else "in our model (deployment path)"

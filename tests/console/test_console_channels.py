@@ -22,15 +22,16 @@ def steady_forward_speeds(g: Graph, samples: int, settle_s: float = 1.0) -> tupl
     filter's watchdog can hold a late command; neither says the policy tracks badly, so
     they are reported and waited out, up to 10 s."""
     forward: list[float] = []
-    held: list[str] = []
+    held: list[str] = []  # each interruption once, in the order seen
     deadline = time.monotonic() + 10.0
     while len(forward) < samples and time.monotonic() < deadline:
         snap = g.target.snapshot()
         control, safety = snap["control"], snap["safety"]
-        if control["mode"] != HUMAN:
-            held.append(f"{control['mode']}: {control['hold_reason']}")
-        elif safety["watchdog"]:
-            held.append(f"watchdog: {safety['watchdog']}")
+        hold = (f"{control['mode']}: {control['hold_reason']}" if control["mode"] != HUMAN
+                else f"watchdog: {safety['watchdog']}" if safety["watchdog"] else None)
+        if hold is not None:
+            if hold not in held:
+                held.append(hold)
         elif control["seconds"] >= settle_s:
             forward.append(snap["state"]["velocity_body"][0])
         time.sleep(0.1)
