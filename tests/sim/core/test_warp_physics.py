@@ -15,9 +15,12 @@ Tolerances (measured on this project's CPU with Warp's CPU device, 2 envs):
 Unsupported here (a ConfigError naming the feature): the PGS solver and noslip (MuJoCo
 Warp's own refusals: plugins, flex-hfield collision, dense Jacobians for nv > 60, ...,
 surface the same way), and randomizing model fields MuJoCo Warp cannot batch per world
-(``hfield_data``: the quadruped's random terrain)."""
+(``hfield_data``: the quadruped's random terrain; ``opt.cone`` and ``opt.impratio``: the
+quadruped's contact-model fields)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import mujoco
 import numpy as np
@@ -28,7 +31,9 @@ pytest.importorskip("mujoco_warp")
 from sim2real.sim import REGISTRY
 from sim2real.sim.core.engine import Engine
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.randomization import Range
 from sim2real.sim.core.warp_physics import WarpCapacityError, WarpPhysics
+from sim2real.sim.quadruped.randomize import QuadrupedRandomization
 
 
 def warp(engine: Engine) -> WarpPhysics:
@@ -123,6 +128,16 @@ def test_randomized_terrain_is_refused() -> None:
     t = REGISTRY.get("QuadrupedVelocityRough")(num_envs=2)
     with pytest.raises(ConfigError, match="hfield_data"):
         Engine(t, seed=0, backend="warp")
+
+
+def test_a_randomized_friction_cone_is_refused() -> None:
+    """Unitree's elliptic cone and impratio are options of the whole model in MuJoCo Warp,
+    not per-world arrays: a randomization that sets them is refused by their names."""
+    t = REGISTRY.get("QuadrupedVelocity")(num_envs=2)
+    dr = dataclasses.replace(QuadrupedRandomization.none(), enabled=True, elliptic_cone=1.0,
+                             impratio=Range(100.0, 100.0))
+    with pytest.raises(ConfigError, match=r"opt\.cone, opt\.impratio"):
+        Engine(t, dr, seed=0, backend="warp")
 
 
 @pytest.mark.slow
