@@ -71,6 +71,8 @@ class Axis:
     unit: str = ""
     fixed: tuple[tuple[str, float], ...] = ()
     """Other fields held at these values at every point (a sweep's)."""
+    substeps: int = 1
+    """Physics steps per task timestep at every point (a sweep's :attr:`Sweep.substeps`)."""
 
     def at(self, base: DomainRandomization, train: DomainRandomization, value: float) -> DomainRandomization:
         """``base`` with this axis's field held at ``value`` (pushes at training's interval)."""
@@ -127,7 +129,8 @@ def _sweep_axis(name: str, sweep: Sweep, train: DomainRandomization) -> Axis:
     choice such as condim: none)."""
     value = getattr(train, sweep.field)
     low, high = (value.low, value.high) if isinstance(value, Range) else (float("nan"), float("nan"))
-    return Axis(name, sweep.field, low, high, tuple(sweep.values), trained=False, unit=sweep.unit, fixed=sweep.fixed)
+    return Axis(name, sweep.field, low, high, tuple(sweep.values), trained=False, unit=sweep.unit, fixed=sweep.fixed,
+                substeps=sweep.substeps)
 
 
 def combined(train: DomainRandomization, axes: list[Axis], factor: float) -> DomainRandomization:

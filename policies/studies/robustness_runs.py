@@ -125,7 +125,8 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     controllers = controllers_for(policy, task_cls, options, n_envs)
     base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
     common = {"n_envs": n_envs, "seed": seed, "task_options": task_options}
-    specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common})
+    specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common,
+                                     "solver": SolverVariant(substeps=axis.substeps) if axis.substeps > 1 else None})
              for axis in axes for v in axis.values]
     factors = COMBINED if any(a.trained for a in axes) else ()  # model-error axes alone: nothing to widen
     specs += [(f"combined x{f:g}", {"dr": combined(train, axes, f), "episodes": episodes, **common})
@@ -133,7 +134,7 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     specs.append(("held-out preset", {"dr": task_cls.dr_class.heldout(), "episodes": episodes, **common}))
     results = iter(_points(policy, specs, on_point, ray_address))
     curves = {axis.name: {"field": axis.field, "kind": "trained" if axis.trained else "model error",
-                          "unit": axis.unit, "fixed": dict(axis.fixed),
+                          "unit": axis.unit, "fixed": dict(axis.fixed), "substeps": axis.substeps,
                           "train_range": None if np.isnan(axis.train_low) else [axis.train_low, axis.train_high],
                           "points": [{"value": v, **next(results)} for v in axis.values]}
               for axis in axes}

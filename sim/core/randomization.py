@@ -63,6 +63,10 @@ class Sweep:
     unit: str = ""
     """What a value means, for the plot ("N m s/rad added")."""
     fixed: tuple[tuple[str, float], ...] = ()
+    substeps: int = 1
+    """Physics steps per step of the task's own timestep at every point: a setting the
+    task's step cannot integrate (impratio 100 at 5 ms) is swept at one that can, rather
+    than measured as a numerical failure."""
 
 
 def is_dr_file(name: str) -> bool:

@@ -17,9 +17,10 @@ percent Wilson interval. Axes the robot's training does not randomize are listed
 Model-error axes (--axes damping,condim,... or --axes model for all) sweep what a model
 may get wrong instead of a trained range, at explicit values: the quadruped's joint
 damping (0.05 to 2 N m s/rad, public Go2 models' range), joint friction, armature, foot
-radius, foot contact condim 3/4/6, torsional and rolling friction (at condim 6), contact
-softness (foot sinkage) and the motors' torque-speed limit. They run only when named and
-are not widened into the combined points or the feasible preset.
+radius, foot contact condim 3/4/6, torsional and rolling friction (at condim 6), the
+friction cone (pyramidal or elliptic) and impratio (at a quarter of the physics step, which
+it needs), contact softness (foot sinkage) and the motors' torque-speed limit. They run
+only when named and are not widened into the combined points or the feasible preset.
 
 --sim2sim runs the sim-to-sim check instead: the policy and its reference under the
 training randomization, on the same episodes, with the task's own simulator settings and

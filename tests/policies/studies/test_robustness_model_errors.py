@@ -67,3 +67,28 @@ def test_a_short_run_of_the_shipped_policy_over_condim_writes_its_curve(tmp_path
     assert all(np.isfinite(errors)) and len(set(errors)) == 3  # each condim changes the episode
     assert study["combined"] == [] and study["transfer_ratio"] is None and "policy" in study["heldout"]
     assert (tmp_path / "robustness.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_sweep_that_needs_a_finer_step_runs_every_point_at_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """impratio 100 cannot be integrated at our 5 ms step: its axis runs at a quarter of it,
+    the others at the task's own step."""
+    from sim2real.policies.deploy import OnnxPolicy
+    from sim2real.policies.studies import robustness_runs
+
+    axes, _ = R.axes_for(QUAD.train(), ["impratio", "condim"])
+    assert [a.substeps for a in axes] == [4, 1]
+    seen: list[tuple[str, object]] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(policy: object, specs: list[tuple[str, dict[str, object]]], *_: object) -> None:
+        seen.extend((label, kwargs["solver"]) for label, kwargs in specs if "solver" in kwargs)
+        raise Captured
+
+    monkeypatch.setattr(robustness_runs, "_points", capture)
+    with pytest.raises(Captured):
+        robustness_runs.study(OnnxPolicy(ROOT / "policies" / "baselines" / "QuadrupedVelocity"),
+                              ["impratio", "condim"], episodes=1, n_envs=1, seed=0)
+    steps = {label: getattr(solver, "substeps", 1) for label, solver in seen}
+    assert steps == {"impratio 1": 4, "impratio 10": 4, "impratio 100": 4, "condim 3": 1, "condim 4": 1, "condim 6": 1}
