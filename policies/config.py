@@ -259,6 +259,11 @@ class TrainConfig:
     """Keyword options passed to the task constructor."""
     nthread: PositiveInt | None = None
     """Physics worker threads of the batched env (``null``: all cores)."""
+    physics_substeps: PositiveInt = 1
+    """Physics steps per step of the task's own timestep, in training and its evaluations
+    (2: half the step). For contact settings the task's step cannot integrate, such as
+    the quadruped's ``impratio`` above about 5 (docs/transfer.md); each doubles the physics
+    time per sample."""
     backend: Physics = "mujoco"
     """Physics of the training envs: ``mujoco`` (CPU MuJoCo on every core) or ``warp``
     (MuJoCo Warp, float32, all envs in one set of kernels on a CUDA GPU when there is

@@ -27,7 +27,7 @@ import sim2real
 from sim2real.policies.algorithms import get_algorithm
 from sim2real.policies.common import checkpoint, hyperparameters, session
 from sim2real.policies.common.callbacks import TrainingCallback, recent_episodes
-from sim2real.policies.common.envs import make_train_env, randomization, task_class, task_description
+from sim2real.policies.common.envs import make_train_env, physics_variant, randomization, task_class, task_description
 from sim2real.policies.common.evaluation import Evaluator
 from sim2real.policies.common.progress import TrainProgress
 from sim2real.policies.common.rundir import RunDir, provenance
@@ -125,6 +125,7 @@ class Trainer:
             seed=cfg.eval.seed,
             task_options=cfg.task_options,
             nthread=cfg.nthread,
+            solver=physics_variant(cfg),
         )
 
     def _prepare_folder(self) -> Path | None:

@@ -9,6 +9,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from sim2real.policies.config import TrainConfig
 from sim2real.sim import REGISTRY, make_vec
 from sim2real.sim.core.errors import ConfigError
+from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import Task
 
 
@@ -30,6 +31,11 @@ def randomization(config: TrainConfig, preset: str) -> Any:
         raise ConfigError(f"dr_overrides.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
+def physics_variant(config: TrainConfig) -> SolverVariant | None:
+    """The simulator configuration training and its evaluations run (None: the task's own)."""
+    return SolverVariant(substeps=config.physics_substeps) if config.physics_substeps > 1 else None
+
+
 def make_train_env(config: TrainConfig) -> VecNormalize:
     """``config.n_envs`` environments as one batch, always wrapped in VecNormalize
     (a pass-through when both normalizations are off, so every checkpoint has the
@@ -43,6 +49,7 @@ def make_train_env(config: TrainConfig) -> VecNormalize:
         nthread=config.nthread,
         privileged_obs=config.privileged_obs,
         physics=config.backend,
+        solver=physics_variant(config),
         **config.task_options,
     )
     if config.reward.source == "clip":

@@ -21,6 +21,7 @@ from sim2real.sim.core.env import resolve_dr
 from sim2real.sim.core.physics import engine_backend
 from sim2real.sim.core.randomization import DomainRandomization
 from sim2real.sim.core.rendering import OffscreenRenderer
+from sim2real.sim.core.solver import SolverVariant
 from sim2real.sim.core.task import Task
 
 
@@ -59,6 +60,7 @@ class BatchedVecEnv(VecEnv):
         height: int = 180,
         privileged_obs: bool = False,
         physics: str = "mujoco",
+        solver: SolverVariant | None = None,
         **task_options: Any,
     ) -> None:
 
@@ -68,6 +70,7 @@ class BatchedVecEnv(VecEnv):
             resolve_dr(task_cls, dr),
             seed=seed,
             nthread=nthread,
+            solver=solver,
             backend=engine_backend(physics, num_envs),
         )
         self.engine.want_privileged = False  # on request only: see privileged()

@@ -138,6 +138,23 @@ def test_dr_overrides_replace_preset_fields_for_training_and_matching_evaluation
         assert err.value.field == field
 
 
+def test_physics_substeps_shorten_the_step_of_training_and_its_evaluations(puck) -> None:
+    from policy_helpers import tiny_config
+
+    from sim2real.policies.common.envs import make_train_env, physics_variant
+
+    assert physics_variant(tiny_config("ppo")) is None  # the task's own step
+    cfg = tiny_config("ppo", {"physics_substeps": 2})
+    env = make_train_env(cfg)
+    assert env.venv.engine.physics_dt == pytest.approx(puck.physics_dt / 2)
+    assert env.venv.engine.decimation == 2 * round(puck.control_dt / puck.physics_dt)
+    env.close()
+    variant = physics_variant(cfg)
+    assert variant is not None and variant.substeps == 2  # what the trainer's Evaluator gets too
+    with pytest.raises(ConfigError, match="physics_substeps"):
+        tiny_config("ppo", {"physics_substeps": 0})
+
+
 def test_the_configs_physics_choices_are_the_engines() -> None:
     from typing import get_args
 
