@@ -31,9 +31,9 @@ def randomization(config: TrainConfig, preset: str) -> Any:
         raise ConfigError(f"dr_overrides.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
-def physics_variant(config: TrainConfig) -> SolverVariant | None:
-    """The simulator configuration training and its evaluations run (None: the task's own)."""
-    return SolverVariant(substeps=config.physics_substeps) if config.physics_substeps > 1 else None
+def physics_variant(config: TrainConfig) -> SolverVariant:
+    """The simulator configuration training and its evaluations run."""
+    return SolverVariant(substeps=config.physics_substeps)
 
 
 def make_train_env(config: TrainConfig) -> VecNormalize:

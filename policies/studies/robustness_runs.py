@@ -126,7 +126,7 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
     base = dataclasses.replace(task_cls.dr_class(), obs_noise_scale=0.0)
     common = {"n_envs": n_envs, "seed": seed, "task_options": task_options}
     specs = [(f"{axis.name} {v:g}", {"dr": axis.at(base, train, v), "episodes": episodes, **common,
-                                     "solver": SolverVariant(substeps=axis.substeps) if axis.substeps > 1 else None})
+                                     "solver": SolverVariant(substeps=axis.substeps)})
              for axis in axes for v in axis.values]
     factors = COMBINED if any(a.trained for a in axes) else ()  # model-error axes alone: nothing to widen
     specs += [(f"combined x{f:g}", {"dr": combined(train, axes, f), "episodes": episodes, **common})

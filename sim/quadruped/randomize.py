@@ -11,9 +11,8 @@ The held-out preset is wider in every direction and never used for training.
 
 What a model may get wrong rather than a parameter (docs/transfer.md): the foot
 contact (condim, torsional and rolling friction, the friction cone and impratio, contact
-softness), the foot's
-radius and the motors' torque-speed limit; neither preset samples them, the
-robustness study sweeps them (:meth:`QuadrupedRandomization.model_sweeps`).
+softness), the foot's radius and the motors' torque-speed limit; neither preset samples
+them, the robustness study sweeps them (:meth:`QuadrupedRandomization.model_sweeps`).
 """
 
 from __future__ import annotations
@@ -85,8 +84,8 @@ class QuadrupedRandomization(DomainRandomization):
                                       fixed=(("foot_condim", 6.0),)),
             "friction_cone": Sweep("elliptic_cone", (0.0, 1.0), "0 pyramidal, 1 elliptic; condim 6",
                                    fixed=(("foot_condim", 6.0),)),
-            # At our 5 ms step impratio 10 already breaks every controller (the Newton solver's
-            # stiff friction rows; docs/transfer.md): the axis runs at 1.25 ms, as Unitree's 2 ms.
+            # At our 5 ms step impratio 10 already breaks every controller: it shortens the
+            # friction rows' time constant below the step (docs/transfer.md). So 1.25 ms here.
             "impratio": Sweep("impratio", (1.0, 10.0, 100.0), "elliptic cone, condim 6, 1.25 ms step",
                               fixed=(("foot_condim", 6.0), ("elliptic_cone", 1.0)), substeps=4),
             "contact_softness": Sweep("contact_timeconst", (0.01, 0.02, 0.04, 0.08, 0.16), "solref time constant, s"),

@@ -142,15 +142,15 @@ def test_physics_substeps_shorten_the_step_of_training_and_its_evaluations(puck)
     from policy_helpers import tiny_config
 
     from sim2real.policies.common.envs import make_train_env, physics_variant
+    from sim2real.sim.core.solver import SolverVariant
 
-    assert physics_variant(tiny_config("ppo")) is None  # the task's own step
+    assert physics_variant(tiny_config("ppo")) == SolverVariant()  # the task's own step
     cfg = tiny_config("ppo", {"physics_substeps": 2})
     env = make_train_env(cfg)
     assert env.venv.engine.physics_dt == pytest.approx(puck.physics_dt / 2)
     assert env.venv.engine.decimation == 2 * round(puck.control_dt / puck.physics_dt)
     env.close()
-    variant = physics_variant(cfg)
-    assert variant is not None and variant.substeps == 2  # what the trainer's Evaluator gets too
+    assert physics_variant(cfg).substeps == 2  # what the trainer's Evaluator gets too
     with pytest.raises(ConfigError, match="physics_substeps"):
         tiny_config("ppo", {"physics_substeps": 0})
 
