@@ -12,6 +12,8 @@ from sim2real.sim.core.errors import ConfigError
 from sim2real.sim.core.schema import from_dict, nest
 from sim2real.sim.core.schema import read_yaml as schema_read_yaml
 
+OPTIONS = "task_options."
+
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from ``path`` (a missing or malformed file raises ConfigError)."""
@@ -21,7 +23,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Recursive dict merge; ``override`` wins, nested mappings merge key by key."""
+    """Recursive dict merge; ``override`` wins, nested mappings merge key by key, except
+    ``task_options``, which a layer states whole (a recipe names every option it needs)."""
     out = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "task_options":
@@ -48,6 +51,9 @@ def resolve_config(
 
     user = read_yaml(config_file) if config_file else {}
     flat = dict(overrides or {})
+    # A dotted task option sets that one option on the resolved ones; a whole
+    # ``task_options`` mapping, like a file's, replaces them.
+    options = {k.removeprefix(OPTIONS): flat.pop(k) for k in list(flat) if k.startswith(OPTIONS)}
     name = task or flat.pop("task", None) or user.get("task")
     if not name:
         raise ConfigError("task", "no task given (pass TASK or set `task:` in the config file)")
@@ -64,6 +70,8 @@ def resolve_config(
         except ConfigError as exc:
             raise exc.with_source(source) from None
         merged = merge(merged, layer)
+    if options:
+        merged["task_options"] = merge(merged.get("task_options") or {}, nest(options))
     merged["task"] = gym_id(task_cls)
     cfg = TrainConfig.from_dict(merged)
     cfg.validate()

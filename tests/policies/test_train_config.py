@@ -53,6 +53,19 @@ def test_layers_apply_in_order(puck, tmp_path: Path) -> None:
     assert cfg.ppo.gae_lambda == 0.95  # untouched default
 
 
+def test_a_dotted_task_option_sets_one_option_and_a_mapping_replaces_them(tmp_path: Path) -> None:
+    """The tall recipe states its task options whole; adding a history from the command
+    line must keep its action scale and reward weights, not silently drop them."""
+    recipe = CONFIG_DIR / "recipes" / "quadruped_velocity_tall.yaml"
+    stated = read_yaml(recipe)["task_options"]
+    one = resolve_config("QuadrupedVelocity", recipe, {"task_options.history_steps": 5,
+                                                       "task_options.reward_weights.orientation": -2.0})
+    assert one.task_options == {**stated, "history_steps": 5,
+                                "reward_weights": {**stated["reward_weights"], "orientation": -2.0}}
+    whole = resolve_config("QuadrupedVelocity", recipe, {"task_options": {"history_steps": 5}})
+    assert whole.task_options == {"history_steps": 5}
+
+
 def test_task_file_layer_is_used_for_registered_tasks() -> None:
     from sim2real.sim import REGISTRY
 
