@@ -34,6 +34,18 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def with_overrides(base: dict[str, Any], flat: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with command-line overrides (dotted keys) on top, as ``sim2real train
+    --set`` and a sweep's trials apply them: a dotted task option sets that one option on
+    ``base``'s; a whole ``task_options`` mapping, like a file's, replaces them."""
+    rest = dict(flat)
+    options = {k.removeprefix(OPTIONS): rest.pop(k) for k in list(rest) if k.startswith(OPTIONS)}
+    out = merge(base, nest(rest))
+    if options:
+        out["task_options"] = merge(out.get("task_options") or {}, nest(options))
+    return out
+
+
 def task_config_path(task_cls: type) -> Path:
     """``policies/configs/<robot>_<task>.yaml`` of a task class."""
     return CONFIG_DIR / f"{task_cls.robot}_{task_cls.name}.yaml"
@@ -51,9 +63,6 @@ def resolve_config(
 
     user = read_yaml(config_file) if config_file else {}
     flat = dict(overrides or {})
-    # A dotted task option sets that one option on the resolved ones; a whole
-    # ``task_options`` mapping, like a file's, replaces them.
-    options = {k.removeprefix(OPTIONS): flat.pop(k) for k in list(flat) if k.startswith(OPTIONS)}
     name = task or flat.pop("task", None) or user.get("task")
     if not name:
         raise ConfigError("task", "no task given (pass TASK or set `task:` in the config file)")
@@ -63,15 +72,15 @@ def resolve_config(
         files.append(task_config_path(task_cls))
     layers = [(str(f), read_yaml(f)) for f in files]
     layers += [(str(config_file), user), ("command line", nest(flat))]
-    merged: dict[str, Any] = {}
     for source, layer in layers:
         try:  # types and ranges layer by layer, so an error names the file it is in
             from_dict(TrainConfig, layer, validate=False)
         except ConfigError as exc:
             raise exc.with_source(source) from None
+    merged: dict[str, Any] = {}
+    for _, layer in layers[:-1]:
         merged = merge(merged, layer)
-    if options:
-        merged["task_options"] = merge(merged.get("task_options") or {}, nest(options))
+    merged = with_overrides(merged, flat)
     merged["task"] = gym_id(task_cls)
     cfg = TrainConfig.from_dict(merged)
     cfg.validate()

@@ -28,8 +28,7 @@ from typing import Any
 
 from sim2real.policies.common.rundir import RunDir
 from sim2real.policies.config import TrainConfig
-from sim2real.policies.config_loading import merge
-from sim2real.sim.core.schema import nest
+from sim2real.policies.config_loading import with_overrides
 
 ATTEMPTS = "attempts.jsonl"
 """In a trial's run folder: one line per attempt (host, pid, step resumed at)."""
@@ -38,8 +37,9 @@ TIME_ATTR = "env_steps"
 
 
 def trial_config(base: dict[str, Any], values: dict[str, Any]) -> TrainConfig:
-    """The sweep's base config with one trial's sampled values (dotted keys)."""
-    config = TrainConfig.from_dict(merge(base, nest(values)))
+    """The sweep's base config with one trial's sampled values (dotted keys), layered as
+    ``sim2real train --set`` layers them."""
+    config = TrainConfig.from_dict(with_overrides(base, values))
     config.validate()
     return config
 

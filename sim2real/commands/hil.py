@@ -119,9 +119,9 @@ def _console_args(p: argparse.ArgumentParser) -> None:
 
 def _config(args: argparse.Namespace):
     """The config file, then the flags and ``--set`` overrides, through one strict load."""
-    from sim2real.policies.config_loading import merge, read_yaml
+    from sim2real.policies.config_loading import read_yaml, with_overrides
     from sim2real.policies.hil.config import HilConfig
-    from sim2real.sim.core.schema import from_dict, nest
+    from sim2real.sim.core.schema import from_dict
 
     cameras = tuple(c for c in args.cameras.split(",") if c) if args.cameras else None
     flags = {"env.task": args.task, "env.obs_mode": args.obs_mode, "env.cameras": cameras,
@@ -133,7 +133,7 @@ def _config(args: argparse.Namespace):
         except ConfigError as exc:
             raise exc.with_source(str(args.config)) from None
     try:
-        return from_dict(HilConfig, merge(data, nest(flags)))
+        return from_dict(HilConfig, with_overrides(data, flags))
     except ConfigError as exc:
         raise exc.with_source("command line") from None
 
