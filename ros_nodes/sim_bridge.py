@@ -288,11 +288,11 @@ class SimBridge(ManagedNode):
             self.drain(self.command_sub)  # a command already waiting is not a stale one
         command = self.command
         fresh = command is not None and time.monotonic() - self.command_time <= self.timeout
-        record = self.robot.step(command if command is not None and fresh else self.robot.hold_command())
+        held = self.filter_latch.under_latch(self._episode_started)
+        record = self.robot.step(command if command is not None and fresh else self.robot.hold_command(), held)
         self.simulated += self.robot.control_dt
         self.publish_state()
         if record is not None:
-            record.under_latch = self.filter_latch.under_latch(self._episode_started)
             self._episode_started = time.time()
             self.pub_episode.publish(String(data=json.dumps(record.__dict__)))
             held = " (under a latched safety guard: not the policy's, not counted)" if record.under_latch else ""

@@ -99,9 +99,11 @@ class SimRobot:
             return np.zeros(self.space.size)
         return self.space.hold.copy()
 
-    def step(self, command: np.ndarray) -> EpisodeRecord | None:
+    def step(self, command: np.ndarray, under_latch: bool = False) -> EpisodeRecord | None:
         """One control period under ``command``; returns the episode's record when it ended
-        (the robot is then reset with a new target or velocity command)."""
+        (the robot is then reset with a new target or velocity command). ``under_latch``:
+        whether the episode, should it end now, ran under a latched safety guard; it is in
+        the record before the record is in :attr:`episodes`, so no reader sees it unset."""
         action = self.space.command_to_action(command)
         self._previous_base_vel = self.env.data.qvel[0:3].copy() if self.info.floating_base else None
         _, _, terminated, truncated, info = self.env.step(action)
@@ -115,6 +117,7 @@ class SimRobot:
                 index=len(self.episodes), success=bool(info.get("is_success", False)), steps=self._steps,
                 seconds=self._steps * self.control_dt,
                 metrics={k: v / self._steps for k, v in self._metric_sums.items()}, task=info.get("task", {}),
+                under_latch=under_latch,
             )
             self.episodes.append(rec)
             self._steps, self._metric_sums = 0, {}
