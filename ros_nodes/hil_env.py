@@ -32,6 +32,7 @@ import cv2
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -126,6 +127,9 @@ class GraphArmEnv(ArmHilEnv):
             node.create_subscription(kind, topic, self._image_callback(cam), sensor_qos())
         self.pub = node.create_publisher(Float64MultiArray, "raw_command", command_qos())
         node.create_subscription(DiagnosticArray, "diagnostics", self._on_diagnostics, status_qos())
+        self._reset_client: Client | None = None
+        if self.graph.reset_scene_service:
+            self._scene_resetter()  # now, long before its first call (see there)
 
     def _image_callback(self, cam: str) -> Callable[[Any], None]:
         return lambda msg: self._on_image(cam, msg)
@@ -311,26 +315,37 @@ class GraphArmEnv(ArmHilEnv):
             self._command(np.clip(action, -1.0, 1.0))
             self._tick()
 
+    def _scene_resetter(self) -> Client:
+        """The client of ``reset_scene_service``, kept for the node's life: a client made
+        just before its call can find the server before the server has found the client's
+        response reader, and then the answer is dropped ("client will not receive
+        response") and the reset hangs."""
+        name = self.node.resolve_service_name(self.graph.reset_scene_service)
+        if self._reset_client is None or self._reset_client.srv_name != name:
+            if self._reset_client is not None:
+                self.node.destroy_client(self._reset_client)
+            self._reset_client = self.node.create_client(Trigger, name)
+        return self._reset_client
+
     def _reset_scene(self) -> None:
-        client = self.node.create_client(Trigger, self.graph.reset_scene_service)
-        try:
-            if not client.wait_for_service(timeout_sec=5.0):
-                raise Sim2RealError(f"no service {self.graph.reset_scene_service} (env.graph.reset_scene_service)")
-            future = client.call_async(Trigger.Request())
-            end = time.monotonic() + self.graph.reset_scene_timeout
-            self._restart_clock()
-            while not future.done() and time.monotonic() < end:
-                # Hold the arm where it is while the scene is reset (a person may take
-                # a while): the filter's watchdog would hold it too, but counted as an
-                # intervention in every episode.
-                self._hold()
-                self._tick()
-            result = future.result() if future.done() else None
-            if result is None or not result.success:
-                why = result.message if result is not None else f"no answer in {self.graph.reset_scene_timeout:.0f} s"
-                raise Sim2RealError(f"{self.graph.reset_scene_service} failed: {why}")
-        finally:
-            self.node.destroy_client(client)
+        client = self._scene_resetter()
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=5.0):
+            raise Sim2RealError(f"no service {self.graph.reset_scene_service} (env.graph.reset_scene_service)")
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + self.graph.reset_scene_timeout
+        self._restart_clock()
+        while not future.done() and time.monotonic() < end:
+            # Hold the arm where it is while the scene is reset (a person may take
+            # a while): the filter's watchdog would hold it too, but counted as an
+            # intervention in every episode.
+            self._hold()
+            self._tick()
+        result = future.result() if future.done() else None
+        if result is None or not result.success:
+            if not future.done():
+                client.remove_pending_request(future)  # forget the unanswered request
+            why = result.message if result is not None else f"no answer in {self.graph.reset_scene_timeout:.0f} s"
+            raise Sim2RealError(f"{self.graph.reset_scene_service} failed: {why}")
         self._restart_clock()
 
     def _images(self) -> dict[str, np.ndarray]:

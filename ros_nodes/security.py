@@ -37,17 +37,19 @@ class Endpoints:
 
 def node_endpoints(probe: Any, name: str, namespace: str = "/") -> Endpoints:
     """``name``'s endpoints as ``probe`` (any rclpy node of the same domain) sees them
-    (none while discovery has not delivered the node)."""
-    if (name, namespace) not in probe.get_node_names_and_namespaces():
-        return Endpoints()
+    (none while discovery has not delivered the node, or once it has forgotten it)."""
+    from rclpy.node import NodeNameNonExistentError
 
     def names(pairs: list[tuple[str, list[str]]]) -> set[str]:
         return {topic for topic, _ in pairs}
 
-    return Endpoints(publishes=names(probe.get_publisher_names_and_types_by_node(name, namespace)),
-                     subscribes=names(probe.get_subscriber_names_and_types_by_node(name, namespace)),
-                     replies=names(probe.get_service_names_and_types_by_node(name, namespace)),
-                     requests=names(probe.get_client_names_and_types_by_node(name, namespace)))
+    try:  # asked directly, not after a name check: discovery may change the graph in between
+        return Endpoints(publishes=names(probe.get_publisher_names_and_types_by_node(name, namespace)),
+                         subscribes=names(probe.get_subscriber_names_and_types_by_node(name, namespace)),
+                         replies=names(probe.get_service_names_and_types_by_node(name, namespace)),
+                         requests=names(probe.get_client_names_and_types_by_node(name, namespace)))
+    except NodeNameNonExistentError:
+        return Endpoints()
 
 
 def graph_endpoints(probe: Any, nodes: list[str], settle: float = 2.0, timeout: float = 60.0,

@@ -11,6 +11,7 @@ from dds_domains import unique_domain_id
 from ros2_control_rig import wait_for
 
 from sim2real.hardware.emulator.ros2_control_arm import Ros2ControlArmEmulator, Ros2ControlArmEmulatorConfig
+from sim2real.ros_nodes.security import node_endpoints
 
 
 def test_a_stalled_loop_slows_the_simulation_instead_of_racing_it() -> None:
@@ -65,8 +66,7 @@ def test_a_host_resets_the_scene_and_runs_the_episodes() -> None:
         return result
 
     def server_sees_client() -> bool:  # its response reader, which rmw_fastrtps lists the client by
-        names = emulator.ros.node.get_client_names_and_types_by_node("host", "/")
-        return any(name.endswith("/reset_scene") for name, _ in names)
+        return "/franka/reset_scene" in node_endpoints(emulator.ros.node, "host").requests
 
     try:
         assert client.wait_for_service(timeout_sec=10.0)

@@ -157,7 +157,10 @@ def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_
         # the arm is held meanwhile and the next episode moves it.
         from std_srvs.srv import Trigger
 
+        calls: list[float] = []
+
         def slow_reset(request: Any, response: Any) -> Any:
+            calls.append(time.monotonic())
             time.sleep(0.6)
             response.success, response.message = True, "reset by hand"
             return response
@@ -165,6 +168,7 @@ def test_the_arm_returns_to_its_start_pose_and_a_lost_graph_stops_the_actor(arm_
         env.node.create_service(Trigger, "slow_reset", slow_reset)
         env.config.graph.reset_scene_service = "slow_reset"
         env.reset()
+        assert len(calls) == 1  # the service named now, not the client made for the first name
         assert np.linalg.norm(_moved(env, np.array([0.4, 0, 0, 0, 0, 0], dtype=np.float32), 5)) > 0.02
 
         arm_graph.terminate()  # the robot's graph goes away mid-episode
