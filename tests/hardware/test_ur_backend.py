@@ -109,7 +109,7 @@ def test_the_reach_through_the_emulated_driver_succeeds(rig: UrRig) -> None:
     rig.backend.enable()
     rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
     mission = rig.emulator.mission()
-    assert mission is not None and mission.successes >= 2, rig.emulator.summary()
+    assert mission is not None and mission.successes >= 2, rig.report()
     assert mission.successes == mission.episodes  # none timed out
     m = rig.backend.state()
     assert m is not None and m.ee_pos is not None
@@ -131,7 +131,7 @@ def test_the_reach_through_the_scaled_trajectory_controller_succeeds() -> None:
         assert items["motion controller"].expected == f"{jtc} loaded"
         rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
         mission = rig.emulator.mission()
-        assert mission is not None and mission.successes >= 2, rig.emulator.summary()
+        assert mission is not None and mission.successes >= 2, rig.report()
         counts = rig.emulator.counters
         assert counts["trajectories_accepted"] == counts["commands_accepted"] > 20
         assert rig.backend.counters()["targets_sent"] >= counts["trajectories_accepted"]
@@ -149,7 +149,7 @@ def test_the_reach_through_the_forward_velocity_controller_succeeds_and_every_ho
         assert (items["motion controller"].status, items["motion controller"].expected) == ("PASS", f"{fvc} loaded")
         rig.reach(2 * U.REACH_SECONDS, stop_when=lambda: sum(rig.emulator.episodes) >= 2)
         mission = rig.emulator.mission()
-        assert mission is not None and mission.successes >= 2, rig.emulator.summary()
+        assert mission is not None and mission.successes >= 2, rig.report()
         assert rig.emulator.counters["commands_accepted"] > 20 and not rig.emulator.rejected
         # The reach stopped commanding: the deadman's hold sends zero and the arm stands.
         assert wait_for(lambda: rig.backend.phase == Phase.CONNECTED, 1.0)

@@ -4,6 +4,7 @@ tools do (``ros2 service call``, ``ros2 topic echo``)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -87,6 +88,13 @@ class UrRig:
                     self.backend.command(controller.command(m.ee_pos, mission.goal))
                 next_at += PERIOD
                 time.sleep(max(next_at - time.monotonic(), 0.0))
+
+    def report(self) -> str:
+        """What both sides saw, whole, for a failed assertion's message: the robot's
+        summary, the backend's counters and its last hold (a deadman or stale states stop
+        a reach)."""
+        return json.dumps({"emulator": self.emulator.summary(), "backend": self.backend.counters(),
+                           "phase": self.backend.phase.name, "last_hold": self.backend.last_hold}, default=str)
 
     def flange_speed(self, seconds: float = 0.2) -> float:
         """Mean flange speed (m/s) over the next ``seconds``, measured at the robot."""
