@@ -71,11 +71,35 @@ def test_actor_learner_on_loopback_updates_the_actors_weights(tmp_path: Path) ->
     assert summary["intervention_rate"] == pytest.approx(intervened / 200)
 
 
-def start_learner(config_file: Path, run_dir: Path, port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sim2real", "hil", "learner", "--config", str(config_file), "--run-dir",
-           str(run_dir), "--port", str(port), "--max-seconds", "120"]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+class LearnerProcess:
+    """``sim2real hil learner`` as a user starts it, its output kept in a log: a test waits
+    for it to listen before timing the transport (a loaded machine takes many seconds to
+    import torch), and a failure says what the learner said."""
+
+    def __init__(self, config_file: Path, run_dir: Path, port: int, log: Path) -> None:
+        cmd = [sys.executable, "-m", "sim2real", "hil", "learner", "--config", str(config_file), "--run-dir",
+               str(run_dir), "--port", str(port), "--max-seconds", "120"]
+        self.log = log
+        with log.open("ab") as out:
+            self.earlier = self.listens()  # the lines of learners before this one
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    def said(self) -> str:
+        """The log's end, for a failure's message."""
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def listens(self) -> int:
+        """How many learners of this log have said they listen."""
+        return self.log.read_text(errors="replace").count("learner on ")
+
+    def wait_listening(self, timeout: float = 120.0) -> None:
+        """Until this learner says it listens."""
+        end = time.monotonic() + timeout
+        while self.listens() <= self.earlier and time.monotonic() < end:
+            assert self.proc.poll() is None, f"the learner exited with {self.proc.returncode}:\n{self.said()}"
+            time.sleep(0.1)
+        assert self.listens() > self.earlier, f"the learner did not listen in {timeout:.0f} s:\n{self.said()}"
 
 
 @pytest.mark.heavy
@@ -87,26 +111,29 @@ def test_actor_and_learner_survive_each_others_restarts(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     env = HilEnv(cfg.env, seed=0)
     actor = Actor(cfg, env, None, port=port, log=lambda s: None)
-    learner = start_learner(config_file, run_dir, port)
+    log = tmp_path / "learner.log"
+    learner = LearnerProcess(config_file, run_dir, port, log)
     try:
+        learner.wait_listening()
         first = actor.run(150, flush_seconds=30)
-        assert first["flushed"]
-        os.kill(learner.pid, signal.SIGKILL)  # no checkpoint, no goodbye
-        learner.wait()
+        assert first["flushed"], (first, learner.said())
+        os.kill(learner.proc.pid, signal.SIGKILL)  # no checkpoint, no goodbye
+        learner.proc.wait()
         # The learner is away: the actor keeps acting with the weights it has.
         away = actor.run(100, flush_seconds=0)
         assert away["steps"] == 100 and away["unacknowledged"] > 0
-        learner = start_learner(config_file, run_dir, port)
-        assert actor.client.flush(60), "the restarted learner must acknowledge what the actor kept"
+        learner = LearnerProcess(config_file, run_dir, port, log)
+        learner.wait_listening()
+        assert actor.client.flush(30), f"the restarted learner must acknowledge what the actor kept:\n{learner.said()}"
         actor.close()
         # A second actor process (new identity) joins the same learner.
         second = Actor(cfg, HilEnv(cfg.env, seed=1), None, port=port, log=lambda s: None)
-        assert second.run(50, flush_seconds=30)["flushed"]
+        assert second.run(50, flush_seconds=30)["flushed"], learner.said()
         second.close()
-        assert learner.poll() is None  # the learner kept running through the actor's restart
+        assert learner.proc.poll() is None, learner.said()  # it kept running through the actor's restart
     finally:
-        learner.send_signal(signal.SIGINT)
-        learner.wait(30)
+        learner.proc.send_signal(signal.SIGINT)
+        learner.proc.wait(30)
         env.close()
     stored = stored_transitions(run_dir)
     assert len(stored["reward"]) == 300  # every step of both actors, each exactly once
