@@ -288,16 +288,16 @@ class SimBridge(ManagedNode):
             self.drain(self.command_sub)  # a command already waiting is not a stale one
         command = self.command
         fresh = command is not None and time.monotonic() - self.command_time <= self.timeout
-        held = self.filter_latch.under_latch(self._episode_started)
-        record = self.robot.step(command if command is not None and fresh else self.robot.hold_command(), held)
+        latched = self.filter_latch.under_latch(self._episode_started)
+        record = self.robot.step(command if command is not None and fresh else self.robot.hold_command(), latched)
         self.simulated += self.robot.control_dt
         self.publish_state()
         if record is not None:
             self._episode_started = time.time()
             self.pub_episode.publish(String(data=json.dumps(record.__dict__)))
-            held = " (under a latched safety guard: not the policy's, not counted)" if record.under_latch else ""
+            note = " (under a latched safety guard: not the policy's, not counted)" if record.under_latch else ""
             self.get_logger().info(f"episode {record.index}: success={record.success} after {record.seconds:.1f} s"
-                                   + held)
+                                   + note)
         dt = time.perf_counter() - t0
         self.step_seconds.append(dt)
         if dt > self.period:
