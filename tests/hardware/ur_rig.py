@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import fair_server
 import numpy as np
 from dds_domains import unique_domain_id
 from ros2_control_rig import control_path, wait_for
@@ -111,7 +112,7 @@ def ur_rig(config: UrDriverEmulatorConfig | None = None, connect: bool = True,
     emulator = UrDriverEmulator(cfg)
     thread = threading.Thread(target=emulator.serve, daemon=True)
     thread.start()
-    backend = UrArm("ee_delta", {"domain_id": domain, **(options or {})})
+    backend = UrArm("ee_delta", {"domain_id": domain, **fair_server.ARM_OPTIONS, **(options or {})})
     # At real-time priority like every thread of this process that takes the GIL: a
     # normal-priority holder preempted on a loaded machine stalls the real-time loops.
     client = DriverClient(T.RosThread("ur_test_client", domain, "", realtime=("ur test client", EXECUTOR_PRIORITY - 1)))

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fair_server
 import numpy as np
 import pytest
 import yaml
@@ -78,16 +79,13 @@ def commands_reaching(emulator: Any) -> int:
 # a process of its own; benchmarks/gil_neighbours.py). Beside a CPU-bound competitor per
 # core it passed 12 of 12 runs since.
 #
-# The joint states' staleness limit is 100 ms here, not the default 50: this machine's kernel
-# (6.18, its fair server on and not settable: docs/deployment.md, `deploy check`) can delay a
-# SCHED_FIFO thread by 53 ms while normal-priority competitors starve (perf sched). Beside 4
-# competitors 1 of 18 runs held the arm on stale joint states 1 s after enabling (the safe
-# state, which waits for a person's enable) and lost its episodes; CI's loaded heavy tier
-# once lost its last one. A robot computer with the server off keeps the default; a hold's
-# reason is the hardware summary's ``reason``, in this test's message.
+# The joint states' staleness limit is tests/fair_server.py's (100 ms, not the default 50):
+# beside 4 competitors 1 of 18 runs held the arm on stale joint states 1 s after enabling
+# and lost its episodes; CI's loaded heavy tier once lost its last one. A hold's reason is
+# the hardware summary's ``reason``, in this test's message.
 @pytest.mark.heavy
 def test_arm_reaches_its_targets_through_ros2_control() -> None:
-    loaded_machine = {"backend_options": json.dumps({"state_timeout": 0.1})}
+    loaded_machine = {"backend_options": json.dumps(fair_server.ARM_OPTIONS)}
     summary = run_deployment(DeployOptions(robot="arm", backend="real", emulate=True, duration=12.0,
                                            domain_id=unique_domain_id(),
                                            overrides={"hardware_bridge": loaded_machine}))
