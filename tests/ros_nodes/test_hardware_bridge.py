@@ -79,7 +79,8 @@ def commands_reaching(emulator: Any) -> int:
 # a process of its own; benchmarks/gil_neighbours.py). Beside a CPU-bound competitor per
 # core it passed 12 of 12 runs since.
 #
-# The joint states' staleness limit is tests/fair_server.py's (100 ms, not the default 50):
+# The backend's hold limits are tests/fair_server.py's (joint states 100 ms old, not 50; no command
+# for 200 ms, not 125):
 # beside 4 competitors 1 of 18 runs held the arm on stale joint states 1 s after enabling
 # and lost its episodes; CI's loaded heavy tier once lost its last one. A hold's reason is
 # the hardware summary's ``reason``, in this test's message.
