@@ -67,7 +67,10 @@ def start_emulator(domain: int, faults: StreamFaults | None = None,
 
 
 def connected_rig(topology: Topology = "franka_ros2") -> Iterator[Rig]:
-    """franka_ros2's stock topology by default; ``merged``: the single 9-joint stream."""
+    """franka_ros2's stock topology by default; ``merged``: the single 9-joint stream.
+
+    The backend keeps its default hold limits (50 ms stale, 125 ms deadman), not
+    tests/fair_server.py's allowance: the fault tests on this rig check those holds."""
     domain = unique_domain_id()
     emulator, thread = start_emulator(domain, topology=topology)
     backend = Ros2ControlArm("ee_delta", {"domain_id": domain, "topology": topology})

@@ -79,11 +79,11 @@ def commands_reaching(emulator: Any) -> int:
 # a process of its own; benchmarks/gil_neighbours.py). Beside a CPU-bound competitor per
 # core it passed 12 of 12 runs since.
 #
-# The backend's hold limits are tests/fair_server.py's (joint states 100 ms old, not 50; no command
-# for 200 ms, not 125):
-# beside 4 competitors 1 of 18 runs held the arm on stale joint states 1 s after enabling
-# and lost its episodes; CI's loaded heavy tier once lost its last one. A hold's reason is
-# the hardware summary's ``reason``, in this test's message.
+# The backend's hold limits are tests/fair_server.py's (joint states 100 ms old, not 50; no
+# command for 200 ms, not 125). With the defaults, beside 4 competitors 1 of 18 runs held
+# the arm on stale joint states 1 s after enabling and lost its episodes; CI's loaded heavy
+# tier once lost its last one. A hold's reason is the hardware summary's ``reason``, in
+# this test's message.
 @pytest.mark.heavy
 def test_arm_reaches_its_targets_through_ros2_control() -> None:
     loaded_machine = {"backend_options": json.dumps(fair_server.ARM_OPTIONS)}
