@@ -84,10 +84,7 @@ class QuadrupedTask(Task):
         init_joint_noise: Half-width (rad) of the uniform noise on the initial pose.
         init_velocity_noise: Half-width (m/s, rad/s) of the initial base velocity noise.
         only_positive_rewards: Clip each step's reward (all terms but termination) at
-            zero, as legged_gym does. Early in training the noisy policy's penalties
-            outweigh its tracking rewards; with negative steps PPO learns that falling
-            at once is the best return. Clipping removes that incentive; the
-            termination penalty is added after the clip so falls still cost.
+            zero, as legged_gym does (:class:`~sim2real.sim.quadruped.rewards.RewardWeights`).
         gait_frequency_hz, gait_step_height: The trot reference of the
             ``gait_residual`` action mode (:mod:`~sim2real.sim.quadruped.gait`).
         history_steps: Append the joint positions, velocities and actions the
@@ -153,9 +150,6 @@ class QuadrupedTask(Task):
         self.estimator_seed = int(estimator_seed)
         self.onboard: OnboardEstimate | None = None
         self.wants_substeps = self.base_velocity == "estimated"
-        if not isinstance(only_positive_rewards, bool):
-            raise ConfigError("only_positive_rewards", f"must be true or false, got {only_positive_rewards!r}")
-        self.only_positive_rewards = only_positive_rewards
         for name, value, high in (
             ("action_scale", action_scale, 2.0),
             ("init_joint_noise", init_joint_noise, 1.0),
@@ -176,24 +170,15 @@ class QuadrupedTask(Task):
         self.action_scale = float(action_scale)
         self.init_joint_noise = float(init_joint_noise)
         self.init_velocity_noise = float(init_velocity_noise)
-        self.weights = dict(self.REWARD_WEIGHTS)
+        defaults = dict(self.REWARD_WEIGHTS)
         self.gait: TrotReference | None = None
         if self.action_mode == "gait_residual":
             try:
                 self.gait = TrotReference(num_envs, gait_frequency_hz, gait_step_height)
             except ValueError as exc:
                 raise ConfigError("gait_frequency_hz/gait_step_height", str(exc)) from None
-            self.weights["feet_air_time"] = 0.0
-        for key, value in (reward_weights or {}).items():
-            if key not in self.weights:
-                raise ConfigError(f"reward_weights.{key}", f"unknown term; known: {sorted(self.weights)}")
-            try:
-                weight = float(value)
-            except (TypeError, ValueError):
-                raise ConfigError(f"reward_weights.{key}", f"must be a number, got {value!r}") from None
-            if not np.isfinite(weight):
-                raise ConfigError(f"reward_weights.{key}", f"must be finite, got {value}")
-            self.weights[key] = weight
+            defaults["feet_air_time"] = 0.0  # the reference sets the swing's timing
+        self.weights = rewards.RewardWeights(defaults, reward_weights, only_positive_rewards)
 
         B = num_envs
         self.last_action = np.zeros((B, c.NUM_JOINTS))
@@ -201,7 +186,6 @@ class QuadrupedTask(Task):
         self.air = rewards.AirTimeTracker(B)
         self.dynamics = np.zeros((B, 17))  # friction, payload, com shift (3), motor strength (12)
         self._state_cache: tuple[bytes, BaseState] | None = None
-        self._weighted: tuple[list[str], np.ndarray] | None = None
         self.last_terms: dict[str, np.ndarray] = {}
         """Unweighted reward terms of the latest step, for inspection and tuning."""
 
@@ -521,16 +505,6 @@ class QuadrupedTask(Task):
         return terms
 
     def weighted_sum(self, terms: dict[str, np.ndarray]) -> np.ndarray:
-        """``control_dt * sum(weight * term)`` over the terms this task weights; with
-        ``only_positive_rewards`` the sum without the termination term is clipped at 0."""
+        """The step's reward from the unweighted ``terms`` (kept as :attr:`last_terms`)."""
         self.last_terms = terms
-        if self._weighted is None:  # fixed after the first step: which terms count, scaled by dt
-            names = [n for n, w in self.weights.items() if w and n in terms and n != "termination"]
-            self._weighted = (names, np.array([self.weights[n] for n in names]) * self.control_dt)
-        names, weights = self._weighted
-        reward = weights @ np.stack([terms[n] for n in names])
-        if self.only_positive_rewards:
-            reward = np.maximum(reward, 0.0)
-        if "termination" in terms:
-            reward = reward + self.weights.get("termination", 0.0) * self.control_dt * terms["termination"]
-        return reward
+        return self.weights.step_reward(terms, self.control_dt)

@@ -7,7 +7,12 @@ per second and do not change with the policy rate (legged_gym's convention).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
+
+from sim2real.sim.core.errors import ConfigError
 
 TRACKING_SIGMA = 0.25
 """Width of the exponential tracking kernels (legged_gym's ``tracking_sigma``)."""
@@ -96,3 +101,49 @@ class AirTimeTracker:
         air_at_touchdown = self.air_time.copy()
         self.air_time *= ~filtered
         return air_at_touchdown, first_contact
+
+
+class RewardWeights(dict[str, float]):
+    """A task's per-second weights: its defaults with a config's ``reward_weights``
+    over them (unknown terms and non-finite weights refused), and the step reward.
+
+    ``only_positive``: clip each step's sum of every term but ``termination`` at 0, as
+    legged_gym does. Early in training a noisy policy's penalties outweigh its tracking
+    rewards, and with negative steps PPO learns that falling at once is the best return;
+    the termination penalty is added after the clip, so falls still cost."""
+
+    def __init__(self, defaults: Mapping[str, float], overrides: Mapping[str, Any] | None = None,
+                 only_positive: bool = True) -> None:
+        super().__init__(defaults)
+        if not isinstance(only_positive, bool):
+            raise ConfigError("only_positive_rewards", f"must be true or false, got {only_positive!r}")
+        self.only_positive = only_positive
+        for key, value in (overrides or {}).items():
+            if key not in self:
+                raise ConfigError(f"reward_weights.{key}", f"unknown term; known: {sorted(self)}")
+            try:
+                weight = float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"reward_weights.{key}", f"must be a number, got {value!r}") from None
+            if not np.isfinite(weight):
+                raise ConfigError(f"reward_weights.{key}", f"must be finite, got {value}")
+            self[key] = weight
+        self._weighted: tuple[list[str], np.ndarray] | None = None
+
+    def __setitem__(self, key: str, value: float) -> None:
+        super().__setitem__(key, value)
+        self._weighted = None
+
+    def step_reward(self, terms: Mapping[str, np.ndarray], dt: float) -> np.ndarray:
+        """``dt * sum(weight * term)`` over the weighted terms present (with
+        ``only_positive``, the sum without ``termination`` clipped at 0 first)."""
+        if self._weighted is None:  # fixed until a weight changes: which terms count, scaled by dt
+            names = [n for n, w in self.items() if w and n in terms and n != "termination"]
+            self._weighted = (names, np.array([self[n] for n in names]) * dt)
+        names, weights = self._weighted
+        reward = weights @ np.stack([terms[n] for n in names])
+        if self.only_positive:
+            reward = np.maximum(reward, 0.0)
+        if "termination" in terms:
+            reward = reward + self.get("termination", 0.0) * dt * terms["termination"]
+        return reward
