@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(policy.metadata.get("task_options") or {})
     controllers = RR.controllers_for(policy, task_cls, options, args.n_envs)
     controllers.pop("reference")
-    feasible = RR.evaluate_point(task_cls, dr, controllers, args.episodes, args.n_envs, study["seed"], options)
+    feasible = RR.evaluate_point(task_cls, dr, controllers, args.episodes, args.n_envs, study["seed"])
     oracle = feasible["oracle"]["success_rate"]
     out = {"policy": args.policy, "feasible_preset": ranges, "feasible": {
         k: {f: v[f] for f in ("successes", "episodes", "ci_low", "ci_high")} for k, v in feasible.items()},

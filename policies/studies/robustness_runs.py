@@ -37,8 +37,9 @@ from sim2real.sim.core.solver import SIM2SIM, SolverVariant
 
 FEASIBLE_SUCCESS = 0.95
 """The oracle's success that marks a case physically within reach."""
-Controllers = dict[str, tuple[Controller, str]]
-"""Name -> (controller, the action mode it acts in)."""
+Controllers = dict[str, tuple[Controller, str, dict[str, Any]]]
+"""Name -> (controller, the action mode it acts in, the task options it runs under: the
+study's, but an oracle trained under other controller options keeps its own)."""
 
 
 def controllers_for(policy: Any, task_cls: type, options: dict[str, Any], n_envs: int) -> Controllers:
@@ -52,19 +53,20 @@ def controllers_for(policy: Any, task_cls: type, options: dict[str, Any], n_envs
     act_size = sum(int(n) for _, n in task.action_layout())
     reference: Controller = ((lambda obs: np.zeros((len(obs), act_size))) if mode.endswith("_residual")
                              else controller_for(task, n_envs).act)
-    out: Controllers = {"policy": (policy, mode), "reference": (reference, mode)}
+    out: Controllers = {"policy": (policy, mode, options), "reference": (reference, mode, options)}
     oracle = oracle_for(task, n_envs)
     if oracle is not None:
         controller, oracle_mode = oracle
-        out["oracle"] = (controller, oracle_mode)
+        options_for = getattr(controller, "options_for", None)  # an oracle that is a trained policy
+        out["oracle"] = (controller, oracle_mode, options if options_for is None else options_for(options))
     return out
 
 
 def evaluate_point(task_cls: type, dr: DomainRandomization, controllers: Controllers, episodes: int, n_envs: int,
-                   seed: int, options: dict[str, Any], solver: SolverVariant | None = None) -> dict[str, Any]:
+                   seed: int, solver: SolverVariant | None = None) -> dict[str, Any]:
     """Each controller's success (with its 95 % interval) and task metrics, same seeds."""
     out = {}
-    for name, (controller, mode) in controllers.items():
+    for name, (controller, mode, options) in controllers.items():
         ev = Evaluator(task_cls, n_envs=n_envs, action_mode=mode, dr=dr, seed=seed, task_options=options,
                        solver=solver)
         d = ev.run(controller, episodes).to_dict()
@@ -95,7 +97,7 @@ def evaluate_point_of(policy_path: str, dr: DomainRandomization, episodes: int, 
     controllers = controllers_for(policy, task_cls, options, n_envs)
     if not oracle:
         controllers.pop("oracle", None)
-    return evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, options, solver)
+    return evaluate_point(task_cls, dr, controllers, episodes, n_envs, seed, solver)
 
 
 def _points(policy: Any, specs: list[tuple[str, dict[str, Any]]], on_point: Callable[[str], None],
@@ -140,7 +142,7 @@ def study(policy: Any, axis_names: list[str] | None, episodes: int, n_envs: int,
               for axis in axes}
     out: dict[str, Any] = {
         "policy": str(policy.path), "task": policy.task, "action_mode": policy.action_mode, "task_options": options,
-        "episodes_per_point": episodes, "seed": seed, "controllers": {k: m for k, (_, m) in controllers.items()},
+        "episodes_per_point": episodes, "seed": seed, "controllers": {k: m for k, (_, m, _) in controllers.items()},
         "axes": curves, "skipped_axes": skipped,
         "combined": [{"factor": f, **next(results)} for f in factors],
         "heldout": next(results),

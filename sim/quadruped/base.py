@@ -118,6 +118,13 @@ class QuadrupedTask(Task):
     dr_class: ClassVar[type[QuadrupedRandomization]] = QuadrupedRandomization
     push_dofs: ClassVar[tuple[int, int] | None] = (0, 2)
 
+    CONTROLLER_OPTIONS: ClassVar[frozenset[str]] = frozenset({
+        "action_scale", "gait_frequency_hz", "gait_step_height", "history_steps", "history_blocks",
+        "servo_kp", "servo_kd"})
+    """Options that set how a controller's actions and observations are read, not the
+    episode: a policy runs under the ones it was trained with (the oracle, in a study of a
+    policy trained under others)."""
+
     REWARD_WEIGHTS: ClassVar[dict[str, float]] = dict(rewards.LOCOMOTION_WEIGHTS)
     TRUNK_CONTACT_ENDS_EPISODE: ClassVar[bool] = True
     """Flat and rough ground: a trunk touching anything has fallen. Confined spaces

@@ -118,28 +118,49 @@ def test_the_sim2sim_check_reports_each_configurations_change(tmp_path: Path) ->
     assert (tmp_path / "sim2sim.json").is_file()
 
 
-def test_the_quadrupeds_oracle_is_the_shipped_teacher_reading_the_privileged_state() -> None:
-    """The teacher acts on the present observation and the privileged state, also for a
-    student's task with a history block; tasks whose observation it cannot read get none."""
+def test_the_quadrupeds_oracle_is_the_shipped_teacher_under_its_own_controller_options() -> None:
+    """The teacher acts on the present observation and the privileged state, in a task run
+    under its own action scale, trot reference and no history, whatever the studied
+    policy's: the study's episode options reach it, the policy's controller options do
+    not. Tasks whose observation it cannot read get none."""
     from sim2real.policies import BASELINES_DIR
     from sim2real.policies.classical import oracle_for
     from sim2real.policies.deploy import OnnxPolicy
     from sim2real.sim import make_vec
 
     teacher = OnnxPolicy(BASELINES_DIR / "QuadrupedVelocityTeacher")
-    env = make_vec("QuadrupedVelocity", 3, seed=2, action_mode="gait_residual", action_scale=0.3, history_steps=5,
-                   privileged_obs=True)
-    made = oracle_for(env.task, 3)
+    studied = {"action_scale": 0.5, "gait_frequency_hz": 4.0, "history_steps": 5, "base_velocity": "estimated"}
+    task = REGISTRY.get("QuadrupedVelocity")(num_envs=3, action_mode="gait_residual", **studied)
+    made = oracle_for(task, 3)
     assert made is not None
     oracle, mode = made
     assert mode == "gait_residual" and oracle.privileged_inputs
+    options = oracle.options_for(studied)
+    assert options == {"action_scale": 0.3, "base_velocity": "estimated"}
+    env = make_vec("QuadrupedVelocity", 3, seed=2, action_mode=mode, privileged_obs=True, **options)
     obs = env.reset()
     for _ in range(5):
         obs, *_ = env.step(oracle(obs))
-    size, present = env.task_obs_size, env.task_obs_size - 5 * 36
-    np.testing.assert_allclose(oracle(obs), teacher(np.concatenate([obs[:, :present], obs[:, size:]], axis=1)))
+    np.testing.assert_allclose(oracle(obs), teacher(obs))
     waypoints = REGISTRY.get("QuadrupedWaypoints")(num_envs=1)
     assert oracle_for(waypoints, 1) is None  # other observation blocks: no oracle
+
+
+def test_a_study_runs_its_oracle_under_the_oracles_options_on_the_same_episodes() -> None:
+    """A policy trained under another trot reference is judged against the teacher under
+    its own: the oracle's figure does not depend on which policy is studied."""
+    from sim2real.policies import BASELINES_DIR
+    from sim2real.policies.deploy import OnnxPolicy
+
+    teacher = OnnxPolicy(BASELINES_DIR / "QuadrupedVelocityTeacher")
+    task_cls = REGISTRY.get("QuadrupedVelocity")
+    runs = {}
+    for studied in ({"action_scale": 0.3}, {"action_scale": 0.5, "gait_frequency_hz": 4.0}):
+        controllers = RR.controllers_for(teacher, task_cls, studied, 2)
+        assert controllers["policy"][2] == studied and controllers["oracle"][2] == {"action_scale": 0.3}
+        controllers = {"oracle": controllers["oracle"]}
+        runs[len(studied)] = RR.evaluate_point(task_cls, task_cls.dr_class.train(), controllers, 2, 2, 5)["oracle"]
+    assert runs[1]["metrics_final"] == runs[2]["metrics_final"]
 
 
 @pytest.mark.heavy
