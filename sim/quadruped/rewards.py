@@ -128,7 +128,7 @@ class RewardWeights(dict[str, float]):
             if not np.isfinite(weight):
                 raise ConfigError(f"reward_weights.{key}", f"must be finite, got {value}")
             self[key] = weight
-        self._weighted: tuple[list[str], np.ndarray] | None = None
+        self._weighted: tuple[float, list[str], np.ndarray] | None = None
 
     def __setitem__(self, key: str, value: float) -> None:
         super().__setitem__(key, value)
@@ -137,10 +137,10 @@ class RewardWeights(dict[str, float]):
     def step_reward(self, terms: Mapping[str, np.ndarray], dt: float) -> np.ndarray:
         """``dt * sum(weight * term)`` over the weighted terms present (with
         ``only_positive``, the sum without ``termination`` clipped at 0 first)."""
-        if self._weighted is None:  # fixed until a weight changes: which terms count, scaled by dt
+        if self._weighted is None or self._weighted[0] != dt:  # kept until a weight changes
             names = [n for n, w in self.items() if w and n in terms and n != "termination"]
-            self._weighted = (names, np.array([self[n] for n in names]) * dt)
-        names, weights = self._weighted
+            self._weighted = (dt, names, np.array([self[n] for n in names]) * dt)
+        _, names, weights = self._weighted
         reward = weights @ np.stack([terms[n] for n in names])
         if self.only_positive:
             reward = np.maximum(reward, 0.0)
