@@ -43,7 +43,9 @@ ORACLES: dict[str, Callable[[Task, int], tuple[Any, str] | None]] = {
 """Robots with an oracle: a model-based controller told each episode's true parameters
 (``on_reset(env_ids, draws)``) or a policy reading the simulator's privileged state
 (``privileged_inputs``: the quadruped's teacher), and the action mode it acts in (None
-for a task it cannot act in)."""
+for a task it cannot act in). An oracle that is a trained policy also has
+``options_for(task_options)``: the task options it runs under in a study, its own
+controller options in place of the studied policy's (``robustness_runs.controllers_for``)."""
 
 
 def oracle_for(task: Task, num_envs: int = 1) -> tuple[Any, str] | None:

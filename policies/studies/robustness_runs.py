@@ -57,7 +57,7 @@ def controllers_for(policy: Any, task_cls: type, options: dict[str, Any], n_envs
     oracle = oracle_for(task, n_envs)
     if oracle is not None:
         controller, oracle_mode = oracle
-        options_for = getattr(controller, "options_for", None)  # an oracle that is a trained policy
+        options_for = getattr(controller, "options_for", None)  # a trained policy's (ORACLES' contract)
         out["oracle"] = (controller, oracle_mode, options if options_for is None else options_for(options))
     return out
 
