@@ -13,7 +13,6 @@ import math
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ from sim2real.ros_nodes.graph import (
 )
 from sim2real.sim import robot_deployment
 from sim2real.sim.core.errors import ConfigError
+from sim2real.stopping import StopRequest
 
 EXTERNAL = "external"
 """``policy: external``: no policy node; another program publishes ``raw_command``."""
@@ -348,9 +348,10 @@ SILENT_AFTER = 5.0
 """s: a node that reported and then says nothing for this long is taken as dead (nodes
 report at 1 Hz; five missed reports is no scheduling hiccup)."""
 
-STOP = threading.Event()
-"""Set by :func:`request_stop` (SIGINT/SIGTERM): the run's window ends now, the graph and
-the emulator shut down and the summary is still made."""
+STOP = StopRequest()
+"""Set by :func:`request_stop` (SIGINT/SIGTERM, in a signal handler: so no lock): the
+run's window ends now, the graph and the emulator shut down and the summary is still
+made."""
 
 
 def request_stop() -> None:

@@ -8,14 +8,13 @@ until ``--duration`` or SIGTERM, then prints its summary as one JSON line on std
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import sys
 
 from sim2real.hardware.emulator.faults import StreamFaults
 from sim2real.hardware.emulator.go2 import Go2Emulator, Go2EmulatorConfig
 from sim2real.hardware.go2.dds import DdsConfig
+from sim2real.stopping import StopRequest, stop_on_signals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,16 +32,11 @@ def main(argv: list[str] | None = None) -> int:
                                corrupt_state_after=args.corrupt_state_after,
                                dds=DdsConfig(domain_id=args.domain_id, interface=args.interface))
     emulator = Go2Emulator(config, StreamFaults(rate_hz=args.rate_hz))
-    stop = {"now": False}
-
-    def request_stop(signum: int, frame: object) -> None:
-        stop["now"] = True
-
-    signal.signal(signal.SIGTERM, request_stop)
+    stop = StopRequest()
     sys.stderr.write("ready\n")
     sys.stderr.flush()
-    with contextlib.suppress(KeyboardInterrupt):
-        emulator.serve(duration=args.duration, should_stop=lambda: stop["now"])
+    with stop_on_signals(stop.set):
+        emulator.serve(duration=args.duration, should_stop=stop.is_set)
     summary = emulator.summary()
     emulator.close()
     print(json.dumps(summary, default=str), flush=True)

@@ -19,7 +19,6 @@ import torch
 
 from sim2real.errors import Sim2RealError
 from sim2real.policies.common.pacing import pace
-from sim2real.policies.common.signals import stop_on_signals
 from sim2real.policies.hil.config import HilConfig
 from sim2real.policies.hil.devices import InterventionDevice
 from sim2real.policies.hil.env import HilEnv
@@ -28,6 +27,7 @@ from sim2real.policies.hil.loop import single_transition
 from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes, tensors_to_bytes
 from sim2real.policies.hil.transport import ActorClient
 from sim2real.policies.hil.wire import load_secret
+from sim2real.stopping import stop_on_signals
 
 
 def check_policy_state(state: Any, reference: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -27,12 +27,12 @@ import torch
 
 from sim2real.errors import Sim2RealError
 from sim2real.policies.common import atomic
-from sim2real.policies.common.signals import stop_on_signals
 from sim2real.policies.hil.buffers import MixedSampler, ReplayBuffer, coerce_transitions, transition_spec
 from sim2real.policies.hil.config import HilConfig
 from sim2real.policies.hil.sac import HilAgent, tensors_from_bytes, tensors_to_bytes
 from sim2real.policies.hil.transport import LearnerServer, pack_arrays, unpack_arrays
 from sim2real.policies.hil.wire import WireError, load_secret
+from sim2real.stopping import stop_on_signals
 
 
 def policy_fingerprint(obs_shapes: dict[str, tuple[int, ...]], action_dim: int) -> str:

@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
                          console=args.console, console_port=args.console_port, emulate=args.emulate,
                          log_dir=args.log_dir, action_mode=args.action_mode,
                          emulator_faults=tuple(args.fault))
-    from sim2real.policies.common.signals import stop_on_signals
     from sim2real.ros_nodes.deployment import request_stop
+    from sim2real.stopping import stop_on_signals
 
     # Ctrl-C or SIGTERM (a launcher, a test) ends the window early: the graph and the
     # emulator shut down and the summary is printed as at the end of --duration.

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import threading
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from sim2real.commands.output import add_json_flag, console, emit_json
 from sim2real.errors import ConfigError
 from sim2real.robot_names import ROBOT_NAMES
+from sim2real.stopping import StopRequest, stop_on_signals
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,12 +118,7 @@ def start_emulator(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     emulator, domain = start_emulator(args)
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = signal.signal(signal.SIGTERM, request_stop)
+    stop = StopRequest()
     # Machine-readable first line on stderr: how a backend reaches this emulator.
     sys.stderr.write(f"connect: {json.dumps(emulator.connect_options())}\n")
     sys.stderr.flush()
@@ -132,13 +127,11 @@ def run(args: argparse.Namespace) -> int:
                                name="emulator", daemon=True)
     serving.start()
     try:
-        _publish_missions(emulator, domain, serving, stop) if not args.no_mission else _wait(serving, stop)
-    except KeyboardInterrupt:
-        pass
+        with stop_on_signals(stop.set):
+            _publish_missions(emulator, domain, serving, stop) if not args.no_mission else _wait(serving, stop)
     finally:
         stop.set()
         serving.join(timeout=5)
-        signal.signal(signal.SIGTERM, previous)
         summary = emulator.summary()
         if cameras is not None:
             summary["cameras"] = cameras()
@@ -186,12 +179,12 @@ def _start_cameras(emulator: Any, domain: int, args: argparse.Namespace) -> Any:
     return stop
 
 
-def _wait(serving: threading.Thread, stop: threading.Event) -> None:
+def _wait(serving: threading.Thread, stop: StopRequest) -> None:
     while serving.is_alive() and not stop.wait(0.1):
         pass
 
 
-def _publish_missions(emulator: Any, domain: int, serving: threading.Thread, stop: threading.Event) -> None:
+def _publish_missions(emulator: Any, domain: int, serving: threading.Thread, stop: StopRequest) -> None:
     import rclpy
     from rclpy.context import Context
 
