@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -278,8 +279,9 @@ def _run_both(args: argparse.Namespace) -> int:
         if args.labels:
             actor_cmd += ["--labels", str(args.labels)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    learner = subprocess.Popen(learner_cmd, env=env)
+    learner = subprocess.Popen(learner_cmd, env=env, stderr=subprocess.PIPE, text=True)
     try:
+        _await_learner(learner)
         actor = subprocess.run(actor_cmd, env=env, stdout=subprocess.PIPE, text=True, check=False)
     finally:
         learner.send_signal(signal.SIGINT)  # the learner checkpoints, then exits
@@ -295,3 +297,32 @@ def _run_both(args: argparse.Namespace) -> int:
     summary.update(run_dir=str(args.run_dir), learner_exit=learner.returncode, finished=time.time())
     (emit_json if args.json else lambda o: stdout.print(json.dumps(o)))(summary)
     return 0
+
+
+LEARNER_READY = "learner on "
+"""The line the learner prints once its sockets are bound (:func:`_learner`)."""
+LEARNER_START_S = 300.0
+"""s: the learner imports torch, builds its networks and loads the demos within this."""
+
+
+def _await_learner(learner: subprocess.Popen) -> None:
+    """Until the learner listens, relaying what it prints to our stderr (then and later):
+    an actor started earlier acts on its random policy while the learner starts, and on
+    a loaded machine a short run could end before any weights reached it."""
+    ready = threading.Event()
+
+    def relay() -> None:
+        assert learner.stderr is not None
+        for line in learner.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if line.startswith(LEARNER_READY):
+                ready.set()
+
+    threading.Thread(target=relay, name="learner-output", daemon=True).start()
+    end = time.monotonic() + LEARNER_START_S
+    while not ready.wait(0.1):
+        if learner.poll() is not None:
+            raise Sim2RealError(f"the learner exited with {learner.returncode} before it listened")
+        if time.monotonic() > end:
+            raise Sim2RealError(f"the learner did not listen within {LEARNER_START_S:.0f} s")

@@ -65,3 +65,11 @@ def test_pixel_workflow_demos_classifier_actor(tmp_path: Path) -> None:
               str(tmp_path / "run"), "--port", str(free_port_pair()), "--classifier", str(clf), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["steps"] == 60
+
+
+def test_hil_run_stops_before_the_actor_when_the_learner_cannot_start(tmp_path: Path) -> None:
+    out = cli("run", "--obs-mode", "state", "--demos", str(tmp_path / "missing"), "--steps", "10",
+              "--port", str(free_port_pair()))
+    assert out.returncode != 0
+    assert "demo folder" in out.stderr and "the learner exited with 2 before it listened" in out.stderr, out.stderr
+    assert "actor" not in out.stderr
