@@ -150,6 +150,15 @@ def _children(pid: int) -> dict[str, int]:
     return found
 
 
+def _ended(proc: subprocess.Popen) -> str:
+    """What a run that never started its nodes said (ended here if it still runs)."""
+    running = proc.poll() is None
+    if running:
+        proc.kill()
+    out, err = proc.communicate(timeout=30)
+    return f"{'still running' if running else f'exited {proc.returncode}'}: {out[-1000:]} {err[-3000:]}"
+
+
 @pytest.mark.heavy
 def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> None:
     """A hung node (SIGSTOP: its executor never runs again) ends a --processes run within
@@ -160,7 +169,7 @@ def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> Non
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stopped = 0
     try:
-        assert wait_for(lambda: "safety_filter" in _children(proc.pid), 60.0, step=0.2)
+        assert wait_for(lambda: "safety_filter" in _children(proc.pid), 60.0, step=0.2), _ended(proc)
         time.sleep(15.0)  # every node up and reporting (start-up takes ~5-10 s here)
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         stopped = _children(proc.pid)["safety_filter"]
