@@ -65,8 +65,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _stacks_on_sigusr1() -> None:
+    """``kill -USR1 PID`` prints where every thread of a command that seems stuck is, and
+    the command goes on (no debugger on a robot computer needed)."""
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1") and sys.stderr is not None:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _stacks_on_sigusr1()
     if argv[:2] == ["deploy", "--node"]:  # a launched node: from now on a stop signal is never a traceback
         from sim2real.ros_nodes.process_life import note_stop_signals
 

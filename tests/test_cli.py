@@ -83,3 +83,21 @@ def test_list_piped_prints_full_task_ids() -> None:
                          timeout=120, check=True).stdout.splitlines()
     assert out[0].split("\t")[0] == "id"
     assert "sim2real/QuadrupedVelocityRough-v0" in [line.split("\t")[0] for line in out[1:]]
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
+    """A command that seems stuck says where (the liveness tests read it when a deploy
+    never starts its nodes); SIGUSR1's default would have killed it."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, threading, time\n"
+            "from sim2real.cli import _stacks_on_sigusr1\n"
+            "_stacks_on_sigusr1()\n"
+            "threading.Thread(target=time.sleep, args=(5,), name='sleeper', daemon=True).start()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            "time.sleep(0.2)\n"
+            "print('went on')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "went on", done.stderr
+    assert done.stderr.startswith("Thread 0x") and "Current thread 0x" in done.stderr, done.stderr

@@ -153,7 +153,9 @@ def _children(pid: int) -> dict[str, int]:
 def _ended(proc: subprocess.Popen) -> str:
     """What a run that never started its nodes said (ended here if it still runs)."""
     running = proc.poll() is None
-    if running:
+    if running:  # where it is stuck: every thread's stack (sim2real's SIGUSR1), then gone
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2.0)
         proc.kill()
     out, err = proc.communicate(timeout=30)
     return f"{'still running' if running else f'exited {proc.returncode}'}: {out[-1000:]} {err[-3000:]}"
