@@ -4,6 +4,7 @@ and is registered by one line in :data:`COMMANDS`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -71,13 +72,14 @@ def _stacks_on_sigusr1() -> None:
     import faulthandler
     import signal
 
-    if hasattr(signal, "SIGUSR1") and sys.stderr is not None:
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # no SIGUSR1, or no stderr file
         faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the process's own command (not a caller's in-process call)
+        _stacks_on_sigusr1()
     argv = sys.argv[1:] if argv is None else argv
-    _stacks_on_sigusr1()
     if argv[:2] == ["deploy", "--node"]:  # a launched node: from now on a stop signal is never a traceback
         from sim2real.ros_nodes.process_life import note_stop_signals
 
