@@ -139,8 +139,13 @@ def test_an_in_process_graph_whose_executor_stopped_ends_the_run() -> None:
 
 
 def _children(pid: int) -> dict[str, int]:
-    """{node module's last part: pid} of ``pid``'s child processes."""
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    """{node module's last part: pid} of ``pid``'s child processes. ``-ww``: unlimited
+    width. Without it ps cut the lines under pytest, and in a checkout at a longer path
+    (``/tmp/fresh.NNNNN/work/main``) the interpreter's path pushed the module's name past
+    the cut: the test saw no node of a graph that was running (measured: the run's own
+    stack was in its window loop), and failed 3 fresh-clone CI runs of 3."""
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True,
+                         text=True).stdout
     found = {}
     for line in out.splitlines():
         child, _, args = line.strip().partition(" ")
@@ -150,34 +155,41 @@ def _children(pid: int) -> dict[str, int]:
     return found
 
 
-def _ended(proc: subprocess.Popen) -> str:
-    """What a run that never started its nodes said (ended here if it still runs)."""
+def _ended(proc: subprocess.Popen, output: Path) -> str:
+    """What a run that never started its nodes said (ended here if it still runs, after
+    SIGUSR1 had it print every thread's stack)."""
     running = proc.poll() is None
-    if running:  # where it is stuck: every thread's stack (sim2real's SIGUSR1), then gone
+    if running:
         proc.send_signal(signal.SIGUSR1)
         time.sleep(2.0)
         proc.kill()
-    out, err = proc.communicate(timeout=30)
-    return f"{'still running' if running else f'exited {proc.returncode}'}: {out[-1000:]} {err[-3000:]}"
+        proc.wait(timeout=30)
+    text = output.read_text(errors="replace")
+    return f"{'still running' if running else f'exited {proc.returncode}'} ({len(text)} chars): {text[-6000:]}"
 
 
 @pytest.mark.heavy
 def test_deploy_ends_non_zero_when_a_node_stops_reporting(tmp_path: Path) -> None:
     """A hung node (SIGSTOP: its executor never runs again) ends a --processes run within
-    seconds, with its name, instead of the run going on silently to --duration."""
+    seconds, with its name, instead of the run going on silently to --duration. The run
+    writes to a file, never to a pipe nobody reads while the test waits (a full pipe
+    would stop the run's logging, and so the run)."""
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     cmd = [sys.executable, "-m", "sim2real", "deploy", "--robot", "arm", "--processes", "--duration", "120",
            "--domain-id", str(unique_domain_id()), "--policy", "classical"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    output = tmp_path / "deploy.out"
+    with output.open("w") as sink:
+        proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
     stopped = 0
     try:
-        assert wait_for(lambda: "safety_filter" in _children(proc.pid), 60.0, step=0.2), _ended(proc)
+        assert wait_for(lambda: "safety_filter" in _children(proc.pid), 60.0, step=0.2), _ended(proc, output)
         time.sleep(15.0)  # every node up and reporting (start-up takes ~5-10 s here)
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert proc.poll() is None, output.read_text()[-2000:]
         stopped = _children(proc.pid)["safety_filter"]
         os.kill(stopped, signal.SIGSTOP)
         t_stop = time.monotonic()
-        _, err = proc.communicate(timeout=120.0)
+        proc.wait(timeout=120.0)
+        err = output.read_text()
         assert proc.returncode == 2, err[-2000:]
         if "never reported" not in err:  # a start-up slower than 15 s ends at its own deadline instead
             assert "safety_filter stopped reporting" in err, err[-2000:]
