@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from ros_harness import Harness, make_probe, safety_node, unique_domain_id, wait_for
 
@@ -139,19 +140,18 @@ def test_an_in_process_graph_whose_executor_stopped_ends_the_run() -> None:
 
 
 def _children(pid: int) -> dict[str, int]:
-    """{node module's last part: pid} of ``pid``'s child processes. ``-ww``: unlimited
-    width. Without it ps cut the lines under pytest, and in a checkout at a longer path
-    (``/tmp/fresh.NNNNN/work/main``) the interpreter's path pushed the module's name past
-    the cut: the test saw no node of a graph that was running (measured: the run's own
-    stack was in its window loop), and failed 3 fresh-clone CI runs of 3."""
-    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True,
-                         text=True).stdout
+    """{node module's last part: pid} of ``pid``'s child processes, from their argument
+    lists (psutil, as the other process tests). Not ``ps -o args``: ps cut its lines under
+    pytest, and in a checkout at a longer path (``/tmp/fresh.NNNNN/work/main``) the
+    interpreter's path pushed the module's name past the cut, so the test saw no node of a
+    graph that was running (the run's own stack was in its window loop): 3 fresh-clone CI
+    runs of 3 failed so."""
     found = {}
-    for line in out.splitlines():
-        child, _, args = line.strip().partition(" ")
-        for part in args.split():
-            if part.startswith("sim2real.ros_nodes."):
-                found[part.rsplit(".", 1)[-1]] = int(child)
+    for child in psutil.Process(pid).children():
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+            for part in child.cmdline():
+                if part.startswith("sim2real.ros_nodes."):
+                    found[part.rsplit(".", 1)[-1]] = child.pid
     return found
 
 
