@@ -88,9 +88,6 @@ def test_list_piped_prints_full_task_ids() -> None:
 def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
     """A command that seems stuck says where (the liveness tests read it when a deploy
     never starts its nodes); SIGUSR1's default would have killed it."""
-    import subprocess
-    import sys
-
     code = ("import os, signal, sys, threading, time\n"
             "from sim2real.cli import main\n"
             "sys.argv = ['sim2real', 'list']\n"
