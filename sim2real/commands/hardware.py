@@ -120,22 +120,26 @@ def run(args: argparse.Namespace) -> int:
     emulator, domain = start_emulator(args)
     stop = StopRequest()
     with stop_on_signals(stop.set):  # from the first line on: a stop is never a traceback
-        # Machine-readable first line on stderr: how a backend reaches this emulator.
-        sys.stderr.write(f"connect: {json.dumps(emulator.connect_options())}\n")
-        sys.stderr.flush()
-        cameras = _start_cameras(emulator, domain, args) if args.cameras else None
         serving = threading.Thread(target=emulator.serve, name="emulator", daemon=True,
                                    kwargs={"duration": args.duration, "should_stop": stop.is_set})
-        serving.start()
-        try:
+        cameras = None
+        try:  # the emulator is closed however the run ends, cameras that failed to start included
+            # Machine-readable first line on stderr: how a backend reaches this emulator.
+            sys.stderr.write(f"connect: {json.dumps(emulator.connect_options())}\n")
+            sys.stderr.flush()
+            cameras = _start_cameras(emulator, domain, args) if args.cameras else None
+            serving.start()
             _publish_missions(emulator, domain, serving, stop) if not args.no_mission else _wait(serving, stop)
         finally:
             stop.set()
-            serving.join(timeout=5)
-            summary = emulator.summary()
-            if cameras is not None:
-                summary["cameras"] = cameras()
-            emulator.close()
+            if serving.ident is not None:  # started
+                serving.join(timeout=5)
+            try:
+                summary = emulator.summary()
+                if cameras is not None:
+                    summary["cameras"] = cameras()
+            finally:
+                emulator.close()
     if args.json:
         emit_json(summary)
     else:
